@@ -1,0 +1,118 @@
+package engine
+
+// Sliding window log.
+//
+// State: Log holds the admitted requests (time, cost), oldest first. A
+// request at now passes iff the cost admitted in (now-W, now] plus its own
+// cost is at most the limit. Denied requests are not logged. Entries that
+// have left the window are trimmed on every check.
+
+// Entry is one admitted request in a sliding window log.
+type Entry struct {
+	At   int64 // admission time, ns since the epoch
+	Cost int64 // admitted cost, > 0
+}
+
+// Ring is a growable ring buffer of log entries with a running sum of their
+// costs. It allocates only when it grows past its capacity, so a key in
+// steady state checks without allocating. Not safe for concurrent use.
+type Ring struct {
+	buf  []Entry
+	head int
+	n    int
+	sum  int64
+}
+
+// Len returns the number of entries.
+func (r *Ring) Len() int { return r.n }
+
+// Sum returns the total cost of the entries.
+func (r *Ring) Sum() int64 { return r.sum }
+
+// Cap returns the capacity of the buffer, for memory accounting.
+func (r *Ring) Cap() int { return len(r.buf) }
+
+// At returns the i-th entry, oldest first.
+func (r *Ring) At(i int) Entry { return r.buf[(r.head+i)%len(r.buf)] }
+
+// Last returns the newest entry; the ring must not be empty.
+func (r *Ring) Last() Entry { return r.At(r.n - 1) }
+
+// Push appends an entry; entries must be pushed in time order. An entry at
+// the same time as the newest is merged into it.
+func (r *Ring) Push(e Entry) {
+	r.sum += e.Cost
+	if r.n > 0 {
+		i := (r.head + r.n - 1) % len(r.buf)
+		if r.buf[i].At == e.At {
+			r.buf[i].Cost += e.Cost
+			return
+		}
+	}
+	if r.n == len(r.buf) {
+		r.grow()
+	}
+	r.buf[(r.head+r.n)%len(r.buf)] = e
+	r.n++
+}
+
+func (r *Ring) grow() {
+	nb := make([]Entry, max(4, 2*len(r.buf)))
+	for i := 0; i < r.n; i++ {
+		nb[i] = r.At(i)
+	}
+	r.buf, r.head = nb, 0
+}
+
+// TrimBefore drops the entries at or before t.
+func (r *Ring) TrimBefore(t int64) {
+	for r.n > 0 && r.buf[r.head].At <= t {
+		r.sum -= r.buf[r.head].Cost
+		r.head = (r.head + 1) % len(r.buf)
+		r.n--
+	}
+	if r.n == 0 {
+		r.head = 0
+	}
+}
+
+func checkLog(st *State, p Params, cost, now int64) Result {
+	r := Result{Limit: p.Limit}
+	ring := st.Log
+	if ring == nil {
+		ring = &Ring{}
+	}
+	ring.TrimBefore(now - p.Window)
+	sum := ring.Sum()
+	if sum+cost <= p.Limit {
+		r.Allowed = true
+		if cost > 0 {
+			ring.Push(Entry{At: now, Cost: cost})
+			st.Log = ring
+			sum += cost
+		}
+	} else if cost > p.Limit {
+		r.RetryAfter = -1
+	} else {
+		r.RetryAfter = logRetry(ring, p, cost, now)
+	}
+	r.Remaining = max(p.Limit-sum, 0)
+	if ring.Len() > 0 {
+		r.ResetAfter = ring.Last().At + p.Window - now
+	}
+	return r
+}
+
+// logRetry returns the time until enough of the oldest entries have left
+// the window for cost to fit: entry e leaves it at e.At + W.
+func logRetry(ring *Ring, p Params, cost, now int64) int64 {
+	sum := ring.Sum()
+	for i := 0; i < ring.Len(); i++ {
+		e := ring.At(i)
+		sum -= e.Cost
+		if sum+cost <= p.Limit {
+			return e.At + p.Window - now
+		}
+	}
+	return p.Window // unreachable when cost <= limit
+}

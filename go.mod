@@ -1,0 +1,3 @@
+module github.com/rlserver/rlserver
+
+go 1.26
