@@ -1,0 +1,12 @@
+// Package shards holds the limiter state of every key in lock-striped
+// shards: a power-of-two number of maps, each behind its own mutex, chosen
+// by the xxhash of the key. It applies the engine's algorithms under the
+// shard lock, answers WRONGTYPE when a key is used with another algorithm
+// than its state holds, and drops state that is indistinguishable from a
+// fresh key, lazily on access and by a bounded incremental Sweep.
+//
+// Time is a parameter: callers pass now (ns since the epoch). Each shard
+// keeps the latest time it has seen and never runs a check at an earlier
+// time, so the state of one key only ever moves forward even when
+// concurrent callers stamped their requests in a different order.
+package shards
