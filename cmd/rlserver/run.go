@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/rlserver/rlserver/httpapi"
+	"github.com/rlserver/rlserver/server"
+	"github.com/rlserver/rlserver/shards"
+)
+
+// shutdownGrace bounds how long a stop waits for connections to finish.
+const shutdownGrace = 10 * time.Second
+
+// listening, when not nil, receives the RESP and HTTP addresses once both
+// listeners are open (tests use it with ":0" ports).
+type listening func(resp, http net.Addr)
+
+// run starts the node described by cfg and serves until ctx ends, then
+// stops gracefully: it stops accepting, finishes in-flight commands and
+// returns nil.
+func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error {
+	level, _ := parseLevel(cfg.LogLevel)
+	log := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: level}))
+	unlock, err := lockDataDir(cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+
+	store := shards.New(cfg.Shards)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	srv := server.New(server.Config{
+		Limiter: store, RequirePass: cfg.RequirePass, AdminToken: cfg.AdminToken,
+		MaxKeyBytes: cfg.MaxKeyBytes, MaxLogLimit: cfg.MaxLogLimit,
+		Logger: log, Registerer: reg, Version: version,
+	})
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+	}
+	hs, hln, err := startHTTP(cfg.HTTP, httpapi.Config{Gatherer: reg})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	log.Info("rlserver started", "version", version, "resp", ln.Addr().String(), "http", cfg.HTTP,
+		"data_dir", cfg.DataDir, "shards", store.Shards(), "auth", cfg.RequirePass != "")
+	if ready != nil {
+		ready(ln.Addr(), addrOf(hln))
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	go sweep(ctx, store)
+
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		return fmt.Errorf("serve: %w", err)
+	}
+	log.Info("shutting down: no new connections, finishing in-flight commands")
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if hs != nil {
+		hs.Shutdown(sctx)
+	}
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Warn("connections did not finish in time; closed them", "err", err)
+	}
+	log.Info("stopped")
+	return nil
+}
+
+func startHTTP(addr string, cfg httpapi.Config) (*http.Server, net.Listener, error) {
+	if addr == "" {
+		return nil, nil, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listen on %s (--http): %w", addr, err)
+	}
+	hs := &http.Server{Handler: httpapi.New(cfg), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			slog.Error("http server failed", "err", err)
+		}
+	}()
+	return hs, ln, nil
+}
+
+func addrOf(ln net.Listener) net.Addr {
+	if ln == nil {
+		return nil
+	}
+	return ln.Addr()
+}
+
+// sweep drops expired keys in the background, a bounded slice at a time.
+func sweep(ctx context.Context, store *shards.Store) {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			store.Sweep(now.UnixNano(), 32)
+		}
+	}
+}

@@ -1,0 +1,184 @@
+package server
+
+import (
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tidwall/match"
+)
+
+func adminCommands() []*command {
+	return []*command{
+		{name: "dbsize", arity: 1, flags: []string{"readonly", "fast"}, group: "server",
+			summary: "Number of keys holding limiter state", handler: cmdDBSize},
+		{name: "info", arity: -1, flags: []string{"loading", "stale"}, group: "server",
+			summary: "Server information and statistics",
+			args:    []argDoc{{name: "section", typ: "string", optional: true, multiple: true}}, handler: cmdInfo},
+		{name: "command", arity: -1, flags: []string{"loading", "stale"}, group: "server",
+			summary: "COMMAND [COUNT | LIST | INFO name... | DOCS [name...] | GETKEYS cmd args...]",
+			args:    []argDoc{{name: "subcommand", typ: "string", optional: true}}, handler: cmdCommand},
+		{name: "config", arity: -2, flags: []string{"admin", "noscript", "loading", "stale"}, group: "server",
+			summary: "CONFIG GET parameter [parameter ...]",
+			args:    []argDoc{{name: "subcommand", typ: "string"}}, handler: cmdConfig},
+		{name: "flushall", arity: -1, flags: []string{"write"}, group: "server",
+			summary: "Forget every key's limiter state (admin user only when --admin-token is set)",
+			args: []argDoc{{name: "flush-type", typ: "oneof", optional: true, sub: []argDoc{
+				{name: "async", typ: "pure-token", token: "ASYNC"}, {name: "sync", typ: "pure-token", token: "SYNC"}}}},
+			handler: cmdFlushAll},
+	}
+}
+
+// DBSIZE
+func cmdDBSize(s *Server, c *conn, args [][]byte, now int64) {
+	c.writeInt(int64(s.cfg.Limiter.Len()))
+}
+
+// FLUSHALL [ASYNC|SYNC]
+func cmdFlushAll(s *Server, c *conn, args [][]byte, now int64) {
+	if len(args) > 2 || (len(args) == 2 && !equalFold(args[1], "ASYNC") && !equalFold(args[1], "SYNC")) {
+		c.writeError("ERR syntax error")
+		return
+	}
+	if s.cfg.AdminToken != "" && !c.admin {
+		c.writeError("NOPERM this user has no permissions to run the 'flushall' command " +
+			"(AUTH admin <admin-token> first)")
+		return
+	}
+	if err := s.cfg.Limiter.Flush(); err != nil {
+		c.writeErr(err)
+		return
+	}
+	s.log.Info("FLUSHALL", "client", c.addr)
+	c.writeOK()
+}
+
+// CONFIG GET parameter [parameter ...]
+func cmdConfig(s *Server, c *conn, args [][]byte, now int64) {
+	if !equalFold(args[1], "GET") {
+		c.writeError("ERR CONFIG " + strings.ToUpper(string(args[1])) +
+			" is not supported: rlserver is configured by flags, a YAML file or RLSERVER_* variables")
+		return
+	}
+	if len(args) < 3 {
+		c.writeError("ERR wrong number of arguments for 'config|get' command")
+		return
+	}
+	params := s.configParams()
+	var out kv
+	for i := 0; i+1 < len(params); i += 2 {
+		for _, pat := range args[2:] {
+			if match.Match(params[i], strings.ToLower(string(pat))) {
+				out = append(out, params[i], params[i+1])
+				break
+			}
+		}
+	}
+	c.writeValue(out)
+}
+
+// configParams lists what CONFIG GET answers: the keys redis-benchmark and
+// clients ask for, and rlserver's own limits.
+func (s *Server) configParams() []string {
+	addr := ""
+	if a := s.Addr(); a != nil {
+		addr = a.String()
+	}
+	host, port := addr, ""
+	if i := strings.LastIndexByte(addr, ':'); i >= 0 {
+		host, port = addr[:i], addr[i+1:]
+	}
+	return []string{
+		"appendonly", "no", "bind", host, "cluster-enabled", "no", "databases", "1",
+		"maxclients", "10000", "maxmemory", "0", "maxmemory-policy", "noeviction",
+		"max-key-bytes", strconv.Itoa(s.cfg.MaxKeyBytes),
+		"max-log-limit", strconv.FormatInt(s.cfg.MaxLogLimit, 10),
+		"port", port, "proto-max-bulk-len", strconv.Itoa(s.cfg.MaxRequest),
+		"save", "", "timeout", "0",
+	}
+}
+
+// INFO [section ...]
+func cmdInfo(s *Server, c *conn, args [][]byte, now int64) {
+	want := map[string]bool{}
+	for _, a := range args[1:] {
+		for _, sec := range strings.Split(strings.ToLower(string(a)), ",") {
+			want[sec] = true
+		}
+	}
+	all := len(want) == 0 || want["all"] || want["everything"] || want["default"]
+	var b strings.Builder
+	for _, sec := range s.infoSections(now) {
+		if !all && !want[sec.name] {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString("\r\n")
+		}
+		b.WriteString("# " + strings.ToUpper(sec.name[:1]) + sec.name[1:] + "\r\n")
+		for i := 0; i+1 < len(sec.fields); i += 2 {
+			b.WriteString(sec.fields[i] + ":" + sec.fields[i+1] + "\r\n")
+		}
+	}
+	c.writeBulkString(b.String())
+}
+
+type infoSection struct {
+	name   string
+	fields []string
+}
+
+func (s *Server) infoSections(now int64) []infoSection {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	itoa := func(n int64) string { return strconv.FormatInt(n, 10) }
+	keys := int64(s.cfg.Limiter.Len())
+	port := ""
+	if a := s.Addr(); a != nil {
+		port = a.String()[strings.LastIndexByte(a.String(), ':')+1:]
+	}
+	uptime := int64(time.Since(s.started) / time.Second)
+	return []infoSection{
+		{"server", []string{"redis_version", redisVersion, "rlserver_version", s.cfg.Version,
+			"redis_mode", "standalone", "os", runtime.GOOS + " " + runtime.GOARCH, "arch_bits", "64",
+			"go_version", runtime.Version(), "process_id", itoa(int64(processID())), "tcp_port", port,
+			"uptime_in_seconds", itoa(uptime), "uptime_in_days", itoa(uptime / 86400)}},
+		{"clients", []string{"connected_clients", itoa(int64(s.ConnCount())), "maxclients", "10000"}},
+		{"stats", []string{"total_connections_received", itoa(s.totalConns.Load()),
+			"total_commands_processed", itoa(s.commandsProcessed()),
+			"rejected_connections", itoa(s.rejected.Load())}},
+		{"memory", []string{"used_memory", itoa(int64(ms.HeapAlloc)), "used_memory_rss", itoa(int64(ms.Sys)),
+			"used_memory_state", itoa(s.cfg.Limiter.MemoryBytes()), "maxmemory", "0",
+			"maxmemory_policy", "noeviction"}},
+		{"persistence", []string{"loading", "0", "rdb_changes_since_last_save", "0", "aof_enabled", "0"}},
+		{"replication", []string{"role", "master", "connected_slaves", "0"}},
+		{"keyspace", keyspace(keys)},
+		{"rlserver", s.rlserverInfo(keys)},
+	}
+}
+
+func keyspace(keys int64) []string {
+	if keys == 0 {
+		return nil
+	}
+	return []string{"db0", "keys=" + strconv.FormatInt(keys, 10) + ",expires=" + strconv.FormatInt(keys, 10) + ",avg_ttl=0"}
+}
+
+func (s *Server) rlserverInfo(keys int64) []string {
+	out := []string{"keys", strconv.FormatInt(keys, 10),
+		"state_bytes", strconv.FormatInt(s.cfg.Limiter.MemoryBytes(), 10),
+		"max_key_bytes", strconv.Itoa(s.cfg.MaxKeyBytes),
+		"max_log_limit", strconv.FormatInt(s.cfg.MaxLogLimit, 10)}
+	return append(out, s.metrics.checkFields()...)
+}
+
+func (s *Server) commandsProcessed() int64 {
+	n := s.totalCommands.Load()
+	s.mu.Lock()
+	for c := range s.conns {
+		n += c.commands.Load()
+	}
+	s.mu.Unlock()
+	return n
+}

@@ -1,0 +1,145 @@
+package server
+
+import (
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/tidwall/redcon"
+)
+
+// conn is one client connection. Its fields are owned by the connection's
+// goroutine, except those read by CLIENT LIST and INFO from other
+// connections, which are atomic or guarded by Server.mu.
+type conn struct {
+	s       *Server
+	nc      net.Conn
+	id      int64
+	addr    string
+	laddr   string
+	created time.Time
+	rd      *redcon.Reader
+	lim     limitedReader
+	out     []byte
+
+	proto   int  // 2 or 3
+	authed  bool // may run commands
+	admin   bool // may run FLUSHALL
+	closing bool // QUIT: close after this batch
+
+	// Read by other connections (CLIENT LIST), written here.
+	name     atomic.Pointer[string]
+	libName  atomic.Pointer[string]
+	libVer   atomic.Pointer[string]
+	lastCmd  atomic.Pointer[command]
+	lastSeen atomic.Int64 // unix ns of the last batch
+	commands atomic.Int64
+}
+
+func (s *Server) newConn(nc net.Conn) *conn {
+	c := &conn{
+		s:       s,
+		nc:      nc,
+		id:      s.nextID.Add(1),
+		addr:    nc.RemoteAddr().String(),
+		laddr:   nc.LocalAddr().String(),
+		created: time.Now(),
+		proto:   2,
+		authed:  s.cfg.RequirePass == "",
+	}
+	c.lim = limitedReader{r: nc, max: s.cfg.MaxRequest}
+	c.rd = redcon.NewReader(&c.lim)
+	s.totalConns.Add(1)
+	s.metrics.connections.Inc()
+	return c
+}
+
+// errTooBig is returned by limitedReader when one request outgrows the
+// limit.
+var errTooBig = errors.New("Protocol error: request is larger than the server accepts")
+
+// limitedReader bounds the bytes read while one batch of requests is still
+// incomplete, so that a client cannot make the server buffer an endless
+// bulk string or line.
+type limitedReader struct {
+	r    io.Reader
+	max  int
+	read int
+}
+
+func (l *limitedReader) Read(p []byte) (int, error) {
+	if l.read >= l.max {
+		return 0, errTooBig
+	}
+	n, err := l.r.Read(p)
+	l.read += n
+	return n, err
+}
+
+func (s *Server) serveConn(c *conn) {
+	defer s.closeConn(c)
+	for {
+		cmds, err := c.rd.ReadCommands()
+		if err != nil {
+			c.readError(err)
+			return
+		}
+		c.lim.read = 0
+		now := s.cfg.Clock()
+		c.lastSeen.Store(now)
+		for i := range cmds {
+			s.dispatch(c, cmds[i].Args, now)
+			if c.closing {
+				break
+			}
+		}
+		if !c.flush() || c.closing {
+			return
+		}
+		if s.closing.Load() {
+			return
+		}
+	}
+}
+
+// readError answers a protocol error before the connection closes. Clean
+// disconnects and shutdown wake-ups close silently.
+func (c *conn) readError(err error) {
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "Protocol error") {
+		if !errors.Is(err, io.EOF) && !c.s.closing.Load() {
+			c.s.log.Debug("connection read failed", "client", c.addr, "err", err)
+		}
+		return
+	}
+	c.s.log.Info("closing connection after protocol error", "client", c.addr, "err", msg)
+	c.s.metrics.errors.WithLabelValues("protocol").Inc()
+	c.out = redcon.AppendError(c.out, "ERR "+msg)
+	c.flush()
+}
+
+func (c *conn) flush() bool {
+	if len(c.out) == 0 {
+		return true
+	}
+	_, err := c.nc.Write(c.out)
+	if cap(c.out) > 64<<10 {
+		c.out = nil
+	} else {
+		c.out = c.out[:0]
+	}
+	return err == nil
+}
+
+func (s *Server) closeConn(c *conn) {
+	c.nc.Close()
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	s.totalCommands.Add(c.commands.Load())
+	s.metrics.connections.Dec()
+	s.wg.Done()
+}
