@@ -185,18 +185,20 @@ func (s *Store) Throttle(key []byte, maxBurst, count, period, quantity, now int6
 	return res, nil
 }
 
-// Reset forgets key's state and reports whether it held any.
-func (s *Store) Reset(key []byte, now int64) bool {
+// Reset forgets key's state and reports whether it held any. The error is
+// always nil; it is there for callers' interfaces that a cluster node, which
+// can fail, also satisfies.
+func (s *Store) Reset(key []byte, now int64) (bool, error) {
 	sh := s.shardFor(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	now = sh.tick(now)
 	e := sh.get(key, now)
 	if e == nil {
-		return false
+		return false, nil
 	}
 	sh.drop(string(key), e)
-	return true
+	return true, nil
 }
 
 // Len returns the number of keys held, including expired keys that have not
@@ -225,8 +227,8 @@ func (s *Store) MemoryBytes() int64 {
 	return n
 }
 
-// Flush drops every key.
-func (s *Store) Flush() {
+// Flush drops every key. The error is always nil (see Reset).
+func (s *Store) Flush() error {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
@@ -234,6 +236,7 @@ func (s *Store) Flush() {
 		sh.bytes = 0
 		sh.mu.Unlock()
 	}
+	return nil
 }
 
 // Shards returns the number of shards.
