@@ -86,6 +86,7 @@ func entrySize(keyLen int, e *entry) int64 {
 type Store struct {
 	shards []shard
 	mask   uint64
+	rules  ruleTable // see rules.go
 }
 
 // DefaultShards is the shard count New uses for n <= 0.

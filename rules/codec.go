@@ -1,0 +1,34 @@
+package rules
+
+import (
+	"encoding/json"
+	"errors"
+
+	"github.com/rlserver/rlserver/internal/strictjson"
+)
+
+// DecodeJSON decodes one rule from a JSON object. Unknown fields, wrong
+// types, malformed JSON and trailing data are *ValidationErrors naming the
+// field (ErrUnknown, ErrType, ErrSyntax). It does not validate the values:
+// call Validate or Compile.
+func DecodeJSON(data []byte) (Rule, error) {
+	var r Rule
+	err := strictjson.Decode(data, &r)
+	var se *strictjson.Error
+	if !errors.As(err, &se) {
+		return r, err
+	}
+	switch {
+	case se.Unknown:
+		return r, invalid(r.ID, se.Field, ErrUnknown, "")
+	case se.Field != "":
+		return r, invalid(r.ID, se.Field, ErrType, se.Reason)
+	}
+	return r, invalid("", "", ErrSyntax, se.Reason)
+}
+
+// EncodeJSON returns r as a JSON object with every field.
+func EncodeJSON(r Rule) []byte {
+	b, _ := json.Marshal(r) // cannot fail: strings, integers and a bool
+	return b
+}

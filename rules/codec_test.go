@@ -1,0 +1,75 @@
+package rules
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestDecodeJSON(t *testing.T) {
+	r, err := DecodeJSON([]byte(`{"id":"a","target":"*","tier":"*","key_type":"ip","algo":"fixed","limit":5,"window":"1s","shadow":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Rule{ID: "a", Target: "*", Tier: "*", KeyType: "ip", Algo: "fixed", Limit: 5, Window: "1s", Shadow: true}
+	if r != want {
+		t.Fatalf("got %+v", r)
+	}
+	back, err := DecodeJSON(EncodeJSON(r))
+	if err != nil || back != r {
+		t.Fatalf("round trip: %+v, %v", back, err)
+	}
+}
+
+func TestDecodeJSONErrorsNameTheField(t *testing.T) {
+	tests := []struct {
+		in, field string
+		reason    error
+		contains  string
+	}{
+		{`{"id":"a","limt":5}`, "limt", ErrUnknown, "limt: is not a rule field"},
+		{`{"id":"a","limit":"5"}`, "limit", ErrType, "want an integer, got string"},
+		{`{"id":"a","limit":1.5}`, "limit", ErrType, "want an integer"},
+		{`{"id":"a","window":60}`, "window", ErrType, "want a string, got number"},
+		{`{"id":"a","shadow":"yes"}`, "shadow", ErrType, "want true or false"},
+		{`{"id":"a",`, "", ErrSyntax, "unexpected end"},
+		{`{"id":"a"} {}`, "", ErrSyntax, "after the object"},
+		{`[1]`, "", ErrSyntax, "want a JSON object"},
+		{``, "", ErrSyntax, "empty"},
+		{`{"id":}`, "", ErrSyntax, "offset"},
+	}
+	for _, tt := range tests {
+		_, err := DecodeJSON([]byte(tt.in))
+		var ve *ValidationError
+		if !errors.As(err, &ve) || ve.Field != tt.field || !errors.Is(err, tt.reason) ||
+			!strings.Contains(err.Error(), tt.contains) {
+			t.Errorf("%s: got %v (%+v), want field %q reason %v containing %q", tt.in, err, ve, tt.field, tt.reason, tt.contains)
+		}
+	}
+}
+
+func FuzzDecodeJSON(f *testing.F) {
+	f.Add([]byte(`{"id":"a","target":"/u/*","tier":"*","key_type":"ip","algo":"token","limit":5,"window":"1s","burst":9}`))
+	f.Add([]byte(`{"id":"a","limit":-1}`))
+	f.Add([]byte(`{"window":"1m","shadow":true}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := DecodeJSON(data)
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("error %v does not wrap ErrInvalid", err)
+			}
+			return
+		}
+		c, err := Compile(r, 0)
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("error %v does not wrap ErrInvalid", err)
+			}
+			return
+		}
+		back, err := DecodeJSON(EncodeJSON(c.Rule))
+		if err != nil || back != c.Rule {
+			t.Fatalf("round trip of %+v: %+v, %v", c.Rule, back, err)
+		}
+	})
+}

@@ -1,0 +1,81 @@
+package rules
+
+import "github.com/rlserver/rlserver/engine"
+
+// ID is one identifier of a request: its type ("user", "ip", "apikey")
+// and value ("u1", "1.2.3.4").
+type ID struct {
+	Type, Value []byte
+}
+
+// Query is one RL.CHECKRULES request and, once evaluated, its outcome. A
+// Query is reusable: Reset it and fill it again, so that a connection
+// checks without allocating. It is not safe for concurrent use. The byte
+// slices it holds are the caller's and must stay valid until evaluation is
+// done.
+type Query struct {
+	Target []byte
+	Tier   []byte
+	IDs    []ID  // at most one per type
+	Cost   int64 // validated by the caller, like RL.CHECK's COST
+
+	// Filled by the evaluator (shards.Store.CheckRules).
+	Evals   []Eval // the matching rules, in id order
+	Allowed bool   // false iff some enforcing (non-shadow) rule denied
+	Best    int    // index in Evals of the most restrictive rule; -1 if none matched
+
+	keys []byte // backing store of the Evals' keys
+}
+
+// Eval is one matching rule and its result.
+type Eval struct {
+	Rule   *Compiled
+	Key    []byte // the counter key "id:value"; valid until the Query is reused
+	Result engine.Result
+}
+
+// Reset empties q for reuse, keeping its buffers.
+func (q *Query) Reset() {
+	q.Target, q.Tier, q.Cost = nil, nil, 0
+	q.IDs = q.IDs[:0]
+	q.Evals = q.Evals[:0]
+	q.Allowed, q.Best = false, -1
+	q.keys = q.keys[:0]
+}
+
+// AddID adds an identifier and reports false, adding nothing, if q already
+// has one of that type.
+func (q *Query) AddID(typ, value []byte) bool {
+	if _, dup := q.value(string(typ)); dup {
+		return false
+	}
+	q.IDs = append(q.IDs, ID{Type: typ, Value: value})
+	return true
+}
+
+func (q *Query) value(typ string) ([]byte, bool) {
+	for i := range q.IDs {
+		if string(q.IDs[i].Type) == typ {
+			return q.IDs[i].Value, true
+		}
+	}
+	return nil, false
+}
+
+// Reply returns what RL.CHECKRULES and POST /v1/checkrules report: the
+// result of the most restrictive rule and the rule, or, when no rule
+// matched, {Allowed: true, Limit: -1, Remaining: -1} and nil. A shadow
+// rule is reported only when no enforcing rule matched, and then as
+// allowed (RetryAfter 0), since shadow rules never deny. Reply().Allowed
+// always equals q.Allowed.
+func (q *Query) Reply() (engine.Result, *Compiled) {
+	if q.Best < 0 || q.Best >= len(q.Evals) {
+		return engine.Result{Allowed: true, Limit: -1, Remaining: -1}, nil
+	}
+	e := q.Evals[q.Best]
+	r := e.Result
+	if e.Rule.Rule.Shadow {
+		r.Allowed, r.RetryAfter = true, 0
+	}
+	return r, e.Rule
+}

@@ -1,0 +1,176 @@
+package shards
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/rlserver/rlserver/engine"
+)
+
+// ErrDuplicateKey is returned by CheckAll when two ops name the same key.
+var ErrDuplicateKey = errors.New("the same key appears twice in one multi-key check")
+
+// Op is one counter of a multi-key check. The caller fills Key, Algo,
+// Params, Shadow and Replace; CheckAll fills Result. A slice of Ops may be
+// reused across calls.
+type Op struct {
+	Key    []byte
+	Algo   engine.Algo
+	Params engine.Params // validated by the caller
+	// Shadow ops are decided and charged like the others, but their denial
+	// does not deny the whole check.
+	Shadow bool
+	// Replace drops state of another algorithm held under Key instead of
+	// failing with WRONGTYPE (a rule whose algorithm changed owns its
+	// counters). The state is dropped only if the check is allowed.
+	Replace bool
+	// Result is this op's decision. If the whole check was allowed, it is
+	// the op's charge (denied for a shadow op that would have denied, which
+	// is then not charged). If the check was denied, nothing was charged:
+	// ops that denied report their denial, the others report their current
+	// allowance as RL.PEEK would.
+	Result engine.Result
+
+	shard int  // index of Key's shard
+	pass  bool // the op alone would allow the request
+}
+
+// CheckAll charges cost against every op's key, all or nothing: the check
+// is allowed iff no non-shadow op denies, and only then is anything
+// charged. It holds the locks of every involved shard, taken in index
+// order, for the whole decision, so that concurrent calls and Check never
+// see half of it. Each op is decided first on a copy of its state (the log
+// algorithm, whose state is a shared ring, is decided with a cost-0 check
+// that only trims entries outside the window), then committed only if the
+// whole check passes. now is as for Check; all shards involved move to the
+// latest clock among them.
+//
+// It returns a *WrongTypeError (nothing charged) if a key holds another
+// algorithm's state and its op does not Replace, and ErrDuplicateKey if
+// two ops share a key. It does not allocate unless a key is new or a log
+// grows.
+func (s *Store) CheckAll(ops []Op, cost, now int64) (bool, error) {
+	if err := s.prepare(ops); err != nil {
+		return false, err
+	}
+	s.lockAll(ops, true)
+	defer s.lockAll(ops, false)
+	for i := range ops {
+		now = max(now, s.shards[ops[i].shard].clock)
+	}
+	allowed := true
+	for i := range ops {
+		s.shards[ops[i].shard].tick(now)
+		if err := s.decide(&ops[i], cost, now); err != nil {
+			return false, err
+		}
+		allowed = allowed && (ops[i].pass || ops[i].Shadow)
+	}
+	for i := range ops {
+		switch op := &ops[i]; {
+		case op.pass && allowed:
+			s.commit(op, cost, now)
+		case op.pass:
+			s.peek(op, now)
+		}
+	}
+	return allowed, nil
+}
+
+// prepare finds each op's shard and rejects duplicate keys.
+func (s *Store) prepare(ops []Op) error {
+	for i := range ops {
+		ops[i].shard = int(xxhash.Sum64(ops[i].Key) & s.mask)
+		for j := 0; j < i; j++ {
+			if ops[j].shard == ops[i].shard && string(ops[j].Key) == string(ops[i].Key) {
+				return fmt.Errorf("%w: %q", ErrDuplicateKey, ops[i].Key)
+			}
+		}
+	}
+	return nil
+}
+
+// lockAll locks (or unlocks) each distinct shard of ops once, in
+// ascending index order, so that two multi-key checks cannot deadlock.
+func (s *Store) lockAll(ops []Op, lock bool) {
+	for prev := -1; ; {
+		next := -1
+		for i := range ops {
+			if sh := ops[i].shard; sh > prev && (next < 0 || sh < next) {
+				next = sh
+			}
+		}
+		if next < 0 {
+			return
+		}
+		if lock {
+			s.shards[next].mu.Lock()
+		} else {
+			s.shards[next].mu.Unlock()
+		}
+		prev = next
+	}
+}
+
+// decide sets op.Result and op.pass without changing any decision-relevant
+// state. Call with the op's shard locked.
+func (s *Store) decide(op *Op, cost, now int64) error {
+	e := s.shards[op.shard].get(op.Key, now)
+	var st engine.State
+	if e != nil && e.algo != op.Algo && !op.Replace {
+		return &WrongTypeError{Held: e.algo, Want: op.Algo}
+	}
+	if e != nil && e.algo == op.Algo {
+		st = e.st // a copy, except for the log's ring
+	}
+	if op.Algo != engine.Log {
+		op.Result = engine.Check(op.Algo, &st, op.Params, cost, now)
+		op.pass = op.Result.Allowed
+		return nil
+	}
+	// A cost-0 check never adds to the ring; it only trims entries that
+	// have left the window, which changes no future decision. The request
+	// fits iff that check allows and leaves at least cost remaining.
+	r := engine.Check(engine.Log, &st, op.Params, 0, now)
+	op.pass = r.Allowed && r.Remaining >= cost
+	if !op.pass && cost > 0 {
+		r = engine.Check(engine.Log, &st, op.Params, cost, now) // denies: adds nothing
+	}
+	op.Result = r
+	return nil
+}
+
+// commit charges op for real; its decision is the one decide made.
+func (s *Store) commit(op *Op, cost, now int64) {
+	sh := &s.shards[op.shard]
+	e := sh.get(op.Key, now)
+	if e != nil && e.algo != op.Algo {
+		sh.drop(string(op.Key), e)
+		e = nil
+	}
+	if e == nil {
+		var st engine.State
+		op.Result = engine.Check(op.Algo, &st, op.Params, cost, now)
+		if exp := engine.ExpiresAt(op.Algo, &st, op.Params); exp > now {
+			sh.insert(op.Key, &entry{algo: op.Algo, expires: exp, st: st})
+		}
+		return
+	}
+	size := entrySize(len(op.Key), e)
+	op.Result = engine.Check(op.Algo, &e.st, op.Params, cost, now)
+	sh.update(op.Key, e, size, engine.ExpiresAt(op.Algo, &e.st, op.Params), now)
+}
+
+// peek replaces a passing op's result with its uncharged allowance. The
+// log's result already is one (decide ran it with cost 0).
+func (s *Store) peek(op *Op, now int64) {
+	if op.Algo == engine.Log {
+		return
+	}
+	var st engine.State
+	if e := s.shards[op.shard].get(op.Key, now); e != nil && e.algo == op.Algo {
+		st = e.st
+	}
+	op.Result = engine.Check(op.Algo, &st, op.Params, 0, now)
+}
