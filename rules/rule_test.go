@@ -56,7 +56,7 @@ func TestValidateNamesTheField(t *testing.T) {
 		{func(r *Rule) { r.Burst = 5 }, "burst", ErrBurst}, // sliding has no burst
 		{func(r *Rule) { r.Algo, r.Burst = "token", -1 }, "burst", ErrBurst},
 		{func(r *Rule) { r.Algo, r.Limit, r.Window, r.Burst = "token", 1, "366d", 1000 }, "burst", ErrBurst},
-		{func(r *Rule) { r.Algo, r.Limit, r.Window = "gcra", 1 << 40, "1ms" }, "limit", ErrLimit},
+		{func(r *Rule) { r.Algo, r.Limit, r.Window = "gcra", 1<<40, "1ms" }, "limit", ErrLimit},
 	}
 	for _, tt := range tests {
 		r := good()

@@ -10,13 +10,13 @@ import (
 // LoadYAML decodes and validates a YAML list of rules, such as the file
 // given with --rules:
 //
-//	- id: free-users
-//	  target: /users/*
-//	  tier: free
-//	  key_type: user
-//	  algo: sliding
-//	  limit: 100
-//	  window: 1m
+//   - id: free-users
+//     target: /users/*
+//     tier: free
+//     key_type: user
+//     algo: sliding
+//     limit: 100
+//     window: 1m
 //
 // Errors name the rule by position (1-based), line and id, and the field:
 // `rule 2 (line 9, id "free-users"): invalid rule "free-users": limit: ...`.
