@@ -119,6 +119,20 @@ func (c *conn) readError(err error) {
 	c.s.metrics.errors.WithLabelValues("protocol").Inc()
 	c.out = redcon.AppendError(c.out, "ERR "+msg)
 	c.flush()
+	c.linger()
+}
+
+// linger half-closes the connection and discards what the client still
+// sends, for a moment, so that closing with unread input does not reset the
+// connection before the client has read the error.
+func (c *conn) linger() {
+	tc, ok := c.nc.(*net.TCPConn)
+	if !ok {
+		return
+	}
+	tc.CloseWrite()
+	tc.SetReadDeadline(time.Now().Add(250 * time.Millisecond))
+	io.CopyN(io.Discard, tc, 1<<20)
 }
 
 func (c *conn) flush() bool {
