@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/binary"
 	"errors"
+	"math"
 )
 
 // The binary encoding of a key's state, used by replication and snapshots.
@@ -13,7 +14,9 @@ import (
 //	  absolute, the rest as the gap from the previous) and uvarint Cost
 //
 // Decoding rejects unknown versions and algorithms, truncated input,
-// unsorted or non-positive log entries, and counts larger than the input.
+// varints not in their shortest form (so that each state has exactly one
+// encoding), unsorted or non-positive log entries, entry times beyond int64,
+// log costs summing above MaxLimit, and counts larger than the input.
 const codecVersion = 1
 
 // ErrCorrupt is returned by DecodeState for input it cannot decode.
@@ -53,7 +56,7 @@ func DecodeState(b []byte) (Algo, State, int, error) {
 	a := Algo(b[1])
 	off := 2
 	for _, f := range []*int64{&st.T, &st.N, &st.P} {
-		v, n := binary.Varint(b[off:])
+		v, n := varint(b[off:])
 		if n <= 0 {
 			return 0, st, 0, ErrCorrupt
 		}
@@ -62,7 +65,7 @@ func DecodeState(b []byte) (Algo, State, int, error) {
 	if a != Log {
 		return a, st, off, nil
 	}
-	count, n := binary.Uvarint(b[off:])
+	count, n := uvarint(b[off:])
 	if n <= 0 || count > uint64(len(b)-off-n)/2 {
 		return 0, st, 0, ErrCorrupt
 	}
@@ -73,12 +76,12 @@ func DecodeState(b []byte) (Algo, State, int, error) {
 	st.Log = &Ring{}
 	var prev int64
 	for i := uint64(0); i < count; i++ {
-		gap, n1 := binary.Varint(b[off:])
-		if n1 <= 0 || (i > 0 && gap <= 0) {
+		gap, n1 := varint(b[off:])
+		if n1 <= 0 || (i > 0 && (gap <= 0 || prev > math.MaxInt64-gap)) {
 			return 0, st, 0, ErrCorrupt
 		}
-		cost, n2 := binary.Uvarint(b[off+n1:])
-		if n2 <= 0 || cost == 0 || cost > MaxLimit {
+		cost, n2 := uvarint(b[off+n1:])
+		if n2 <= 0 || cost == 0 || cost > uint64(MaxLimit-st.Log.Sum()) {
 			return 0, st, 0, ErrCorrupt
 		}
 		off += n1 + n2
@@ -86,4 +89,23 @@ func DecodeState(b []byte) (Algo, State, int, error) {
 		st.Log.Push(Entry{At: prev, Cost: int64(cost)})
 	}
 	return a, st, off, nil
+}
+
+// varint reads a signed varint in its shortest form from the front of b;
+// n <= 0 means it is missing, overlong or not the shortest.
+func varint(b []byte) (v int64, n int) {
+	v, n = binary.Varint(b)
+	if n > 1 && b[n-1] == 0 {
+		return 0, 0 // a trailing zero byte: a shorter encoding exists
+	}
+	return v, n
+}
+
+// uvarint is varint for unsigned values.
+func uvarint(b []byte) (v uint64, n int) {
+	v, n = binary.Uvarint(b)
+	if n > 1 && b[n-1] == 0 {
+		return 0, 0
+	}
+	return v, n
 }

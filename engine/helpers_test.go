@@ -1,0 +1,170 @@
+package engine
+
+import (
+	"flag"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+)
+
+const (
+	ms  = int64(time.Millisecond)
+	sec = int64(time.Second)
+	day = 86400 * sec
+)
+
+// base is a clock reading aligned to every window used in the tables
+// (20000 days after the epoch).
+const base = 20000 * day
+
+var allAlgos = []Algo{Fixed, Sliding, Log, Token, Leaky, GCRA}
+
+var seedFlag = flag.Uint64("seed", 0, "seed for the randomized engine tests (also RL_SEED)")
+
+// newRand returns a generator seeded from -seed, RL_SEED or the clock, and
+// logs the seed so that a failure can be replayed.
+func newRand(t testing.TB) *rand.Rand {
+	seed := *seedFlag
+	if s := os.Getenv("RL_SEED"); seed == 0 && s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("RL_SEED=%q: %v", s, err)
+		}
+		seed = v
+	}
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (replay with -seed=%d or RL_SEED=%d)", seed, seed, seed)
+	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+}
+
+// step is one row of a time-stepped table: advance the fake clock, charge
+// cost, and expect this Result.
+type step struct {
+	advance   int64
+	cost      int64
+	allowed   bool
+	remaining int64
+	retry     int64
+	reset     int64
+}
+
+// fakeKey runs steps against one key on a fake clock. Alongside the real
+// state it keeps a shadow that is charged only with the requests the real
+// state admitted: every decision must be the same on both, which shows that
+// denied requests change nothing.
+type fakeKey struct {
+	t      *testing.T
+	algo   Algo
+	now    int64
+	st     State
+	shadow State
+	row    int
+}
+
+func newKey(t *testing.T, a Algo, start int64) *fakeKey {
+	return &fakeKey{t: t, algo: a, now: start}
+}
+
+// run checks the rows in order with parameters p.
+func (k *fakeKey) run(p Params, steps []step) {
+	k.t.Helper()
+	for _, s := range steps {
+		k.row++
+		k.now += s.advance
+		got := k.check(p, s.cost)
+		want := Result{Allowed: s.allowed, Limit: p.Capacity(k.algo), Remaining: s.remaining,
+			RetryAfter: s.retry, ResetAfter: s.reset}
+		if got != want {
+			k.t.Errorf("%v row %d (t=%s, cost %d, %+v):\n got %s\nwant %s", k.algo, k.row,
+				fmtDur(k.now-base), s.cost, p, fmtResult(got), fmtResult(want))
+		}
+	}
+}
+
+// check charges cost at the current time and verifies the shadow and the
+// denied-leaves-state-alone rule.
+func (k *fakeKey) check(p Params, cost int64) Result {
+	k.t.Helper()
+	before := cloneState(&k.st)
+	got := Check(k.algo, &k.st, p, cost, k.now)
+	sh := cloneState(&k.shadow)
+	if shr := Check(k.algo, &sh, p, cost, k.now); shr != got {
+		k.t.Errorf("%v row %d: denied requests changed a later decision: %s, without them %s",
+			k.algo, k.row, fmtResult(got), fmtResult(shr))
+	}
+	if got.Allowed {
+		k.shadow = sh
+		return got
+	}
+	if k.algo == Log && before.Log != nil {
+		before.Log.TrimBefore(k.now - p.Window)
+	}
+	if !stateEqual(&before, &k.st) {
+		k.t.Errorf("%v row %d: denied request changed the state: %+v -> %+v", k.algo, k.row, before, k.st)
+	}
+	return got
+}
+
+func fmtResult(r Result) string {
+	return "{allowed " + strconv.FormatBool(r.Allowed) + " limit " + strconv.FormatInt(r.Limit, 10) +
+		" remaining " + strconv.FormatInt(r.Remaining, 10) + " retry " + fmtDur(r.RetryAfter) +
+		" reset " + fmtDur(r.ResetAfter) + "}"
+}
+
+func fmtDur(ns int64) string {
+	if ns == -1 {
+		return "-1"
+	}
+	return time.Duration(ns).String()
+}
+
+// cloneState returns a deep copy of st.
+func cloneState(st *State) State {
+	c := *st
+	if st.Log != nil {
+		c.Log = &Ring{}
+		for i := 0; i < st.Log.Len(); i++ {
+			c.Log.Push(st.Log.At(i))
+		}
+	}
+	return c
+}
+
+// entries returns the log entries of st, oldest first (nil for none).
+func entries(st *State) []Entry {
+	var es []Entry
+	if st.Log != nil {
+		for i := 0; i < st.Log.Len(); i++ {
+			es = append(es, st.Log.At(i))
+		}
+	}
+	return es
+}
+
+// stateEqual compares two states field by field, logs by their entries.
+func stateEqual(a, b *State) bool {
+	if a.T != b.T || a.N != b.N || a.P != b.P {
+		return false
+	}
+	ea, eb := entries(a), entries(b)
+	if len(ea) != len(eb) {
+		return false
+	}
+	for i := range ea {
+		if ea[i] != eb[i] {
+			return false
+		}
+	}
+	var sa, sb int64
+	if a.Log != nil {
+		sa = a.Log.Sum()
+	}
+	if b.Log != nil {
+		sb = b.Log.Sum()
+	}
+	return sa == sb
+}
