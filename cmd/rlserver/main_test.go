@@ -1,0 +1,148 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// buildBinary builds rlserver once per test run.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "rlserver")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// waitPing polls until addr answers PING or the deadline passes.
+func waitPing(t *testing.T, c *redis.Client) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for c.Ping(context.Background()).Err() != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("rlserver did not answer PING within 10s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestBinaryLifecycle(t *testing.T) {
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	resp, httpAddr := freePort(t), freePort(t)
+	cmd := exec.Command(bin, "--listen", resp, "--http", httpAddr, "--data-dir", dir)
+	var logs bytes.Buffer
+	cmd.Stderr = &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	c := redis.NewClient(&redis.Options{Addr: resp})
+	defer c.Close()
+	waitPing(t, c)
+
+	v, err := c.Do(context.Background(), "RL.CHECK", "k", "fixed", 5, "1m").Slice()
+	if err != nil || len(v) != 5 || v[0] != int64(1) {
+		t.Fatalf("RL.CHECK = %v, %v", v, err)
+	}
+	for path, want := range map[string]string{"/healthz": `"ok"`, "/readyz": `"ready"`, "/metrics": `rlserver_checks_total{algo="fixed",result="allowed"} 1`} {
+		body := httpGet(t, "http://"+httpAddr+path)
+		if !strings.Contains(body, want) {
+			t.Errorf("GET %s lacks %q:\n%.500s", path, want, body)
+		}
+	}
+
+	// A second server on the same data directory refuses to start.
+	out, err := exec.Command(bin, "--listen", freePort(t), "--http", "", "--data-dir", dir).CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || !strings.Contains(string(out), "is in use by another rlserver") {
+		t.Fatalf("second server: err %v, output %q", err, out)
+	}
+
+	// SIGTERM: exit 0 after a clean stop.
+	cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("exit after SIGTERM: %v\n%s", err, logs.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("rlserver did not stop within 15s of SIGTERM")
+	}
+	if !strings.Contains(logs.String(), "msg=stopped") {
+		t.Errorf("logs lack the stop line:\n%s", logs.String())
+	}
+}
+
+func TestBadFlagExitsWithOneLine(t *testing.T) {
+	bin := buildBinary(t)
+	out, err := exec.Command(bin, "--listen").CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 {
+		t.Fatalf("err = %v, want exit status 2", err)
+	}
+	if lines := strings.Split(strings.TrimSpace(string(out)), "\n"); len(lines) != 1 || !strings.HasPrefix(lines[0], "rlserver: ") {
+		t.Fatalf("output = %q, want one line", out)
+	}
+	help, err := exec.Command(bin, "--help").Output()
+	if err != nil || !strings.Contains(string(help), "--max-log-limit") {
+		t.Fatalf("--help: %v\n%s", err, help)
+	}
+}
+
+func httpGet(t *testing.T, url string) string {
+	t.Helper()
+	res, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return string(b)
+}
+
+func TestLockDataDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "nested", "data")
+	unlock, err := lockDataDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lockDataDir(dir); err == nil || !strings.Contains(err.Error(), "pid "+strconv.Itoa(os.Getpid())) {
+		t.Fatalf("second lock: err = %v, want in use by this pid", err)
+	}
+	unlock()
+	unlock2, err := lockDataDir(dir)
+	if err != nil {
+		t.Fatalf("lock after unlock: %v", err)
+	}
+	unlock2()
+}
+
