@@ -145,4 +145,3 @@ func TestLockDataDir(t *testing.T) {
 	}
 	unlock2()
 }
-
