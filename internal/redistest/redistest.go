@@ -1,0 +1,188 @@
+package redistest
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// SkipEnv is the environment variable that, set to 1, turns a missing
+// redis-server into a skipped test instead of a failed one.
+const SkipEnv = "RLSERVER_SKIP_REDIS"
+
+const (
+	startTimeout = 10 * time.Second // from exec to the first PONG
+	stopTimeout  = 5 * time.Second  // from SIGTERM to exit, then SIGKILL
+	attempts     = 3                // tries, each on a fresh port
+)
+
+// Start starts a redis-server for the test and returns its address
+// (127.0.0.1:port). The server is stopped, and its directory removed, when
+// the test and its subtests end. Start calls tb.Fatal if the server cannot
+// be started, and if redis-server is not on PATH (tb.Skip instead when
+// RLSERVER_SKIP_REDIS=1). It is safe to call from parallel tests.
+func Start(tb testing.TB) (addr string) {
+	tb.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv(SkipEnv) == "1" {
+			tb.Skipf("redis-server not on PATH; skipped because %s=1", SkipEnv)
+		}
+		tb.Fatalf("redis-server not on PATH: these tests compare against a real Redis. "+
+			"Install it (Debian/Ubuntu: apt-get install redis-server; .ci/run does this) "+
+			"or set %s=1 to skip them", SkipEnv)
+	}
+	dir := tb.TempDir()
+	for i := 1; ; i++ {
+		srv, err := launch(bin, dir)
+		if err == nil {
+			tb.Cleanup(func() {
+				if err := srv.stop(); err != nil {
+					tb.Errorf("redistest: stopping redis-server on %s: %v", srv.addr, err)
+				}
+			})
+			return srv.addr
+		}
+		if i == attempts {
+			tb.Fatalf("redistest: %v", err)
+		}
+	}
+}
+
+// server is one running redis-server.
+type server struct {
+	addr   string
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when the process has exited
+	output *lockedBuffer // its stdout and stderr
+}
+
+// launch starts redis-server on a free port in dir and waits for PING.
+func launch(bin, dir string) (*server, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	s := &server{
+		addr:   net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+		exited: make(chan struct{}),
+		output: &lockedBuffer{},
+	}
+	s.cmd = exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no")
+	s.cmd.Stdout, s.cmd.Stderr = s.output, s.output
+	if err := s.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", bin, err)
+	}
+	go func() {
+		_ = s.cmd.Wait()
+		close(s.exited)
+	}()
+	if err := s.waitReady(); err != nil {
+		_ = s.stop()
+		return nil, fmt.Errorf("redis-server on %s: %w\n%s", s.addr, err, s.output.String())
+	}
+	return s, nil
+}
+
+// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("finding a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// waitReady polls PING until it answers PONG, the process exits or the
+// start timeout passes.
+func (s *server) waitReady() error {
+	deadline := time.Now().Add(startTimeout)
+	var last error
+	for time.Now().Before(deadline) {
+		select {
+		case <-s.exited:
+			return errors.New("exited during start-up")
+		default:
+		}
+		if last = Ping(s.addr); last == nil {
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return fmt.Errorf("no PONG within %v: %v", startTimeout, last)
+}
+
+// Ping sends PING to the Redis-protocol server at addr and returns nil if it
+// answers +PONG within a second.
+func Ping(addr string) error {
+	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if err := conn.SetDeadline(time.Now().Add(time.Second)); err != nil {
+		return err
+	}
+	if _, err := conn.Write([]byte("*1\r\n$4\r\nPING\r\n")); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if line != "+PONG\r\n" {
+		return fmt.Errorf("PING answered %q", line)
+	}
+	return nil
+}
+
+// stop sends SIGTERM, waits for the exit and kills the process if it does
+// not exit in time.
+func (s *server) stop() error {
+	select {
+	case <-s.exited:
+		return nil
+	default:
+	}
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return err
+	}
+	select {
+	case <-s.exited:
+		return nil
+	case <-time.After(stopTimeout):
+	}
+	_ = s.cmd.Process.Kill()
+	<-s.exited
+	return fmt.Errorf("did not exit within %v of SIGTERM; killed", stopTimeout)
+}
+
+// lockedBuffer is a bytes.Buffer safe for the concurrent writes of a
+// process's stdout and stderr.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
