@@ -265,12 +265,11 @@ func buildRLServer(t *testing.T) string {
 func startRLServer(t *testing.T, bin string) string {
 	t.Helper()
 	for attempt := 1; ; attempt++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		port, err := redistest.FreePort()
 		if err != nil {
 			t.Fatal(err)
 		}
-		addr := l.Addr().String()
-		l.Close()
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 		out := &logBuffer{}
 		cmd := exec.Command(bin, "--listen", addr, "--http", "127.0.0.1:0", "--data-dir", t.TempDir(), "--log-level", "warn")
 		cmd.Stdout, cmd.Stderr = out, out

@@ -5,4 +5,7 @@
 // directory, waits until it answers PING, and stops it when the test ends.
 // Without redis-server the test fails, naming the fix, unless the
 // environment sets RLSERVER_SKIP_REDIS=1, in which case it is skipped.
+//
+// FreePort and Ping serve tests that start other Redis-protocol servers
+// (rlserver itself) the same way.
 package redistest

@@ -5,10 +5,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -68,7 +70,7 @@ type server struct {
 
 // launch starts redis-server on a free port in dir and waits for PING.
 func launch(bin, dir string) (*server, error) {
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -94,14 +96,48 @@ func launch(bin, dir string) (*server, error) {
 	return s, nil
 }
 
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort() (int, error) {
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago, for
+// a server the caller is about to start. It draws ports below the kernel's
+// ephemeral range: another test that listens on port 0, closes, and starts
+// its own server there can then never be handed this port in between (and
+// talk to the wrong server), nor can this one take that test's port.
+func FreePort() (int, error) {
+	lo, hi := 20000, ephemeralLow()
+	for range 100 {
+		if hi-lo < 1000 {
+			break
+		}
+		port := lo + rand.IntN(hi-lo)
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err == nil {
+			l.Close()
+			return port, nil
+		}
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("finding a free port: %w", err)
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// ephemeralLow returns the first port of Linux's ephemeral range, 32768 if
+// it cannot be read.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 32768
+	}
+	n, err := strconv.Atoi(f[0])
+	if err != nil {
+		return 32768
+	}
+	return n
 }
 
 // waitReady polls PING until it answers PONG, the process exits or the

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -120,5 +122,30 @@ func TestStartWithoutRedis(t *testing.T) {
 	r = startRecorded(t)
 	if r.fatal != "" || !strings.Contains(r.skipped, "redis-server not on PATH") {
 		t.Errorf("with %s=1: fatal %q, skipped %q; want a skip", redistest.SkipEnv, r.fatal, r.skipped)
+	}
+}
+
+func TestFreePortIsOutsideTheEphemeralRange(t *testing.T) {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		t.Skip("no /proc/sys/net/ipv4/ip_local_port_range here")
+	}
+	var lo int
+	if _, err := fmt.Sscan(string(b), &lo); err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		port, err := redistest.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if port < 1024 || port >= lo {
+			t.Fatalf("FreePort() = %d, want it in [1024, %d)", port, lo)
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			t.Fatalf("FreePort() = %d, which is not free: %v", port, err)
+		}
+		l.Close()
 	}
 }
