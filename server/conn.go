@@ -21,8 +21,7 @@ type conn struct {
 	addr    string
 	laddr   string
 	created time.Time
-	rd      *redcon.Reader
-	lim     limitedReader
+	rd      reader
 	out     []byte
 
 	proto   int  // 2 or 3
@@ -50,56 +49,35 @@ func (s *Server) newConn(nc net.Conn) *conn {
 		proto:   2,
 		authed:  s.cfg.RequirePass == "",
 	}
-	c.lim = limitedReader{r: nc, max: s.cfg.MaxRequest}
-	c.rd = redcon.NewReader(&c.lim)
+	c.rd = reader{r: nc, max: s.cfg.MaxRequest, buf: make([]byte, initialReadBuf)}
 	s.totalConns.Add(1)
 	s.metrics.connections.Inc()
 	return c
 }
 
-// errTooBig is returned by limitedReader when one request outgrows the
-// limit.
-var errTooBig = errors.New("Protocol error: request is larger than the server accepts")
-
-// limitedReader bounds the bytes read while one batch of requests is still
-// incomplete, so that a client cannot make the server buffer an endless
-// bulk string or line.
-type limitedReader struct {
-	r    io.Reader
-	max  int
-	read int
-}
-
-func (l *limitedReader) Read(p []byte) (int, error) {
-	if l.read >= l.max {
-		return 0, errTooBig
-	}
-	n, err := l.r.Read(p)
-	l.read += n
-	return n, err
-}
-
 func (s *Server) serveConn(c *conn) {
 	defer s.closeConn(c)
 	for {
-		cmds, err := c.rd.ReadCommands()
-		if err != nil {
+		if err := c.rd.fill(); err != nil {
 			c.readError(err)
 			return
 		}
-		c.lim.read = 0
+		// One clock reading stamps every request of the batch just read.
 		now := s.cfg.Clock()
 		c.lastSeen.Store(now)
-		for i := range cmds {
-			s.dispatch(c, cmds[i].Args, now)
-			if c.closing {
+		for !c.closing {
+			args, err := c.rd.next()
+			if err != nil {
+				// Answer the requests before the bad one, then the error.
+				c.readError(err)
+				return
+			}
+			if args == nil {
 				break
 			}
+			s.dispatch(c, args, now)
 		}
-		if !c.flush() || c.closing {
-			return
-		}
-		if s.closing.Load() {
+		if !c.flush() || c.closing || s.closing.Load() {
 			return
 		}
 	}
