@@ -1,5 +1,7 @@
 // Package shards holds the limiter state of every key in lock-striped
-// shards: a power-of-two number of maps, each behind its own mutex, chosen
+// shards: a power-of-two number of compact hash tables (see table.go: an
+// open-addressing index over records packed in pointer-free pages, about
+// 45 bytes per key with a 16-byte name), each behind its own mutex, chosen
 // by the xxhash of the key. It applies the engine's algorithms under the
 // shard lock, answers WRONGTYPE when a key is used with another algorithm
 // than its state holds, and drops state that is indistinguishable from a

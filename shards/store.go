@@ -27,25 +27,30 @@ func (e *WrongTypeError) Error() string {
 // Unwrap makes errors.Is(err, ErrWrongType) true.
 func (e *WrongTypeError) Unwrap() error { return ErrWrongType }
 
-// entryOverhead estimates the bytes a key costs beyond its name: the entry,
-// the string header, the map slot and pointer.
-const entryOverhead = 96
+// entryOverhead is the least a key costs beyond its name: its index slot
+// and the length, algorithm and time fields of its record (see table).
+const entryOverhead = slotBytes + 11
 
-// entry is one key's state.
+// entry is one key's state, decoded from its record. Entries are values:
+// the record in the shard's table is the state, and a changed entry is
+// written back with update.
 type entry struct {
 	algo    engine.Algo
 	expires int64 // ns; the state may be dropped from then on
 	st      engine.State
+	slot    int    // the key's index slot, set by get, for update and drop
+	size    int    // the length of its record, set by get
+	ring    uint32 // log: the index of st.Log in the table's rings
 }
 
 // shard is one lock stripe. The padding keeps two shards' mutexes off the
 // same cache line.
 type shard struct {
-	mu    sync.Mutex
-	m     map[string]*entry
-	clock int64 // the latest time seen, ns
-	bytes int64 // estimated memory of the keys in m
-	_     [32]byte
+	mu      sync.Mutex
+	tab     table
+	clock   int64 // the latest time seen, ns
+	scratch entry // returned by get
+	_       [40]byte
 }
 
 // tick returns max(now, latest time seen) and records it. Call with mu held.
@@ -58,25 +63,38 @@ func (sh *shard) tick(now int64) int64 {
 }
 
 // get returns the live entry for key, dropping it if it has expired. Call
-// with mu held.
+// with mu held. The entry is the shard's scratch copy of the key's state:
+// it stays valid until the next get on this shard and until the shard's
+// keys change; after changing it, write it back with update (or drop it).
 func (sh *shard) get(key []byte, now int64) *entry {
-	e := sh.m[string(key)]
-	if e != nil && e.expires <= now {
-		sh.drop(string(key), e)
+	return sh.getTag(key, tagOf(xxhash.Sum64(key)), now)
+}
+
+func (sh *shard) getTag(key []byte, tag uint32, now int64) *entry {
+	i := sh.tab.find(key, tag)
+	if i < 0 {
+		return nil
+	}
+	e := &sh.scratch
+	sh.tab.decode(i, e)
+	if e.expires <= now {
+		sh.tab.remove(i)
 		return nil
 	}
 	return e
 }
 
+// drop deletes the key of e, an entry returned by get. Call with mu held.
 func (sh *shard) drop(key string, e *entry) {
-	delete(sh.m, key)
-	sh.bytes -= entrySize(len(key), e)
+	sh.tab.remove(e.slot)
 }
 
+// entrySize returns the bytes a key of keyLen bytes holding e takes: its
+// record, index slot and log ring.
 func entrySize(keyLen int, e *entry) int64 {
-	n := int64(entryOverhead + keyLen)
+	n := int64(encodedLen(keyLen, e, e.ring) + slotBytes)
 	if e.st.Log != nil {
-		n += int64(e.st.Log.Cap()) * 16
+		n += int64(e.st.Log.Cap())*entryBytes + ringOverhead
 	}
 	return n
 }
@@ -101,11 +119,7 @@ func New(n int) *Store {
 	for size < n {
 		size <<= 1
 	}
-	s := &Store{shards: make([]shard, size), mask: uint64(size - 1)}
-	for i := range s.shards {
-		s.shards[i].m = make(map[string]*entry)
-	}
-	return s
+	return &Store{shards: make([]shard, size), mask: uint64(size - 1)}
 }
 
 func (s *Store) shardFor(key []byte) *shard {
@@ -117,44 +131,45 @@ func (s *Store) shardFor(key []byte) *shard {
 // key holds another algorithm's state. It does not allocate unless the key
 // is new or a log grows.
 func (s *Store) Check(key []byte, a engine.Algo, p engine.Params, cost, now int64) (engine.Result, error) {
-	sh := s.shardFor(key)
+	h := xxhash.Sum64(key)
+	sh := &s.shards[h&s.mask]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	now = sh.tick(now)
-	e := sh.get(key, now)
-	if e != nil && e.algo != a {
-		return engine.Result{}, &WrongTypeError{Held: e.algo, Want: a}
-	}
+	e := sh.getTag(key, tagOf(h), now)
 	if e == nil {
 		var st engine.State
 		r := engine.Check(a, &st, p, cost, now)
 		if exp := engine.ExpiresAt(a, &st, p); exp > now {
-			sh.insert(key, &entry{algo: a, expires: exp, st: st})
+			sh.tab.add(key, tagOf(h), &entry{algo: a, expires: exp, st: st})
 		}
 		return r, nil
 	}
-	size := entrySize(len(key), e)
+	if e.algo != a {
+		return engine.Result{}, &WrongTypeError{Held: e.algo, Want: a}
+	}
 	r := engine.Check(a, &e.st, p, cost, now)
-	sh.update(key, e, size, engine.ExpiresAt(a, &e.st, p), now)
+	sh.update(key, e, 0, engine.ExpiresAt(a, &e.st, p), now)
 	return r, nil
 }
 
+// insert stores e as the state of key, which must have no live state (get
+// returned nil). Call with mu held.
 func (sh *shard) insert(key []byte, e *entry) {
-	k := string(key)
-	sh.m[k] = e
-	sh.bytes += entrySize(len(k), e)
+	sh.tab.add(key, tagOf(xxhash.Sum64(key)), e)
 }
 
-// update records e's new expiry and memory (size is e's size before the
-// change), dropping e if it is now indistinguishable from a fresh key.
+// update writes back e, an entry returned by get and changed since, with
+// its new expiry, dropping it if it is now indistinguishable from a fresh
+// key. size, e's size before the change, is not needed by the table, which
+// accounts memory itself; it is kept for callers. Call with mu held.
 func (sh *shard) update(key []byte, e *entry, size, exp, now int64) {
 	if exp <= now {
-		delete(sh.m, string(key))
-		sh.bytes -= size
+		sh.tab.remove(e.slot)
 		return
 	}
 	e.expires = exp
-	sh.bytes += entrySize(len(key), e) - size
+	sh.tab.rewrite(e.slot, key, e)
 }
 
 // Throttle runs CL.THROTTLE on key (GCRA state) at time now; see
@@ -181,7 +196,7 @@ func (s *Store) Throttle(key []byte, maxBurst, count, period, quantity, now int6
 		sh.insert(key, &entry{algo: engine.GCRA, expires: st.T, st: st})
 	case e != nil:
 		e.st = st
-		sh.update(key, e, entrySize(len(key), e), st.T, now)
+		sh.update(key, e, 0, st.T, now)
 	}
 	return res, nil
 }
@@ -198,7 +213,7 @@ func (s *Store) Reset(key []byte, now int64) (bool, error) {
 	if e == nil {
 		return false, nil
 	}
-	sh.drop(string(key), e)
+	sh.tab.remove(e.slot)
 	return true, nil
 }
 
@@ -209,20 +224,20 @@ func (s *Store) Len() int {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		n += len(sh.m)
+		n += sh.tab.n
 		sh.mu.Unlock()
 	}
 	return n
 }
 
-// MemoryBytes returns an estimate of the memory the keys take: names,
-// entries, map slots and log entries.
+// MemoryBytes returns the memory the keys take: index slots, record pages
+// (names and state, including free space not yet compacted) and log rings.
 func (s *Store) MemoryBytes() int64 {
 	var n int64
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		n += sh.bytes
+		n += sh.tab.memory()
 		sh.mu.Unlock()
 	}
 	return n
@@ -233,8 +248,7 @@ func (s *Store) Flush() error {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		sh.m = make(map[string]*entry)
-		sh.bytes = 0
+		sh.tab = table{}
 		sh.mu.Unlock()
 	}
 	return nil
