@@ -27,6 +27,7 @@ type Config struct {
 	Shards      int
 	LogLevel    string
 	ConfigFile  string
+	Pprof       string
 }
 
 // flagSet declares every flag on a fresh FlagSet bound to cfg, with cfg's
@@ -44,6 +45,7 @@ func flagSet(cfg *Config) *flag.FlagSet {
 	fs.IntVar(&cfg.Shards, "shards", 256, "lock stripes for key state (rounded up to a power of two)")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&cfg.ConfigFile, "config", "", "YAML file of flag values (keys are flag names)")
+	fs.StringVar(&cfg.Pprof, "pprof", "", `address for Go's /debug/pprof profiles (e.g. 127.0.0.1:6060); "" disables it`)
 	return fs
 }
 

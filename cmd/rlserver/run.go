@@ -48,6 +48,12 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
+	stopPprof, err := startPprof(cfg.Pprof, log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer stopPprof()
 	hs, hln, err := startHTTP(cfg.HTTP, httpapi.Config{Gatherer: reg})
 	if err != nil {
 		ln.Close()
