@@ -264,7 +264,7 @@ func (d *diff) compareBounded(k *traceKey, i int, before engine.State, cost, del
 		ok = abs(lua.ResetAfter*1000-eng.ResetAfter) <= delta+1000
 	}
 	if !ok {
-		d.fatalf(k, "step %d: script replied %v, engine %+v; outside the bound delta=%dns: engine at now-delta %+v, at now+delta %+v",
+		d.fatalf(k, "step %d: script replied %v, engine %+v; outside the bound delta=%dns: engine with the TAT delta later %+v, delta earlier %+v",
 			i, lua, eng, delta, loR, hiR)
 	}
 	d.stats.bounded++
@@ -297,7 +297,7 @@ func perturb(a engine.Algo, st engine.State, nowNS, shift int64) engine.State {
 }
 
 // delta returns the bound, in ns, on how far a float script's reply may be
-// from the engine's, as a shift of the clock.
+// from the engine's, as a shift of the bucket's TAT (see perturb).
 func (d *diff) delta(k *traceKey) int64 {
 	switch d.a {
 	case engine.GCRA:
