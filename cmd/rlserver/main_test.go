@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/rlserver/rlserver/internal/redistest"
 )
 
 // buildBinary builds rlserver once per test run.
@@ -30,14 +30,15 @@ func buildBinary(t *testing.T) string {
 	return bin
 }
 
+// freePort returns a 127.0.0.1 address on a port outside the kernel's
+// ephemeral range, so that no other test's connection can take it.
 func freePort(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := redistest.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return "127.0.0.1:" + strconv.Itoa(port)
 }
 
 // waitPing polls until addr answers PING or the deadline passes.
