@@ -3,41 +3,110 @@ package httpapi
 import (
 	"encoding/json"
 	"net/http"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Config configures the HTTP handler.
+// Config configures the HTTP handler. Zero values disable what they serve.
 type Config struct {
 	// Gatherer is scraped by /metrics; nil disables the endpoint.
 	Gatherer prometheus.Gatherer
 	// Ready reports whether the node can serve checks; nil means always.
 	Ready func() error
+	// Checker serves POST /v1/check and /v1/checkrules; nil disables them.
+	Checker Checker
+	// Rules serves /rules; nil disables it.
+	Rules RuleStore
+	// AdminToken, when set, must be sent as "Authorization: Bearer <token>"
+	// to create, replace or delete rules, and is accepted wherever
+	// CheckToken is.
+	AdminToken string
+	// CheckToken, when set (rlserver passes --requirepass), must be sent as
+	// a bearer token to read rules and to check.
+	CheckToken string
+	// Clock returns the time of a check in ns since the epoch; nil means
+	// time.Now.
+	Clock func() int64
+	// MaxKeyBytes bounds check keys (default 1024); MaxLogLimit bounds the
+	// limit of the log algorithm in checks and rules (default 10000).
+	MaxKeyBytes int
+	MaxLogLimit int64
+	// Registerer, when set, receives rlserver_http_requests_total.
+	Registerer prometheus.Registerer
+}
+
+// api holds the handlers' dependencies.
+type api struct {
+	cfg      Config
+	requests *prometheus.CounterVec // nil without a Registerer
 }
 
 // New returns the HTTP handler for cfg. It is safe for concurrent use.
 func New(cfg Config) http.Handler {
+	if cfg.Clock == nil {
+		cfg.Clock = func() int64 { return time.Now().UnixNano() }
+	}
+	if cfg.MaxKeyBytes <= 0 {
+		cfg.MaxKeyBytes = 1024
+	}
+	if cfg.MaxLogLimit <= 0 {
+		cfg.MaxLogLimit = 10000
+	}
+	a := &api{cfg: cfg}
+	if cfg.Registerer != nil {
+		a.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rlserver_http_requests_total", Help: "HTTP API requests, by handler and status code.",
+		}, []string{"handler", "code"})
+		cfg.Registerer.MustRegister(a.requests)
+	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+	a.handle(mux, "GET /healthz", "healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		if cfg.Ready != nil {
-			if err := cfg.Ready(); err != nil {
-				writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
-				return
-			}
-		}
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
-	})
+	a.handle(mux, "GET /readyz", "readyz", a.readyz)
 	if cfg.Gatherer != nil {
 		mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
 	}
+	if cfg.Rules != nil {
+		a.routeRules(mux)
+	}
+	if cfg.Checker != nil {
+		a.routeChecks(mux)
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such endpoint: " + r.URL.Path})
+		writeJSON(w, http.StatusNotFound, errorBody{"no such endpoint: " + r.Method + " " + r.URL.Path})
 	})
 	return mux
+}
+
+// handle registers h for pattern, counted under name.
+func (a *api) handle(mux *http.ServeMux, pattern, name string, h http.HandlerFunc) {
+	if a.requests == nil {
+		mux.Handle(pattern, h)
+		return
+	}
+	counter := a.requests.MustCurryWith(prometheus.Labels{"handler": name})
+	mux.Handle(pattern, promhttp.InstrumentHandlerCounter(counter, h))
+}
+
+// methodNotAllowed answers 405 for the other methods on a path.
+func methodNotAllowed(allow string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", allow)
+		writeJSON(w, http.StatusMethodNotAllowed, errorBody{r.Method + " is not allowed here; use " + allow})
+	}
+}
+
+func (a *api) readyz(w http.ResponseWriter, r *http.Request) {
+	if a.cfg.Ready != nil {
+		if err := a.cfg.Ready(); err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, errorBody{err.Error()})
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
 // writeJSON writes v as the JSON body with the given status.

@@ -36,6 +36,8 @@ type Eval struct {
 
 // Reset empties q for reuse, keeping its buffers.
 func (q *Query) Reset() {
+	clear(q.IDs) // drop references to the request and to old rules
+	clear(q.Evals)
 	q.Target, q.Tier, q.Cost = nil, nil, 0
 	q.IDs = q.IDs[:0]
 	q.Evals = q.Evals[:0]

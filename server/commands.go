@@ -1,10 +1,6 @@
 package server
 
-import (
-	"sort"
-
-	"github.com/prometheus/client_golang/prometheus"
-)
+import "sort"
 
 // command is one entry of the command table: what COMMAND reports about it
 // and the handler that runs it.
@@ -21,7 +17,7 @@ type command struct {
 	args       []argDoc
 	noAuth     bool // may run before AUTH
 	handler    func(s *Server, c *conn, args [][]byte, now int64)
-	calls      prometheus.Counter
+	idx        int // position in the sorted table, for per-command counters
 }
 
 // argDoc describes one argument for COMMAND DOCS.
@@ -38,9 +34,11 @@ type argDoc struct {
 func commandTable() (map[string]*command, []*command) {
 	list := append(limiterCommands(), connectionCommands()...)
 	list = append(list, adminCommands()...)
+	list = append(list, ruleCommands()...)
 	sort.Slice(list, func(i, j int) bool { return list[i].name < list[j].name })
 	m := make(map[string]*command, len(list))
-	for _, c := range list {
+	for i, c := range list {
+		c.idx = i
 		m[c.name] = c
 	}
 	return m, list
@@ -78,7 +76,7 @@ func (s *Server) dispatch(c *conn, args [][]byte, now int64) {
 		c.writeError("ERR wrong number of arguments for '" + cmd.name + "' command")
 		return
 	}
-	cmd.calls.Inc()
+	s.metrics.call(c, cmd)
 	cmd.handler(s, c, args, now)
 }
 
@@ -102,11 +100,4 @@ func unknownCommand(args [][]byte) string {
 		msg += "'" + string(a) + "' "
 	}
 	return msg
-}
-
-// initCounters resolves each command's call counter.
-func (s *Server) initCounters() {
-	for _, c := range s.list {
-		c.calls = s.metrics.commands.WithLabelValues(c.name)
-	}
 }

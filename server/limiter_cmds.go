@@ -2,6 +2,7 @@ package server
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/rlserver/rlserver/engine"
 )
@@ -126,6 +127,10 @@ func cmdPeek(s *Server, c *conn, args [][]byte, now int64) {
 }
 
 func (s *Server) runCheck(c *conn, args [][]byte, now int64, charge bool) {
+	var start time.Time
+	if charge {
+		start = s.metrics.start(c)
+	}
 	req, msg := s.parseCheck(args, charge)
 	if msg != "" {
 		c.writeError(msg)
@@ -136,10 +141,11 @@ func (s *Server) runCheck(c *conn, args [][]byte, now int64, charge bool) {
 		c.writeErr(err)
 		return
 	}
-	if charge {
-		s.metrics.check(req.algo, r.Allowed)
-	}
 	c.writeResult(r)
+	if charge {
+		s.metrics.check(c, req.algo, r.Allowed)
+		s.metrics.observe(timedCheck, start)
+	}
 }
 
 // writeResult writes the 5-integer reply of RL.CHECK, durations rounded up
@@ -179,6 +185,7 @@ func cmdReset(s *Server, c *conn, args [][]byte, now int64) {
 //
 // Errors use redis-cell's texts, including its "Cell error: " prefix.
 func cmdThrottle(s *Server, c *conn, args [][]byte, now int64) {
+	start := s.metrics.start(c)
 	if len(args) != 5 && len(args) != 6 {
 		c.writeError("Cell error: Usage: cl.throttle <key> <max_burst> <count per period> <period> [<quantity>]")
 		return
@@ -210,13 +217,14 @@ func cmdThrottle(s *Server, c *conn, args [][]byte, now int64) {
 		c.writeErr(err)
 		return
 	}
-	s.metrics.check(engine.GCRA, !res.Limited)
+	s.metrics.check(c, engine.GCRA, !res.Limited)
 	c.writeArray(5)
 	c.writeInt(b2i(res.Limited))
 	c.writeInt(res.Limit)
 	c.writeInt(res.Remaining)
 	c.writeInt(engine.CellSeconds(res.RetryAfter))
 	c.writeInt(engine.CellSeconds(res.ResetAfter))
+	s.metrics.observe(timedThrottle, start)
 }
 
 // parseCellInt parses an integer as redis-cell (Rust's i64 parser) does: an

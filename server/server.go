@@ -37,6 +37,13 @@ type Config struct {
 	Logger      *slog.Logger
 	Registerer  prometheus.Registerer
 	Version     string
+	// Rules serves RL.CHECKRULES and RL.RULE.*; nil means the Limiter if it
+	// implements RuleStore, else those commands answer an error.
+	Rules RuleStore
+	// DisableMetrics skips every per-command metric update (command and
+	// check counters, the latency histogram, INFO's check counts); for
+	// measuring what metrics cost.
+	DisableMetrics bool
 }
 
 // Defaults for Config fields left zero.
@@ -55,6 +62,7 @@ type Server struct {
 	list    []*command // sorted by name, for COMMAND
 	metrics *metrics
 	started time.Time
+	queries sync.Pool // *rules.Query, reused by RL.CHECKRULES
 
 	mu      sync.Mutex
 	ln      net.Listener
@@ -91,13 +99,15 @@ func New(cfg Config) *Server {
 	if cfg.Registerer == nil {
 		cfg.Registerer = prometheus.NewRegistry()
 	}
+	if cfg.Rules == nil {
+		cfg.Rules, _ = cfg.Limiter.(RuleStore)
+	}
 	if cfg.Version == "" {
 		cfg.Version = "dev"
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, conns: make(map[*conn]struct{}), started: time.Now()}
 	s.cmds, s.list = commandTable()
 	s.metrics = newMetrics(cfg.Registerer, s)
-	s.initCounters()
 	return s
 }
 

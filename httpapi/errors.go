@@ -1,0 +1,125 @@
+package httpapi
+
+import (
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/rlserver/rlserver/internal/strictjson"
+	"github.com/rlserver/rlserver/rules"
+)
+
+// Errors of the HTTP layer itself. writeError maps them, the rules
+// sentinels and Redis-style errors from the state to a status.
+var (
+	ErrBadRequest   = errors.New("bad request")
+	ErrUnauthorized = errors.New("missing or wrong bearer token")
+	ErrTooLarge     = errors.New("request body is larger than 1 MiB")
+)
+
+// errorBody is the JSON of every error response: {"error": "..."}.
+type errorBody struct {
+	Error string `json:"error"`
+}
+
+// badRequest returns an ErrBadRequest naming the field.
+func badRequest(field, reason string) error {
+	if field == "" {
+		return fmt.Errorf("%w: %s", ErrBadRequest, reason)
+	}
+	return fmt.Errorf("%w: %s: %s", ErrBadRequest, field, reason)
+}
+
+// writeError is the one place where errors become HTTP statuses.
+func writeError(w http.ResponseWriter, err error) {
+	status := http.StatusInternalServerError
+	switch {
+	case errors.Is(err, ErrBadRequest), errors.Is(err, rules.ErrInvalid):
+		status = http.StatusBadRequest
+	case errors.Is(err, ErrUnauthorized):
+		status = http.StatusUnauthorized
+		w.Header().Set("WWW-Authenticate", `Bearer realm="rlserver"`)
+	case errors.Is(err, rules.ErrNotFound):
+		status = http.StatusNotFound
+	case errors.Is(err, rules.ErrExists), redisCode(err) == "WRONGTYPE":
+		status = http.StatusConflict
+	case errors.Is(err, ErrTooLarge):
+		status = http.StatusRequestEntityTooLarge
+	}
+	writeJSON(w, status, errorBody{err.Error()})
+}
+
+// redisCode returns the upper-case first word of a Redis-style error from
+// the state ("WRONGTYPE ..."), or "".
+func redisCode(err error) string {
+	word, _, _ := strings.Cut(err.Error(), " ")
+	if word != "" && strings.ToUpper(word) == word && strings.ToLower(word) != word {
+		return word
+	}
+	return ""
+}
+
+// readBody reads at most 1 MiB of r's body.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return nil, ErrTooLarge
+	}
+	if err != nil {
+		return nil, badRequest("", "reading the body: "+err.Error())
+	}
+	return data, nil
+}
+
+// decode reads r's body as one strict JSON object into v.
+func decode(w http.ResponseWriter, r *http.Request, v any) error {
+	data, err := readBody(w, r)
+	if err != nil {
+		return err
+	}
+	if err := strictjson.Decode(data, v); err != nil {
+		return badRequest("", err.Error())
+	}
+	return nil
+}
+
+// authorize checks r's bearer token: writes need the admin token when one
+// is set; everything else needs the check token or the admin token when a
+// check token is set.
+func (a *api) authorize(r *http.Request, write bool) error {
+	tok, ok := bearer(r)
+	admin := a.cfg.AdminToken != "" && ok && equal(tok, a.cfg.AdminToken)
+	switch {
+	case admin:
+		return nil
+	case write && a.cfg.AdminToken != "":
+		return fmt.Errorf("%w: changing rules needs \"Authorization: Bearer <admin-token>\"", ErrUnauthorized)
+	case a.cfg.CheckToken != "" && !(ok && equal(tok, a.cfg.CheckToken)):
+		return fmt.Errorf("%w: this server needs \"Authorization: Bearer <requirepass>\"", ErrUnauthorized)
+	}
+	return nil
+}
+
+func bearer(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	const prefix = "Bearer "
+	if len(h) <= len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
+		return "", false
+	}
+	return h[len(prefix):], true
+}
+
+func equal(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
+
+func itoa(n int64) string { return fmt.Sprint(n) }
+
+func quote(s string) string {
+	if len(s) > 64 {
+		s = s[:64] + "..."
+	}
+	return fmt.Sprintf("%q", s)
+}

@@ -1,0 +1,52 @@
+//go:build !race
+
+// The race detector makes sync.Pool drop items at random, so allocation
+// counts are measured without it.
+
+package server
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/rlserver/rlserver/rules"
+	"github.com/rlserver/rlserver/shards"
+)
+
+// TestDispatchCheckRulesDoesNotAllocate: parsing, matching, the multi-key
+// check on live keys and the reply allocate nothing per RL.CHECKRULES.
+func TestDispatchCheckRulesDoesNotAllocate(t *testing.T) {
+	store := shards.New(0)
+	for _, r := range []rules.Rule{
+		{ID: "a", Target: "/api/*", Tier: "*", KeyType: "user", Algo: "sliding", Limit: 1 << 40, Window: "1m"},
+		{ID: "b", Target: "*", Tier: "free", KeyType: "ip", Algo: "gcra", Limit: 1000, Window: "1m"},
+		{ID: "c", Target: "/api/x", Tier: "*", KeyType: "ip", Algo: "log", Limit: 10000, Window: "1s", Shadow: true},
+	} {
+		if _, err := store.SetRule(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := New(Config{Limiter: store})
+	c := &conn{s: s, proto: 2, authed: true}
+	var argv [][]byte
+	for _, a := range strings.Fields("RL.CHECKRULES /api/x free user=u1 ip=1.2.3.4 COST 1") {
+		argv = append(argv, []byte(a))
+	}
+	now := int64(1_700_000_000e9)
+	for i := 0; i < 2000; i++ { // create the keys; grow the log to its steady size
+		now += 1e6
+		c.out = c.out[:0]
+		s.dispatch(c, argv, now)
+	}
+	allocs := testing.AllocsPerRun(1000, func() {
+		now += 1e6
+		c.out = c.out[:0]
+		s.dispatch(c, argv, now)
+	})
+	if allocs != 0 {
+		t.Errorf("%.1f allocs per RL.CHECKRULES, want 0", allocs)
+	}
+	if !strings.HasPrefix(string(c.out), "*6\r\n") {
+		t.Errorf("reply %q", c.out)
+	}
+}
