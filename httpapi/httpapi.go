@@ -113,5 +113,7 @@ func (a *api) readyz(w http.ResponseWriter, r *http.Request) {
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false) // bodies are JSON, not HTML: keep "<admin-token>" readable
+	enc.Encode(v)
 }
