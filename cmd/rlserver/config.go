@@ -27,6 +27,7 @@ type Config struct {
 	Shards      int
 	LogLevel    string
 	ConfigFile  string
+	RulesFile   string
 	Pprof       string
 }
 
@@ -36,15 +37,16 @@ func flagSet(cfg *Config) *flag.FlagSet {
 	fs := flag.NewFlagSet("rlserver", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:6379", "RESP address to listen on (host:port)")
-	fs.StringVar(&cfg.HTTP, "http", "127.0.0.1:8080", `HTTP address for /healthz, /readyz, /metrics; "" disables it`)
+	fs.StringVar(&cfg.HTTP, "http", "127.0.0.1:8080", `HTTP address for /rules, /v1/check, /v1/checkrules, /healthz, /readyz, /metrics; "" disables it`)
 	fs.StringVar(&cfg.DataDir, "data-dir", "./data", "data directory; created and locked at start")
 	fs.StringVar(&cfg.RequirePass, "requirepass", "", "password clients must AUTH with; empty disables AUTH")
-	fs.StringVar(&cfg.AdminToken, "admin-token", "", `password of the "admin" user, required for FLUSHALL when set`)
+	fs.StringVar(&cfg.AdminToken, "admin-token", "", `password of the "admin" user and HTTP bearer token, required for FLUSHALL and rule changes when set`)
 	fs.IntVar(&cfg.MaxKeyBytes, "max-key-bytes", 1024, "longest key accepted, in bytes")
 	fs.Int64Var(&cfg.MaxLogLimit, "max-log-limit", 10000, "largest limit accepted for the log algorithm")
 	fs.IntVar(&cfg.Shards, "shards", 256, "lock stripes for key state (rounded up to a power of two)")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&cfg.ConfigFile, "config", "", "YAML file of flag values (keys are flag names)")
+	fs.StringVar(&cfg.RulesFile, "rules", "", "YAML file of rules loaded at start: a list of {id, target, tier, key_type, algo, limit, window, burst, shadow}")
 	fs.StringVar(&cfg.Pprof, "pprof", "", `address for Go's /debug/pprof profiles (e.g. 127.0.0.1:6060); "" disables it`)
 	return fs
 }

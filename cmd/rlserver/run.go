@@ -37,6 +37,9 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 	defer unlock()
 
 	store := shards.New(cfg.Shards)
+	if err := loadRules(store, cfg.RulesFile, cfg.MaxLogLimit, log); err != nil {
+		return err
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	srv := server.New(server.Config{
@@ -54,7 +57,7 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 		return err
 	}
 	defer stopPprof()
-	hs, hln, err := startHTTP(cfg.HTTP, httpapi.Config{Gatherer: reg})
+	hs, hln, err := startHTTP(cfg.HTTP, httpConfig(cfg, store, reg))
 	if err != nil {
 		ln.Close()
 		return err
