@@ -1,0 +1,17 @@
+// Package client is the Go client of rlserver, on github.com/redis/go-redis/v9:
+// typed RL.CHECK and RL.CHECKRULES calls, pipelined batches of checks, and
+// net/http middleware that limits the requests of an HTTP service through
+// rlserver's rules.
+//
+//	c := client.Dial("127.0.0.1:6379")
+//	res, err := c.Check(ctx, "user:42", client.Limit{Algo: "sliding", Limit: 100, Window: time.Minute}, 1)
+//	if err == nil && !res.Allowed {
+//		// wait res.RetryAfter
+//	}
+//
+// The middleware identifies the caller (client IP, honouring
+// X-Forwarded-For only from trusted proxies; a user id; an API key), asks
+// RL.CHECKRULES, sets the X-RateLimit-*, RateLimit and Retry-After headers,
+// answers 429 with a JSON body when denied, and fails open or closed, as
+// configured, when rlserver does not answer within the timeout.
+package client
