@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rlserver/rlserver/internal/testserver"
+	"github.com/rlserver/rlserver/rules"
+)
+
+// startGateway runs the gateway in-process with args and returns its URL.
+func startGateway(t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	addr := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, append([]string{"-listen", "127.0.0.1:0"}, args...), io.Discard, func(a net.Addr) { addr <- a })
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case a := <-addr:
+		return "http://" + a.String()
+	case err := <-done:
+		t.Fatalf("gateway: %v", err)
+	}
+	return ""
+}
+
+func startBackend(t *testing.T) string {
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "backend saw "+r.URL.Path)
+	}))
+	t.Cleanup(s.Close)
+	return s.URL
+}
+
+func send(t *testing.T, url string, header ...string) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+func setRules(t *testing.T, n *testserver.Node) {
+	for _, r := range []rules.Rule{
+		{ID: "free-users", Target: "/users/*", Tier: "free", KeyType: "user", Algo: "fixed", Limit: 3, Window: "10s"},
+		{ID: "pro-users", Target: "/users/*", Tier: "pro", KeyType: "user", Algo: "token", Limit: 100, Window: "10s"},
+	} {
+		if _, err := n.Store.SetRule(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestGatewayEndToEnd: requests through the gateway reach the backend
+// until the caller's rule denies; then 429 with the headers.
+func TestGatewayEndToEnd(t *testing.T) {
+	n := testserver.Start(t, testserver.Options{Clock: testserver.NewClock(time.Unix(1_700_000_005, 300e6)).Now})
+	setRules(t, n)
+	gw := startGateway(t, "-backend", startBackend(t), "-rlserver", n.Addr, "-fail", "closed",
+		"-api-tiers", "acme-key=pro")
+	for i := 1; i <= 3; i++ {
+		resp, body := send(t, gw+"/users/42", "X-User-ID", "alice")
+		if resp.StatusCode != 200 || body != "backend saw /users/42" {
+			t.Fatalf("request %d: %d %q", i, resp.StatusCode, body)
+		}
+		if got := resp.Header.Get("X-RateLimit-Remaining"); got != strconv.Itoa(3-i) {
+			t.Errorf("request %d: X-RateLimit-Remaining %q", i, got)
+		}
+	}
+	before := time.Now()
+	resp, body := send(t, gw+"/users/42", "X-User-ID", "alice")
+	if resp.StatusCode != 429 || !strings.Contains(body, `"rule":"free-users"`) {
+		t.Fatalf("fourth: %d %q", resp.StatusCode, body)
+	}
+	for h, want := range map[string]string{"Retry-After": "5", "X-RateLimit-Limit": "3", "X-RateLimit-Remaining": "0",
+		"RateLimit": "limit=3, remaining=0, reset=5"} {
+		if got := resp.Header.Get(h); got != want {
+			t.Errorf("429 %s: %q, want %q", h, got, want)
+		}
+	}
+	// X-RateLimit-Reset is on the gateway's clock: 4.7 s from the check, rounded up.
+	reset, _ := strconv.ParseInt(resp.Header.Get("X-RateLimit-Reset"), 10, 64)
+	if reset < before.Add(4700*time.Millisecond).Unix() || reset > time.Now().Add(5700*time.Millisecond).Unix() {
+		t.Errorf("429 X-RateLimit-Reset %d, checked at %d", reset, before.Unix())
+	}
+	// The API key maps alice to the pro tier, which has room.
+	if resp, _ := send(t, gw+"/users/42", "X-User-ID", "alice", "X-API-Key", "acme-key"); resp.StatusCode != 200 ||
+		resp.Header.Get("X-RateLimit-Limit") != "100" {
+		t.Fatalf("pro tier: %d %v", resp.StatusCode, resp.Header)
+	}
+	// No rule for this path: straight through.
+	if resp, body := send(t, gw+"/health", "X-User-ID", "alice"); resp.StatusCode != 200 || body != "backend saw /health" {
+		t.Fatalf("unlimited path: %d %q", resp.StatusCode, body)
+	}
+}
+
+// TestGatewayFailModes: with rlserver stopped, a fail-open gateway lets
+// requests through and a fail-closed one answers 503, both within their
+// timeout.
+func TestGatewayFailModes(t *testing.T) {
+	n := testserver.Start(t, testserver.Options{})
+	setRules(t, n)
+	backend := startBackend(t)
+	open := startGateway(t, "-backend", backend, "-rlserver", n.Addr, "-fail", "open", "-timeout", "200ms")
+	closed := startGateway(t, "-backend", backend, "-rlserver", n.Addr, "-fail", "closed", "-timeout", "200ms")
+	for _, gw := range []string{open, closed} {
+		if resp, _ := send(t, gw+"/users/1", "X-User-ID", "bob"); resp.StatusCode != 200 || resp.Header.Get("X-RateLimit-Limit") != "3" {
+			t.Fatalf("before the stop: %d %v", resp.StatusCode, resp.Header)
+		}
+	}
+	n.Stop()
+	for _, tt := range []struct {
+		gw     string
+		status int
+		body   string
+	}{{open, 200, "backend saw /users/1"}, {closed, 503, `{"error":"rate limiter unavailable"}`}} {
+		for i := 0; i < 3; i++ {
+			begin := time.Now()
+			resp, body := send(t, tt.gw+"/users/1", "X-User-ID", "bob")
+			if took := time.Since(begin); took > 200*time.Millisecond+300*time.Millisecond {
+				t.Errorf("%s: answered after %v, timeout 200ms", tt.gw, took)
+			}
+			if resp.StatusCode != tt.status || strings.TrimSpace(body) != tt.body {
+				t.Errorf("%s: %d %q, want %d %q", tt.gw, resp.StatusCode, body, tt.status, tt.body)
+			}
+		}
+	}
+}
+
+func TestGatewayFlags(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-fail", "open"}, "-backend is required"},
+		{[]string{"-backend", "http://x"}, `-fail must be "open" or "closed"`},
+		{[]string{"-backend", "http://x", "-fail", "sometimes"}, `-fail must be "open" or "closed"`},
+		{[]string{"-backend", "nourl", "-fail", "open"}, "want a URL"},
+		{[]string{"-backend", "http://x", "-fail", "open", "-api-tiers", "k"}, `"k" is not key=tier`},
+		{[]string{"-backend", "http://x", "-fail", "open", "-trusted-proxies", "10.0.0.0/99"}, "-trusted-proxies"},
+	} {
+		err := run(context.Background(), tt.args, io.Discard, nil)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%v: %v, want %q", tt.args, err, tt.want)
+		}
+	}
+}
