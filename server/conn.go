@@ -22,6 +22,7 @@ type conn struct {
 	laddr   string
 	created time.Time
 	rd      reader
+	w       io.Writer // nc, or its raw socket
 	out     []byte
 
 	proto   int  // 2 or 3
@@ -49,7 +50,12 @@ func (s *Server) newConn(nc net.Conn) *conn {
 		proto:   2,
 		authed:  s.cfg.RequirePass == "",
 	}
-	c.rd = reader{r: nc, max: s.cfg.MaxRequest, buf: make([]byte, initialReadBuf)}
+	var rw io.ReadWriter = nc
+	if raw := newRawSocket(nc); raw != nil {
+		rw = raw
+	}
+	c.rd = reader{r: rw, max: s.cfg.MaxRequest, buf: make([]byte, initialReadBuf)}
+	c.w = rw
 	s.totalConns.Add(1)
 	s.metrics.connections.Inc()
 	return c
@@ -117,7 +123,7 @@ func (c *conn) flush() bool {
 	if len(c.out) == 0 {
 		return true
 	}
-	_, err := c.nc.Write(c.out)
+	_, err := c.w.Write(c.out)
 	if cap(c.out) > 64<<10 {
 		c.out = nil
 	} else {
