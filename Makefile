@@ -3,7 +3,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 GO ?= go
 
-.PHONY: help build run test test-short bench lint docker clean
+.PHONY: help build run test test-short bench bench-compare lint docker clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -23,6 +23,9 @@ test-short: ## the tests without the race detector
 
 bench: ## Go benchmarks of the hot path (engine, shards, server)
 	$(GO) test -run '^$$' -bench . -benchmem ./engine ./shards ./server
+
+bench-compare: build ## rlserver vs redis-server side by side (needs redis-server, redis-benchmark); writes bench/results/
+	$(GO) run ./bench/cmd/benchcompare -rlserver bin/rlserver -luaref luaref -out bench/results $(BENCHFLAGS)
 
 lint: ## gofmt and go vet
 	@test -z "$$(gofmt -l .)" || (gofmt -l . && echo "gofmt needed" && exit 1)

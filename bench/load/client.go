@@ -13,9 +13,9 @@ type ReplyError string
 
 func (e ReplyError) Error() string { return string(e) }
 
-// Do sends one command on nc and returns its reply: the text of a simple
+// do sends one command on nc and returns its reply: the text of a simple
 // string, integer or bulk string, the raw RESP of an array, or a ReplyError.
-func Do(nc net.Conn, rd *replyReader, args ...string) (string, error) {
+func do(nc net.Conn, rd *replyReader, args ...string) (string, error) {
 	var b []byte
 	b = append(b, '*')
 	b = strconv.AppendInt(b, int64(len(args)), 10)
@@ -72,8 +72,8 @@ func Dial(addr string, timeout time.Duration) (*Client, error) {
 	}
 }
 
-// Do runs one command; see the package-level Do.
-func (c *Client) Do(args ...string) (string, error) { return Do(c.nc, c.rd, args...) }
+// Do runs one command; as for the package-level do.
+func (c *Client) Do(args ...string) (string, error) { return do(c.nc, c.rd, args...) }
 
 // Close closes the connection.
 func (c *Client) Close() error { return c.nc.Close() }

@@ -10,10 +10,10 @@ import (
 // WriteTable writes results as an aligned text table.
 func WriteTable(w io.Writer, results []*Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "name\tconns\tpipeline\trequests\trps\tp50 µs\tp99 µs\tp99.9 µs\tmax µs\terrors\t")
+	fmt.Fprintln(tw, "name\tconns\tpipeline\trequests\trps\tp50 µs\tp99 µs\tp99.9 µs\tmax µs\tdenied\terrors\t")
 	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.0f\t%.1f\t%.1f\t%.1f\t%.1f\t%d\t\n", r.Name, r.Conns, r.Pipeline,
-			r.Requests, r.RPS, r.Latency.P50, r.Latency.P99, r.Latency.P999, r.Latency.Max, r.Errors)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.0f\t%.1f\t%.1f\t%.1f\t%.1f\t%d\t%d\t\n", r.Name, r.Conns, r.Pipeline,
+			r.Requests, r.RPS, r.Latency.P50, r.Latency.P99, r.Latency.P999, r.Latency.Max, r.Denied, r.Errors)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -25,7 +25,7 @@ type Config struct {
 	Conns     int           // connections, each with its own goroutine
 	Pipeline  int           // commands written per round trip
 	Keys      uint64        // key numbers for RandInt are drawn from [0, Keys)
-	Dist      string        // "uniform" (default) or "zipf"
+	Dist      string        // "uniform" (default), "zipf", or "seq" (0, 1, 2, ... across all connections, wrapping at Keys)
 	ZipfS     float64       // zipf exponent, > 1 (default 1.1)
 	Duration  time.Duration // measured time, after Warmup; ignored if Requests > 0
 	Requests  int64         // total requests; 0 means run for Duration
@@ -54,6 +54,8 @@ type Result struct {
 	Keys       uint64   `json:"keys"`
 	Dist       string   `json:"dist"`
 	Requests   uint64   `json:"requests"`
+	Total      uint64   `json:"total"` // replies including the warmup's
+	Denied     uint64   `json:"denied"`
 	Errors     uint64   `json:"errors"`
 	FirstError string   `json:"first_error,omitempty"`
 	Seconds    float64  `json:"seconds"`
@@ -63,17 +65,20 @@ type Result struct {
 
 // worker is one connection's state.
 type worker struct {
-	cfg    *Config
-	nc     net.Conn
-	rd     *replyReader
-	wbuf   []byte
-	rng    *rand.Rand
-	zipf   *rand.Zipf
-	hist   *hist.Histogram
-	sent   []int64 // send time of each in-flight request
-	count  uint64  // replies inside the measured window
-	errors uint64
-	errMsg string
+	cfg      *Config
+	nc       net.Conn
+	rd       *replyReader
+	wbuf     []byte
+	rng      *rand.Rand
+	zipf     *rand.Zipf
+	hist     *hist.Histogram
+	inflight []*Template // the template of each request of the batch
+	count    uint64      // replies inside the measured window
+	denied   uint64      // of which denials (see Template.deniedFirst)
+	total    uint64      // every reply, the warmup's included
+	errors   uint64
+	seq      *atomic.Uint64
+	errMsg   string
 }
 
 // Run executes cfg and returns its result. It returns an error if a
@@ -99,6 +104,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	var budget atomic.Int64
 	budget.Store(cfg.Requests)
+	var seq atomic.Uint64
+	for _, w := range workers {
+		w.seq = &seq
+	}
 	base := time.Now()
 	measureFrom, stopAt := int64(cfg.Warmup), int64(cfg.Warmup+cfg.Duration)
 	if cfg.Requests > 0 {
@@ -140,8 +149,8 @@ func (cfg *Config) defaults() error {
 	if cfg.ZipfS == 0 {
 		cfg.ZipfS = 1.1
 	}
-	if cfg.Dist != "uniform" && cfg.Dist != "zipf" {
-		return fmt.Errorf("load: unknown distribution %q (want uniform or zipf)", cfg.Dist)
+	if cfg.Dist != "uniform" && cfg.Dist != "zipf" && cfg.Dist != "seq" {
+		return fmt.Errorf("load: unknown distribution %q (want uniform, zipf or seq)", cfg.Dist)
 	}
 	if cfg.Dist == "zipf" && cfg.ZipfS <= 1 {
 		return errors.New("load: the zipf exponent must be above 1")
@@ -167,7 +176,7 @@ func dialWorker(ctx context.Context, cfg *Config, id uint64) (*worker, error) {
 		w.zipf = rand.NewZipf(w.rng, cfg.ZipfS, 1, cfg.Keys-1)
 	}
 	if cfg.Password != "" {
-		if _, err := Do(nc, w.rd, "AUTH", cfg.Password); err != nil {
+		if _, err := do(nc, w.rd, "AUTH", cfg.Password); err != nil {
 			nc.Close()
 			return nil, err
 		}
@@ -176,8 +185,11 @@ func dialWorker(ctx context.Context, cfg *Config, id uint64) (*worker, error) {
 }
 
 func (w *worker) key() uint64 {
-	if w.zipf != nil {
+	switch {
+	case w.zipf != nil:
 		return w.zipf.Uint64()
+	case w.cfg.Dist == "seq":
+		return (w.seq.Add(1) - 1) % w.cfg.Keys
 	}
 	return w.rng.Uint64N(w.cfg.Keys)
 }
@@ -205,12 +217,14 @@ func (w *worker) loop(ctx context.Context, base time.Time, measureFrom, stopAt i
 			putDigits(now[:], uint64(time.Now().UnixMicro()))
 		}
 		w.wbuf = w.wbuf[:0]
+		w.inflight = w.inflight[:0]
 		for i := 0; i < n; i++ {
 			t := cfg.Templates[0]
 			if len(cfg.Templates) > 1 {
 				t = cfg.Templates[w.rng.IntN(len(cfg.Templates))]
 			}
 			w.wbuf = t.appendTo(w.wbuf, w.key(), &now)
+			w.inflight = append(w.inflight, t)
 		}
 		sent := int64(time.Since(base))
 		if sent >= stopAt {
@@ -228,6 +242,7 @@ func (w *worker) loop(ctx context.Context, base time.Time, measureFrom, stopAt i
 
 // await reads n replies to a batch sent at sent.
 func (w *worker) await(n int, sent int64, base time.Time, measureFrom, stopAt int64) error {
+	total := n
 	for n > 0 {
 		reply, ok, err := w.rd.next()
 		if err != nil {
@@ -242,7 +257,7 @@ func (w *worker) await(n int, sent int64, base time.Time, measureFrom, stopAt in
 		at := int64(time.Since(base))
 		for {
 			n--
-			w.record(reply, sent, at, measureFrom, stopAt)
+			w.record(reply, w.inflight[total-n-1], sent, at, measureFrom, stopAt)
 			if n == 0 {
 				break
 			}
@@ -256,7 +271,8 @@ func (w *worker) await(n int, sent int64, base time.Time, measureFrom, stopAt in
 	return nil
 }
 
-func (w *worker) record(reply []byte, sent, at, measureFrom, stopAt int64) {
+func (w *worker) record(reply []byte, t *Template, sent, at, measureFrom, stopAt int64) {
+	w.total++
 	if reply[0] == '-' {
 		w.errors++
 		if w.errMsg == "" {
@@ -267,6 +283,9 @@ func (w *worker) record(reply []byte, sent, at, measureFrom, stopAt int64) {
 		return
 	}
 	w.count++
+	if t.denied(reply) {
+		w.denied++
+	}
 	w.hist.Record(at - sent)
 }
 
@@ -280,6 +299,8 @@ func (cfg *Config) result(workers []*worker, elapsed time.Duration) *Result {
 	for _, w := range workers {
 		h.Merge(w.hist)
 		r.Requests += w.count
+		r.Denied += w.denied
+		r.Total += w.total
 		r.Errors += w.errors
 		if r.FirstError == "" {
 			r.FirstError = w.errMsg

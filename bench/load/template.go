@@ -29,9 +29,13 @@ const (
 // placeholders.
 type Template struct {
 	Text string // as given, for reports
-	wire []byte
-	keys []int // offsets of RandInt digit fields in wire
-	nows []int // offsets of NowMicros digit fields in wire
+	// deniedFirst is the first element of an array reply that means
+	// "denied": ":1" for CL.THROTTLE (limited), ":0" for anything else
+	// (RL.CHECK and the Lua limiters reply allowed first).
+	deniedFirst string
+	wire        []byte
+	keys        []int // offsets of RandInt digit fields in wire
+	nows        []int // offsets of NowMicros digit fields in wire
 }
 
 // ParseTemplate splits text into arguments at spaces ('single' and "double"
@@ -44,7 +48,10 @@ func ParseTemplate(text string) (*Template, error) {
 	if len(args) == 0 {
 		return nil, errors.New("empty command template")
 	}
-	t := &Template{Text: text}
+	t := &Template{Text: text, deniedFirst: ":0\r\n"}
+	if strings.EqualFold(args[0], "CL.THROTTLE") {
+		t.deniedFirst = ":1\r\n"
+	}
 	t.wire = append(t.wire, '*')
 	t.wire = strconv.AppendInt(t.wire, int64(len(args)), 10)
 	t.wire = append(t.wire, '\r', '\n')
@@ -76,6 +83,16 @@ func ParseTemplate(text string) (*Template, error) {
 		t.wire = append(t.wire, '\r', '\n')
 	}
 	return t, nil
+}
+
+// denied reports whether reply is an array whose first element says the
+// request was denied.
+func (t *Template) denied(reply []byte) bool {
+	if len(reply) < 4 || reply[0] != '*' {
+		return false
+	}
+	_, next := lineAt(reply, 1)
+	return next > 0 && len(reply) >= next+len(t.deniedFirst) && string(reply[next:next+len(t.deniedFirst)]) == t.deniedFirst
 }
 
 // HasNow reports whether the template uses NowMicros.

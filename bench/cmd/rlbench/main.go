@@ -52,7 +52,7 @@ func run() error {
 	flag.IntVar(&cfg.Conns, "c", 50, "connections")
 	flag.IntVar(&cfg.Pipeline, "P", 1, "pipeline depth: commands per round trip")
 	flag.Uint64Var(&cfg.Keys, "r", 100000, "key space: __rand_int__ is drawn from [0, r)")
-	flag.StringVar(&cfg.Dist, "dist", "uniform", "key distribution: uniform or zipf")
+	flag.StringVar(&cfg.Dist, "dist", "uniform", "key distribution: uniform, zipf, or seq (each key once, in order)")
 	flag.Float64Var(&cfg.ZipfS, "zipf-s", 1.1, "zipf exponent (> 1; larger is hotter)")
 	flag.DurationVar(&cfg.Duration, "d", 5*time.Second, "measured duration (after -warmup)")
 	flag.Int64Var(&cfg.Requests, "n", 0, "total requests instead of a duration")

@@ -1,0 +1,141 @@
+// Command benchcompare measures rlserver against a real redis-server on the
+// same machine and writes the figures to a results directory: a markdown
+// report, the raw results as JSON, a PNG chart and CPU profile summaries.
+//
+// It starts both servers on free ports and runs, alternating between them
+// and over several rounds, the same client workloads: rlserver's RL.CHECK
+// per algorithm and CL.THROTTLE against Redis INCR and EVALSHA of the
+// reference Lua limiters (read from luaref/*.lua). It repeats the headline
+// pair with redis-benchmark, so that anyone can reproduce a figure with a
+// standard tool, and measures memory per key with a million keys per
+// algorithm. Every figure is reported beside a reference measured in the
+// same run, because the client and the servers share the machine's cores.
+//
+//	make bench-compare     # builds bin/rlserver, then runs this
+//	go run ./bench/cmd/benchcompare -rlserver bin/rlserver -out bench/results
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+type options struct {
+	rlserver       string
+	redisServer    string
+	redisBenchmark string
+	luaref         string
+	out            string
+	duration       time.Duration
+	warmup         time.Duration
+	rounds         int
+	conns          int
+	keys           uint64
+	memKeys        int64
+	profile        bool
+	goTest         bool
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.rlserver, "rlserver", "bin/rlserver", "rlserver binary")
+	flag.StringVar(&o.redisServer, "redis-server", "redis-server", "redis-server binary")
+	flag.StringVar(&o.redisBenchmark, "redis-benchmark", "redis-benchmark", `redis-benchmark binary ("" skips that part)`)
+	flag.StringVar(&o.luaref, "luaref", "luaref", "directory of the reference Lua limiters (*.lua)")
+	flag.StringVar(&o.out, "out", "bench/results", "directory for results.md, results.json, chart.png and profiles")
+	flag.DurationVar(&o.duration, "d", 2*time.Second, "measured time of each run")
+	flag.DurationVar(&o.warmup, "warmup", 500*time.Millisecond, "unmeasured time before each run")
+	flag.IntVar(&o.rounds, "rounds", 2, "rounds of every workload; the report gives the median")
+	flag.IntVar(&o.conns, "c", 50, "client connections")
+	flag.Uint64Var(&o.keys, "r", 100000, "key space of the throughput runs")
+	flag.Int64Var(&o.memKeys, "mem-keys", 1000000, "keys per algorithm for the memory measurement (0 skips it)")
+	flag.BoolVar(&o.profile, "profile", true, "save CPU profiles of rlserver during the RL.CHECK token runs")
+	flag.BoolVar(&o.goTest, "alloc-test", true, "run the server's allocation benchmark with go test")
+	flag.Parse()
+	if err := run(o); err != nil {
+		fmt.Fprintln(os.Stderr, "benchcompare:", err)
+		os.Exit(1)
+	}
+}
+
+func run(o options) error {
+	start := time.Now()
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "benchcompare")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	logf, err := os.Create(filepath.Join(dir, "servers.log"))
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+
+	rep := &report{Machine: describeMachine(o), Options: o.summary()}
+	rl, err := startRLServer(o.rlserver, dir, logf)
+	if err != nil {
+		return err
+	}
+	defer rl.stop()
+	rd, err := startRedis(o.redisServer, dir, logf)
+	if err != nil {
+		return err
+	}
+	defer rd.stop()
+	scripts, err := loadScripts(rd, o.luaref)
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	for _, pipeline := range []int{16, 1} {
+		fmt.Printf("== throughput, %d connections, pipeline %d, %d rounds\n", o.conns, pipeline, o.rounds)
+		runs, err := throughput(ctx, o, rl, rd, scripts, pipeline)
+		if err != nil {
+			return err
+		}
+		rep.Runs = append(rep.Runs, runs...)
+	}
+	if o.redisBenchmark != "" {
+		fmt.Println("== redis-benchmark")
+		if rep.RedisBenchmark, err = redisBenchmarks(o, rl, rd, scripts); err != nil {
+			return err
+		}
+	}
+	if o.memKeys > 0 {
+		fmt.Printf("== memory, %d keys per algorithm\n", o.memKeys)
+		if rep.Memory, err = memory(ctx, o, rl, rd, scripts); err != nil {
+			return err
+		}
+	}
+	if o.goTest {
+		fmt.Println("== allocations per check (go test)")
+		rep.Allocs = allocBenchmark()
+	}
+	rep.Elapsed = time.Since(start).Round(time.Second).String()
+	rep.evaluate()
+	return rep.write(o.out)
+}
+
+func (o options) summary() map[string]string {
+	return map[string]string{
+		"connections": fmt.Sprint(o.conns), "keys": fmt.Sprint(o.keys),
+		"duration": o.duration.String(), "warmup": o.warmup.String(), "rounds": fmt.Sprint(o.rounds),
+		"mem_keys": fmt.Sprint(o.memKeys),
+	}
+}
+
+func writeJSON(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(data, '\n'), 0o644)
+}

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"encoding/csv"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// RBRun is the median of redis-benchmark runs of one command on one server.
+type RBRun struct {
+	Label     string    `json:"label"`
+	Server    string    `json:"server"`
+	Args      string    `json:"args"` // the redis-benchmark arguments, without -h/-p
+	Pipeline  int       `json:"pipeline"`
+	RPS       float64   `json:"rps"`
+	P50ms     float64   `json:"p50_ms"`
+	P99ms     float64   `json:"p99_ms"`
+	CPUPerReq float64   `json:"server_cpu_us_per_request"`
+	RoundsRPS []float64 `json:"rounds_rps"`
+}
+
+type rbSpec struct {
+	label    string
+	srv      *server
+	pipeline int
+	n        int
+	cmd      string
+}
+
+// redisBenchmarks runs the headline comparisons with redis-benchmark, so
+// that they can be reproduced with the standard tool alone.
+func redisBenchmarks(o options, rl, rd *server, shas map[string]string) ([]RBRun, error) {
+	check := "RL.CHECK key:__rand_int__ token 100 60"
+	incr := "INCR key:__rand_int__"
+	specs := []rbSpec{
+		{"RL.CHECK token", rl, 16, 1000000, check}, {"INCR", rd, 16, 1000000, incr},
+		{"RL.CHECK token", rl, 1, 200000, check}, {"INCR", rd, 1, 200000, incr},
+	}
+	if sha, ok := shas["token"]; ok {
+		// redis-benchmark cannot send the current time: the script gets a
+		// fixed clock, which admits as much as a moving one over so few
+		// calls per key (about 3 per key, limit 100).
+		now := time.Now().UnixMicro()
+		specs = append(specs, rbSpec{"EVALSHA token.lua", rd, 16, 300000,
+			fmt.Sprintf("EVALSHA %s 1 key:__rand_int__ 100 60000000 %d 1 0", sha, now)})
+	}
+	samples := make([][]RBRun, len(specs))
+	for round := 0; round < o.rounds; round++ {
+		for k := range specs {
+			i := k
+			if round%2 == 1 {
+				i = len(specs) - 1 - k
+			}
+			r, err := redisBenchmark(o, specs[i])
+			if err != nil {
+				return nil, err
+			}
+			samples[i] = append(samples[i], r)
+			fmt.Printf("  round %d  %-18s %-8s P%-2d %9.0f rps  p50 %.3f ms  p99 %.3f ms  cpu %.2f µs/req\n",
+				round+1, r.Label, r.Server, r.Pipeline, r.RPS, r.P50ms, r.P99ms, r.CPUPerReq)
+		}
+	}
+	out := make([]RBRun, len(specs))
+	for i, ss := range samples {
+		r := ss[0]
+		var rps, p50, p99, cpu []float64
+		for _, s := range ss {
+			rps, p50, p99, cpu = append(rps, s.RPS), append(p50, s.P50ms), append(p99, s.P99ms), append(cpu, s.CPUPerReq)
+		}
+		r.RPS, r.P50ms, r.P99ms, r.CPUPerReq, r.RoundsRPS = medianOf(rps), medianOf(p50), medianOf(p99), medianOf(cpu), rps
+		out[i] = r
+	}
+	return out, nil
+}
+
+func redisBenchmark(o options, sp rbSpec) (RBRun, error) {
+	if _, err := sp.srv.cli.Do("FLUSHALL"); err != nil {
+		return RBRun{}, err
+	}
+	host, port, _ := strings.Cut(sp.srv.addr, ":")
+	args := []string{"-c", strconv.Itoa(o.conns), "-P", strconv.Itoa(sp.pipeline),
+		"-r", strconv.FormatUint(o.keys, 10), "-n", strconv.Itoa(sp.n)}
+	args = append(args, strings.Fields(sp.cmd)...)
+	cpu0 := sp.srv.cpuTime()
+	b, err := exec.Command(o.redisBenchmark, append([]string{"-h", host, "-p", port, "--csv"}, args...)...).Output()
+	if err != nil {
+		return RBRun{}, fmt.Errorf("redis-benchmark %s: %w", strings.Join(args, " "), err)
+	}
+	used := sp.srv.cpuTime() - cpu0
+	recs, err := csv.NewReader(strings.NewReader(string(b))).ReadAll()
+	if err != nil || len(recs) < 2 || len(recs[len(recs)-1]) < 7 {
+		return RBRun{}, fmt.Errorf("redis-benchmark output %q: %v", b, err)
+	}
+	last := recs[len(recs)-1]
+	f := func(s string) float64 { v, _ := strconv.ParseFloat(s, 64); return v }
+	return RBRun{Label: sp.label, Server: sp.srv.name, Args: "-q " + strings.Join(args, " "), Pipeline: sp.pipeline,
+		RPS: f(last[1]), P50ms: f(last[4]), P99ms: f(last[6]),
+		CPUPerReq: float64(used.Microseconds()) / float64(sp.n)}, nil
+}

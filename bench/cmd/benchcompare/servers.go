@@ -1,0 +1,177 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rlserver/rlserver/bench/load"
+)
+
+// server is a child process speaking RESP on addr.
+type server struct {
+	name  string
+	addr  string
+	pprof string // rlserver only: address of /debug/pprof and /debug/gc
+	cmd   *exec.Cmd
+	cli   *load.Client
+}
+
+// freePort returns a TCP port that was free a moment ago.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+func startServer(name string, dir string, logw io.Writer, argv func(port, pprofPort int) []string) (*server, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	pport, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	args := argv(port, pprofPort(name, pport))
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Dir = dir
+	cmd.Stdout, cmd.Stderr = logw, logw
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	s := &server{name: name, addr: "127.0.0.1:" + strconv.Itoa(port), cmd: cmd}
+	if name == "rlserver" {
+		s.pprof = "127.0.0.1:" + strconv.Itoa(pport)
+	}
+	if s.cli, err = load.Dial(s.addr, 10*time.Second); err != nil {
+		s.stop()
+		return nil, fmt.Errorf("%s did not start on %s: %w", name, s.addr, err)
+	}
+	if _, err := s.cli.Do("PING"); err != nil {
+		s.stop()
+		return nil, fmt.Errorf("%s: PING: %w", name, err)
+	}
+	return s, nil
+}
+
+func pprofPort(name string, p int) int {
+	if name != "rlserver" {
+		return 0
+	}
+	return p
+}
+
+func startRLServer(bin, dir string, logw io.Writer) (*server, error) {
+	abs, err := filepath.Abs(bin)
+	if err != nil {
+		return nil, err
+	}
+	return startServer("rlserver", dir, logw, func(port, pport int) []string {
+		return []string{abs, "--listen", "127.0.0.1:" + strconv.Itoa(port), "--http", "",
+			"--data-dir", filepath.Join(dir, "rlserver-data"), "--log-level", "warn",
+			"--pprof", "127.0.0.1:" + strconv.Itoa(pport)}
+	})
+}
+
+func startRedis(bin, dir string, logw io.Writer) (*server, error) {
+	return startServer("redis", dir, logw, func(port, _ int) []string {
+		return []string{bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "",
+			"--appendonly", "no", "--protected-mode", "no", "--daemonize", "no", "--dir", dir,
+			"--loglevel", "warning"}
+	})
+}
+
+func (s *server) stop() {
+	if s.cli != nil {
+		s.cli.Close()
+	}
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { s.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		s.cmd.Process.Kill()
+		<-done
+	}
+}
+
+// cpuTime returns the CPU time (user + system) the server process has used.
+func (s *server) cpuTime() time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name, which is in parentheses.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * time.Second / 100 // USER_HZ is 100 on Linux
+}
+
+// heapAfterGC returns rlserver's live heap after a forced collection.
+func (s *server) heapAfterGC() (int64, error) {
+	resp, err := http.Get("http://" + s.pprof + "/debug/gc")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, "heap_alloc:"); ok {
+			return strconv.ParseInt(v, 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("/debug/gc: no heap_alloc in %q", body)
+}
+
+// usedMemory returns INFO memory's used_memory.
+func (s *server) usedMemory() (int64, error) {
+	v, err := s.cli.InfoField("memory", "used_memory")
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseInt(v, 10, 64)
+}
+
+func (s *server) dbsize() (int64, error) {
+	v, err := s.cli.Do("DBSIZE")
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseInt(v, 10, 64)
+}
+
+// profile saves a CPU profile of rlserver over d to path.
+func (s *server) profile(d time.Duration, path string) error {
+	resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", s.pprof, int(d.Seconds())))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(f, resp.Body)
+	return err
+}

@@ -1,0 +1,228 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/rlserver/rlserver/bench/load"
+)
+
+// algos are RL.CHECK's algorithms, each with a reference Lua script of the
+// same name in luaref/.
+var algos = []string{"fixed", "sliding", "log", "token", "leaky", "gcra"}
+
+// workload is one command run against one server.
+type workload struct {
+	Label  string // as reported: "RL.CHECK token", "EVALSHA token.lua", "INCR"
+	Server *server
+	Cmd    string
+}
+
+// Run is the median over the rounds of one workload at one pipeline depth.
+type Run struct {
+	Label     string    `json:"label"`
+	Server    string    `json:"server"`
+	Command   string    `json:"command"`
+	Pipeline  int       `json:"pipeline"`
+	RPS       float64   `json:"rps"`
+	P50       float64   `json:"p50_us"`
+	P99       float64   `json:"p99_us"`
+	P999      float64   `json:"p999_us"`
+	CPUPerReq float64   `json:"server_cpu_us_per_request"`
+	Denied    float64   `json:"denied_fraction"`
+	Errors    uint64    `json:"errors"`
+	FirstErr  string    `json:"first_error,omitempty"`
+	RoundsRPS []float64 `json:"rounds_rps"`
+}
+
+// loadScripts SCRIPT LOADs every luaref/<algo>.lua into Redis and returns
+// the SHA1 of each by algorithm.
+func loadScripts(rd *server, dir string) (map[string]string, error) {
+	shas := map[string]string{}
+	for _, a := range algos {
+		src, err := os.ReadFile(filepath.Join(dir, a+".lua"))
+		if os.IsNotExist(err) {
+			fmt.Printf("note: %s/%s.lua not found; no Lua reference for %s\n", dir, a, a)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		sha, err := rd.cli.Do("SCRIPT", "LOAD", string(src))
+		if err != nil {
+			return nil, fmt.Errorf("SCRIPT LOAD %s.lua: %w", a, err)
+		}
+		shas[a] = sha
+	}
+	return shas, nil
+}
+
+// luaCmd is the EVALSHA call of a reference script: limit per window (in
+// seconds), the client's clock, cost 1, default burst.
+func luaCmd(sha string, limit, windowSec int) string {
+	return fmt.Sprintf("EVALSHA %s 1 key:%s %d %d %s 1 0", sha, load.RandInt, limit, windowSec*1_000_000, load.NowMicros)
+}
+
+// pairedWorkloads lists the workloads in the order a round runs them, each
+// rlserver workload next to its Redis counterpart.
+func pairedWorkloads(rl, rd *server, shas map[string]string) []workload {
+	rlCheck := func(a string) workload {
+		return workload{"RL.CHECK " + a, rl, fmt.Sprintf("RL.CHECK key:%s %s 100 60", load.RandInt, a)}
+	}
+	lua := func(a string) []workload {
+		if sha, ok := shas[a]; ok {
+			return []workload{{"EVALSHA " + a + ".lua", rd, luaCmd(sha, 100, 60)}}
+		}
+		return nil
+	}
+	ws := []workload{rlCheck("token"), {"INCR", rd, "INCR key:" + load.RandInt}}
+	ws = append(ws, lua("token")...)
+	for _, a := range algos {
+		if a != "token" {
+			ws = append(ws, rlCheck(a))
+			ws = append(ws, lua(a)...)
+		}
+	}
+	return append(ws, workload{"CL.THROTTLE", rl, "CL.THROTTLE key:" + load.RandInt + " 99 100 60 1"})
+}
+
+// throughput runs every workload o.rounds times at one pipeline depth,
+// alternating servers, and returns the medians.
+func throughput(ctx context.Context, o options, rl, rd *server, shas map[string]string, pipeline int) ([]Run, error) {
+	ws := pairedWorkloads(rl, rd, shas)
+	results := make([][]*load.Result, len(ws))
+	cpu := make([][]float64, len(ws))
+	for round := 0; round < o.rounds; round++ {
+		for k := range ws {
+			i := k
+			if round%2 == 1 {
+				i = len(ws) - 1 - k // reverse every other round: drift hits both sides
+			}
+			w := ws[i]
+			var prof string
+			if o.profile && round == 0 && w.Label == "RL.CHECK token" {
+				prof = filepath.Join(o.out, fmt.Sprintf("profile-token-P%d.txt", pipeline))
+			}
+			res, perReq, err := runOnce(ctx, o, w, pipeline, prof)
+			if err != nil {
+				return nil, fmt.Errorf("%s on %s: %w", w.Label, w.Server.name, err)
+			}
+			results[i] = append(results[i], res)
+			cpu[i] = append(cpu[i], perReq)
+			fmt.Printf("  round %d  %-22s %-8s %9.0f rps  p50 %7.1f µs  p99 %8.1f µs  cpu %5.2f µs/req\n",
+				round+1, w.Label, w.Server.name, res.RPS, res.Latency.P50, res.Latency.P99, perReq)
+		}
+	}
+	runs := make([]Run, len(ws))
+	for i, w := range ws {
+		rs := results[i]
+		r := Run{Label: w.Label, Server: w.Server.name, Command: w.Cmd, Pipeline: pipeline,
+			RPS:       median(rs, func(r *load.Result) float64 { return r.RPS }),
+			P50:       median(rs, func(r *load.Result) float64 { return r.Latency.P50 }),
+			P99:       median(rs, func(r *load.Result) float64 { return r.Latency.P99 }),
+			P999:      median(rs, func(r *load.Result) float64 { return r.Latency.P999 }),
+			CPUPerReq: medianOf(cpu[i])}
+		var denied, total uint64
+		for _, x := range rs {
+			r.RoundsRPS = append(r.RoundsRPS, x.RPS)
+			denied += x.Denied
+			total += x.Requests
+			r.Errors += x.Errors
+			if r.FirstErr == "" {
+				r.FirstErr = x.FirstError
+			}
+		}
+		if total > 0 {
+			r.Denied = float64(denied) / float64(total)
+		}
+		runs[i] = r
+	}
+	return runs, nil
+}
+
+// runOnce empties the server, runs one workload and returns its result and
+// the server's CPU time per request. With prof set it saves a CPU profile
+// summary of rlserver over the measured time.
+func runOnce(ctx context.Context, o options, w workload, pipeline int, prof string) (*load.Result, float64, error) {
+	if _, err := w.Server.cli.Do("FLUSHALL"); err != nil {
+		return nil, 0, err
+	}
+	tpl, err := load.ParseTemplate(w.Cmd)
+	if err != nil {
+		return nil, 0, err
+	}
+	profDone := make(chan error, 1)
+	if prof != "" {
+		go func() {
+			time.Sleep(o.warmup)
+			profDone <- profileSummary(w.Server, max(o.duration, time.Second), prof)
+		}()
+	}
+	cpu0 := w.Server.cpuTime()
+	res, err := load.Run(ctx, load.Config{Name: w.Label, Addr: w.Server.addr, Conns: o.conns,
+		Pipeline: pipeline, Keys: o.keys, Duration: o.duration, Warmup: o.warmup,
+		Templates: []*load.Template{tpl}, Seed: 1})
+	if err != nil {
+		return nil, 0, err
+	}
+	used := w.Server.cpuTime() - cpu0
+	if prof != "" {
+		if err := <-profDone; err != nil {
+			fmt.Println("  note: profile:", err)
+		}
+	}
+	perReq := 0.0
+	if res.Total > 0 {
+		perReq = float64(used.Microseconds()) / float64(res.Total)
+	}
+	return res, perReq, nil
+}
+
+// profileSummary records a CPU profile of rlserver and writes the top
+// functions, flat and cumulative, with go tool pprof.
+func profileSummary(s *server, d time.Duration, path string) error {
+	raw := path + ".pb.gz"
+	if err := s.profile(d, raw); err != nil {
+		return err
+	}
+	defer os.Remove(raw)
+	bin := s.cmd.Path
+	var out strings.Builder
+	for _, mode := range [][]string{{"-top"}, {"-top", "-cum"}} {
+		args := append([]string{"tool", "pprof"}, mode...)
+		args = append(args, "-nodecount", "35", bin, raw)
+		b, err := exec.Command("go", args...).Output()
+		if err != nil {
+			return fmt.Errorf("go tool pprof: %w", err)
+		}
+		out.Write(b)
+		out.WriteString("\n")
+	}
+	return os.WriteFile(path, []byte(out.String()), 0o644)
+}
+
+func median(rs []*load.Result, f func(*load.Result) float64) float64 {
+	v := make([]float64, len(rs))
+	for i, r := range rs {
+		v[i] = f(r)
+	}
+	return medianOf(v)
+}
+
+func medianOf(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
