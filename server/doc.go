@@ -1,5 +1,6 @@
 // Package server speaks RESP2 and RESP3 to Redis clients and answers
-// rlserver's commands: RL.CHECK, RL.PEEK, RL.RESET and CL.THROTTLE, plus the
+// rlserver's commands: RL.CHECK, RL.PEEK, RL.RESET, CL.THROTTLE,
+// RL.CHECKRULES and RL.RULE.SET/GET/DEL/LIST, plus the
 // connection and admin commands that redis-cli, go-redis and
 // redis-benchmark expect (PING, HELLO, AUTH, CLIENT, INFO, COMMAND, ...).
 //

@@ -11,4 +11,10 @@
 // keeps the latest time it has seen and never runs a check at an earlier
 // time, so the state of one key only ever moves forward even when
 // concurrent callers stamped their requests in a different order.
+//
+// CheckAll (multi.go) charges several keys all or nothing, holding their
+// shards' locks in index order; CheckRules runs it for the rules that
+// match a request. The rule table (rules.go) is part of the Store's state,
+// changed only through SetRule, CreateRule and DeleteRule, so that rules
+// travel with the counters.
 package shards
