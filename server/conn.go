@@ -22,7 +22,9 @@ type conn struct {
 	laddr   string
 	created time.Time
 	rd      reader
-	w       io.Writer // nc, or its raw socket
+	batch   [][][]byte // the requests of the batch being run
+	keys    [][]byte   // their keys, for prefetch
+	w       io.Writer  // nc, or its raw socket
 	out     []byte
 
 	proto   int  // 2 or 3
@@ -68,25 +70,67 @@ func (s *Server) serveConn(c *conn) {
 			c.readError(err)
 			return
 		}
-		// One clock reading stamps every request of the batch just read.
+		// Parse every complete request read, then run them: one clock
+		// reading stamps the whole batch, and the limiter can fetch the
+		// batch's keys into the CPU caches together (see prefetch).
+		c.rd.reset()
+		c.batch = c.batch[:0]
+		var perr error
+		for {
+			args, err := c.rd.next()
+			if err != nil || args == nil {
+				perr = err
+				break
+			}
+			c.batch = append(c.batch, args)
+		}
 		now := s.cfg.Clock()
 		c.lastSeen.Store(now)
-		for !c.closing {
-			args, err := c.rd.next()
-			if err != nil {
-				// Answer the requests before the bad one, then the error.
-				c.readError(err)
-				return
-			}
-			if args == nil {
+		s.prefetch(c)
+		for _, args := range c.batch {
+			if c.closing {
 				break
 			}
 			s.dispatch(c, args, now)
+		}
+		if perr != nil && !c.closing {
+			// Answer the requests before the bad one, then the error.
+			c.readError(perr)
+			return
 		}
 		if !c.flush() || c.closing || s.closing.Load() {
 			return
 		}
 	}
+}
+
+// Prefetcher is implemented by a Limiter that can bring the state of keys
+// into the CPU caches ahead of the checks that follow (shards.Store does).
+// It must change no state.
+type Prefetcher interface {
+	Prefetch(keys [][]byte) uint64
+}
+
+// prefetch hands the keys of the batch's RL.CHECK, RL.PEEK and CL.THROTTLE
+// requests to the limiter's Prefetch, when there are at least two: a
+// pipelined batch's lookups then overlap their cache misses instead of
+// waiting for them one after another.
+func (s *Server) prefetch(c *conn) {
+	if s.prefetcher == nil || len(c.batch) < 2 {
+		return
+	}
+	keys := c.keys[:0]
+	for _, args := range c.batch {
+		if len(args) > 1 && len(args[0]) >= 7 && (equalFold(args[0], "RL.CHECK") ||
+			equalFold(args[0], "CL.THROTTLE") || equalFold(args[0], "RL.PEEK")) {
+			keys = append(keys, args[1])
+		}
+	}
+	if len(keys) > 1 {
+		s.prefetcher.Prefetch(keys)
+	}
+	clear(keys)
+	c.keys = keys[:0]
 }
 
 // readError answers a protocol error before the connection closes. Clean

@@ -39,8 +39,17 @@ type reader struct {
 	// scanned is how far an incomplete inline line has been searched for
 	// its newline, so that a long line arriving in pieces is scanned once.
 	scanned int
-	args    [][]byte
-	inline  []byte // unquoted inline arguments
+	// args holds the arguments of the requests parsed since reset, back to
+	// back; each request's arguments are a slice of it.
+	args   [][]byte
+	inline []byte // unquoted inline arguments
+}
+
+// reset forgets the requests parsed so far, whose arguments must no longer
+// be used, so that their space is reused.
+func (rd *reader) reset() {
+	rd.args = rd.args[:0]
+	rd.inline = rd.inline[:0]
 }
 
 // initialReadBuf is the size of a new connection's read buffer; it grows
@@ -85,11 +94,13 @@ func (rd *reader) fill() error {
 }
 
 // next parses the next complete request in the buffer and returns its
-// arguments, which stay valid until the next call to fill. It returns nil
-// and no error when the buffer holds no complete request; empty requests
-// ("*0", blank lines) are skipped as Redis does.
+// arguments, which stay valid until the next call to fill or reset, so that
+// a whole pipelined batch can be parsed before it runs. It returns nil and
+// no error when the buffer holds no complete request; empty requests ("*0",
+// blank lines) are skipped as Redis does.
 func (rd *reader) next() ([][]byte, error) {
 	for rd.start < rd.end {
+		mark := len(rd.args)
 		var n int
 		var err error
 		if rd.buf[rd.start] == '*' {
@@ -98,19 +109,21 @@ func (rd *reader) next() ([][]byte, error) {
 			n, err = rd.parseInline(rd.buf[rd.start:rd.end])
 		}
 		if err != nil || n == 0 {
+			rd.args = rd.args[:mark]
 			return nil, err
 		}
 		rd.start += n
 		rd.scanned = rd.start
-		if len(rd.args) > 0 {
-			return rd.args, nil
+		if len(rd.args) > mark {
+			return rd.args[mark:len(rd.args):len(rd.args)], nil
 		}
 	}
 	return nil, nil
 }
 
-// parseMultibulk parses "*<n>\r\n" and n bulk strings at the front of b
-// into rd.args. It returns the bytes consumed, 0 if b is incomplete.
+// parseMultibulk parses "*<n>\r\n" and n bulk strings at the front of b,
+// appending them to rd.args. It returns the bytes consumed, 0 if b is
+// incomplete.
 func (rd *reader) parseMultibulk(b []byte) (int, error) {
 	line, pos, err := crlfLine(b, 1, errMultibulkLength)
 	if pos == 0 {
@@ -120,7 +133,6 @@ func (rd *reader) parseMultibulk(b []byte) (int, error) {
 	if !ok || count > maxMultibulk {
 		return 0, errMultibulkLength
 	}
-	rd.args = rd.args[:0]
 	for i := int64(0); i < count; i++ {
 		if pos >= len(b) {
 			return 0, nil
@@ -170,8 +182,8 @@ func crlfLine(b []byte, i int, bad error) (line []byte, next int, err error) {
 	return nil, 0, nil
 }
 
-// parseInline parses one inline command line at the front of b into
-// rd.args, splitting it as Redis's sdssplitargs does: arguments separated
+// parseInline parses one inline command line at the front of b, appending
+// its arguments to rd.args and splitting it as Redis's sdssplitargs does: arguments separated
 // by spaces, "double quotes" with \n \r \t \b \a \\ \" and \xHH escapes,
 // 'single quotes' with \' only. It returns the bytes consumed, 0 if the
 // line is incomplete.
@@ -192,8 +204,6 @@ func (rd *reader) parseInline(b []byte) (int, error) {
 	if len(line) > 0 && line[len(line)-1] == '\r' {
 		line = line[:len(line)-1]
 	}
-	rd.args = rd.args[:0]
-	rd.inline = rd.inline[:0]
 	if err := rd.splitInline(line); err != nil {
 		return 0, err
 	}

@@ -28,26 +28,37 @@ func (c *chunkReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// parseAll reads every request from r and renders each as its arguments
-// joined by '|', followed by the error that stopped the reader.
+// parseAll reads every request from r, a batch at a time as the server
+// does (every complete request parsed before any is used), and renders each
+// as its arguments joined by '|', followed by the error that stopped the
+// reader.
 func parseAll(r io.Reader, max int) ([]string, error) {
 	rd := reader{r: r, max: max, buf: make([]byte, 64)}
 	var out []string
-	for {
-		for {
-			args, err := rd.next()
-			if err != nil {
-				return out, err
-			}
-			if args == nil {
-				break
-			}
+	render := func(batch [][][]byte) {
+		for _, args := range batch {
 			parts := make([]string, len(args))
 			for i, a := range args {
 				parts[i] = string(a)
 			}
 			out = append(out, strings.Join(parts, "|"))
 		}
+	}
+	for {
+		rd.reset()
+		var batch [][][]byte
+		for {
+			args, err := rd.next()
+			if err != nil {
+				render(batch)
+				return out, err
+			}
+			if args == nil {
+				break
+			}
+			batch = append(batch, args)
+		}
+		render(batch)
 		if err := rd.fill(); err != nil {
 			return out, err
 		}
@@ -67,6 +78,8 @@ func TestReaderParsesRequests(t *testing.T) {
 		{"inline", "PING\r\nSET  a   b\nrl.check k token 10 60\r\n", []string{"PING", "SET|a|b", "rl.check|k|token|10|60"}, io.EOF},
 		{"blank inline lines", "\r\n   \r\n\nPING\r\n", []string{"PING"}, io.EOF},
 		{"inline quotes", `ECHO "a b" 'c d' "x\x41\n\"" 'it\'s' ""` + "\r\n", []string{"ECHO|a b|c d|xA\n\"|it's|"}, io.EOF},
+		{"quoted inline batch", "SET \"k 1\" \"v 1\"\r\nSET \"k 2\" \"v 2\"\r\n*1\r\n$1\r\nx\r\nGET \"k 3\"\r\n",
+			[]string{"SET|k 1|v 1", "SET|k 2|v 2", "x", "GET|k 3"}, io.EOF},
 		{"inline garbage", "\x00\x01\xfe garbage\r\n", []string{"\x00\x01\xfe|garbage"}, io.EOF},
 		{"incomplete", "*2\r\n$4\r\nPING\r\n$2\r\nh", nil, io.EOF},
 		{"bad count", "*abc\r\n", nil, errMultibulkLength},
@@ -124,6 +137,7 @@ func TestReaderDoesNotAllocate(t *testing.T) {
 	rd := reader{r: src, max: DefaultMaxRequest, buf: make([]byte, initialReadBuf)}
 	allocs := testing.AllocsPerRun(100, func() {
 		src.Reset(batch)
+		rd.reset()
 		if err := rd.fill(); err != nil {
 			t.Fatal(err)
 		}

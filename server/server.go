@@ -63,6 +63,8 @@ type Server struct {
 	metrics *metrics
 	started time.Time
 	queries sync.Pool // *rules.Query, reused by RL.CHECKRULES
+	// prefetcher is cfg.Limiter if it implements Prefetcher.
+	prefetcher Prefetcher
 
 	mu      sync.Mutex
 	ln      net.Listener
@@ -106,6 +108,7 @@ func New(cfg Config) *Server {
 		cfg.Version = "dev"
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, conns: make(map[*conn]struct{}), started: time.Now()}
+	s.prefetcher, _ = cfg.Limiter.(Prefetcher)
 	s.cmds, s.list = commandTable()
 	s.metrics = newMetrics(cfg.Registerer, s)
 	return s

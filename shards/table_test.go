@@ -202,3 +202,35 @@ func TestCompaction(t *testing.T) {
 	}
 	checkTable(t, &tab, model, "after compaction")
 }
+
+// BenchmarkCheckBatch measures pipelined-like batches of 16 checks on
+// random keys, with and without Prefetch first.
+func BenchmarkCheckBatch(b *testing.B) {
+	for _, n := range []int{100000, 1000000} {
+		s := New(0)
+		p := engine.Params{Limit: 1 << 40, Window: 3600e9}
+		now := int64(1_700_000_000e9)
+		keys := make([][]byte, n)
+		for i := range keys {
+			keys[i] = []byte(fmt.Sprintf("key:%012d", i))
+			s.Check(keys[i], engine.Token, p, 1, now)
+		}
+		order := rand.New(rand.NewPCG(1, 2)).Perm(len(keys))
+		for _, pre := range []bool{false, true} {
+			b.Run(fmt.Sprintf("keys=%d/prefetch=%v", n, pre), func(b *testing.B) {
+				batch := make([][]byte, 16)
+				for i := 0; i < b.N; i += 16 {
+					for j := range batch {
+						batch[j] = keys[order[(i+j)%len(order)]]
+					}
+					if pre {
+						s.Prefetch(batch)
+					}
+					for _, k := range batch {
+						s.Check(k, engine.Token, p, 1, now+int64(i))
+					}
+				}
+			})
+		}
+	}
+}
