@@ -134,9 +134,9 @@ type Result struct {
 // algorithm (see each algorithm's file); the zero State is a fresh key.
 // A State is not safe for concurrent use: the caller serialises access.
 type State struct {
-	T   int64 // fixed, sliding: window start; token, leaky, gcra: theoretical arrival time
-	N   int64 // fixed, sliding: count in window T
-	P   int64 // sliding: count in the window before T
+	T   int64 // fixed, sliding: window start; token, leaky: last admission; gcra: theoretical arrival time
+	N   int64 // fixed, sliding: count in window T; token, leaky: low word of tokens-in-use × window
+	P   int64 // sliding: count in the window before T; token, leaky: high word of tokens-in-use × window
 	Log *Ring // log: admitted entries, oldest first
 }
 
@@ -185,10 +185,7 @@ func ExpiresAt(a Algo, st *State, p Params) int64 {
 		}
 		return st.Log.Last().At + p.Window
 	case Token, Leaky:
-		if st.N > 0 {
-			return st.T + 1
-		}
-		return st.T
+		return bucketExpiresAt(st, p)
 	default:
 		return st.T
 	}

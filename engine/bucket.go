@@ -2,89 +2,77 @@ package engine
 
 // Token bucket and leaky bucket.
 //
-// Both are kept as an exact theoretical arrival time (TAT): the instant at
-// which the bucket would be full again (token) or empty again (leaky). With
-// capacity B and rate L per W, the token count at time t is
-// B - max(0, TAT-t)*L/W and the leaky level is max(0, TAT-t)*L/W, so the two
-// admit exactly the same requests: a request of cost c passes iff
-// max(0, TAT-now)*L + c*W <= B*W. They differ only in name and in how a user
-// reads them; both are offered so that migrating users keep their vocabulary.
+// Both keep the amount U of the bucket in use: the tokens taken (token) or
+// the level (leaky). With capacity B and rate L per W, U drains at L/W per
+// nanosecond, and a request of cost c passes iff U(now) + c <= B. The token
+// count is B - U, so the two admit exactly the same requests; they differ
+// only in name, and both are offered so that migrating users keep their
+// vocabulary.
 //
-// State: TAT = T + N/P nanoseconds, where T is whole nanoseconds, P is the
-// limit the fraction is counted in (the limit of the last admitted check)
-// and 0 <= N < P. Keeping the fraction makes the arithmetic exact: a full
-// bucket of B is always admitted at one instant, and the long-run rate is
-// exactly L/W. When the limit changes, the fraction is rescaled, rounding
-// the TAT up by less than a nanosecond.
+// State: T is the time of the last admission, and U*W (tokens times
+// nanoseconds, an integer because U drains in steps of L/W) is kept in 128
+// bits: P holds the high word and N the low word. The arithmetic is exact: a
+// full bucket of B is always admitted at one instant, and the long-run rate
+// is exactly L/W. The parameters of each check apply to the time since the
+// last admission, so a change of limit or burst keeps the tokens in use
+// (raising a limit never takes tokens away), and retry_after and
+// reset_after are exact for as long as the parameters stay. A change of
+// window keeps U*W, which scales the tokens in use by old/new window. After
+// a change, the amount stored is capped at the new capacity before it
+// drains, so a key never owes more than one full bucket.
 
-// bucketTAT returns the TAT fraction of st expressed in units of 1/limit ns.
-func bucketTAT(st *State, limit int64) (t, frac int64) {
-	if st.N == 0 || st.P == limit || st.P == 0 {
-		return st.T, st.N
-	}
-	frac = int64(mulDivCeil(uint64(st.N), uint64(limit), uint64(st.P)))
-	if frac >= limit {
-		return st.T + 1, 0
-	}
-	return st.T, frac
-}
+// bucketUsed returns U*W stored in st.
+func bucketUsed(st *State) u128 { return u128{uint64(st.P), uint64(st.N)} }
 
-// debtAt returns max(0, TAT-now)*limit: how far the bucket is from full,
-// in units of 1/limit ns.
-func debtAt(t, frac, limit, now int64) u128 {
-	switch {
-	case t > now:
-		return mul128(uint64(t-now), uint64(limit)).add(u128{0, uint64(frac)})
-	case t == now:
-		return u128{0, uint64(frac)}
+// usedAt returns U*W at now: the stored amount, capped at full (capacity
+// times window), drained by (now-T)*limit, never below zero.
+func usedAt(st *State, full u128, limit, now int64) u128 {
+	used := bucketUsed(st)
+	if full.less(used) {
+		used = full
 	}
-	return u128{}
+	if now <= st.T || used == (u128{}) {
+		return used
+	}
+	drained := mul128(uint64(now-st.T), uint64(limit))
+	if !drained.less(used) {
+		return u128{}
+	}
+	return used.sub(drained)
 }
 
 func checkBucket(st *State, p Params, cost, now int64) Result {
 	limit, w := p.Limit, p.Window
 	capa := p.Capacity(Token)
-	t, frac := bucketTAT(st, limit)
-	if t < now {
-		t, frac = now, 0
-	}
-	debt := debtAt(t, frac, limit, now)
 	full := mul128(uint64(capa), uint64(w))
+	used := usedAt(st, full, limit, now)
 	r := Result{Limit: capa}
-	switch {
+	switch after := used.add(mul128(uint64(cost), uint64(w))); {
 	case cost > capa:
 		r.RetryAfter = -1
-	case !full.less(debt.add(mul128(uint64(cost), uint64(w)))):
+	case !full.less(after):
 		r.Allowed = true
 		if cost > 0 {
-			q, rem := mul128(uint64(cost), uint64(w)).divmod(uint64(limit))
-			frac += int64(rem)
-			if frac >= limit {
-				frac -= limit
-				q++
-			}
-			t += int64(q)
-			st.T, st.N, st.P = t, frac, limit
-			debt = debtAt(t, frac, limit, now)
+			used = after
+			st.T, st.P, st.N = now, int64(used.hi), int64(used.lo)
 		}
 	default:
-		r.RetryAfter = bucketRetry(t, frac, capa-cost, limit, w) - now
+		// Wait until the bucket has drained to (capa-cost)*W.
+		r.RetryAfter = int64(after.sub(full).ceilDiv(uint64(limit)))
 	}
-	if debt.less(full) {
-		left, _ := full.sub(debt).divmod(uint64(w))
+	if used.less(full) {
+		left, _ := full.sub(used).divmod(uint64(w))
 		r.Remaining = int64(left)
 	}
-	r.ResetAfter = int64(debt.ceilDiv(uint64(limit)))
+	r.ResetAfter = int64(used.ceilDiv(uint64(limit)))
 	return r
 }
 
-// bucketRetry returns the first whole nanosecond at which the debt is at
-// most room*W: t >= TAT - room*W/L.
-func bucketRetry(t, frac, room, limit, w int64) int64 {
-	x := mul128(uint64(room), uint64(w))
-	if x.less(u128{0, uint64(frac)}) {
-		return t + 1
+// bucketExpiresAt returns when the bucket of st is empty again under p.
+func bucketExpiresAt(st *State, p Params) int64 {
+	used := usedAt(st, mul128(uint64(p.Capacity(Token)), uint64(p.Window)), p.Limit, st.T)
+	if used == (u128{}) {
+		return 0
 	}
-	q, _ := x.sub(u128{0, uint64(frac)}).divmod(uint64(limit))
-	return t - int64(q)
+	return st.T + int64(used.ceilDiv(uint64(p.Limit)))
 }

@@ -64,63 +64,60 @@ func TestBucketParamChange(t *testing.T) {
 	for _, a := range []Algo{Token, Leaky} {
 		k := newKey(t, a, base)
 		k.run(Params{Limit: 2, Window: 2 * sec}, []step{{0, 2, true, 0, 0, 2 * sec}})
-		// A bigger BURST admits more at once: 4 - 2 = 2 tokens.
+		// A bigger BURST admits more at once: 2 in use of 4.
 		k.run(Params{Limit: 2, Window: 2 * sec, Burst: 4}, []step{{0, 1, true, 1, 0, 3 * sec}})
-		// Back to 2: 3 s of debt is -1 token; even a peek waits 1 s.
+		// Back to 2: the 3 in use count as a full bucket of 2, which then
+		// drains at 1/s.
 		k.run(Params{Limit: 2, Window: 2 * sec}, []step{
-			{0, 0, false, 0, 1 * sec, 3 * sec},
-			{1 * sec, 0, true, 0, 0, 2 * sec},
-			{0, 1, false, 0, 1 * sec, 2 * sec},
-		})
-		// A faster rate keeps the time until full (2 s, now 4 tokens
-		// of capacity 4) and refills twice as fast.
-		k.run(Params{Limit: 4, Window: 2 * sec}, []step{
 			{0, 0, true, 0, 0, 2 * sec},
-			{0, 1, false, 0, 500 * ms, 2 * sec},
-			{500 * ms, 1, true, 0, 0, 2 * sec},
+			{1 * sec, 0, true, 1, 0, 1 * sec},
+			{0, 1, true, 0, 0, 2 * sec},
 		})
-	}
-}
-
-func TestBucketRescale(t *testing.T) {
-	for _, c := range []struct {
-		st        State
-		limit     int64
-		wantT     int64
-		wantFrac  int64
-		rationale string
-	}{
-		{State{T: 10, N: 1, P: 3}, 3, 10, 1, "same limit"},
-		{State{T: 10, N: 0, P: 3}, 7, 10, 0, "no fraction"},
-		{State{T: 10, N: 1, P: 3}, 2, 10, 1, "1/3 rounds up to 1/2"},
-		{State{T: 10, N: 2, P: 3}, 1, 11, 0, "2/3 rounds up to a whole ns"},
-		{State{T: 10, N: 1, P: 4}, 8, 10, 2, "1/4 is 2/8 exactly"},
-	} {
-		t1, frac := bucketTAT(&c.st, c.limit)
-		if t1 != c.wantT || frac != c.wantFrac {
-			t.Errorf("%s: bucketTAT(%+v, %d) = %d, %d; want %d, %d",
-				c.rationale, c.st, c.limit, t1, frac, c.wantT, c.wantFrac)
-		}
+		// A faster rate applies since the last admission and keeps the
+		// tokens in use: 2 of the new capacity 4, draining at 2/s.
+		k.run(Params{Limit: 4, Window: 2 * sec}, []step{
+			{0, 0, true, 2, 0, 1 * sec},
+			{0, 1, true, 1, 0, 1500 * ms},
+			{500 * ms, 1, true, 1, 0, 1500 * ms},
+		})
+		// Raising the limit under a fixed BURST never takes tokens away:
+		// still 3 in use, now draining at 4/s.
+		k.run(Params{Limit: 8, Window: 2 * sec, Burst: 4}, []step{
+			{0, 0, true, 1, 0, 750 * ms},
+			{250 * ms, 2, true, 0, 0, 1 * sec},
+			{0, 1, false, 0, 250 * ms, 1 * sec},
+		})
+		// A much shorter window never makes a key owe more than a bucket.
+		k.run(Params{Limit: 8, Window: 20 * ms, Burst: 4}, []step{
+			{0, 0, true, 0, 0, 10 * ms},
+			{10 * ms, 4, true, 0, 0, 10 * ms},
+		})
 	}
 }
 
 func TestBucketState(t *testing.T) {
-	// The fraction of a nanosecond is stored: 2 tokens at 3/s move the TAT
-	// by 666666666⅔ ns.
+	// 2 tokens of 3 per second are in use: U*W = 2e9, stored exactly; the
+	// bucket drains to empty in 666666666⅔ ns, so it expires at the next
+	// whole nanosecond.
 	var st State
 	p := Params{Limit: 3, Window: sec}
 	Check(Token, &st, p, 2, base)
-	if want := (State{T: base + 666666666, N: 2, P: 3}); !stateEqual(&st, &want) {
+	if want := (State{T: base, N: 2 * sec}); !stateEqual(&st, &want) {
 		t.Fatalf("state = %+v, want %+v", st, want)
 	}
 	if got, want := ExpiresAt(Token, &st, p), base+666666667; got != want {
 		t.Fatalf("ExpiresAt = %d, want %d", got, want)
 	}
-	Check(Token, &st, p, 1, base)
-	if want := (State{T: base + sec, N: 0, P: 3}); !stateEqual(&st, &want) {
+	Check(Token, &st, p, 1, base+sec/3)
+	// 1 token drained in 1/3 s, one taken: 2 in use at base+333333333.
+	if want := (State{T: base + sec/3, N: 2*sec + 1}); !stateEqual(&st, &want) {
 		t.Fatalf("state = %+v, want %+v", st, want)
 	}
-	if got, want := ExpiresAt(Leaky, &st, p), base+sec; got != want {
-		t.Fatalf("ExpiresAt = %d, want %d", got, want)
+	// Amounts beyond 64 bits use the high word.
+	big := Params{Limit: 1 << 40, Window: 366 * 86400 * sec}
+	var st2 State
+	Check(Leaky, &st2, big, 1<<40, base)
+	if st2.P == 0 || ExpiresAt(Leaky, &st2, big) != base+big.Window {
+		t.Fatalf("big bucket: state %+v, ExpiresAt %d", st2, ExpiresAt(Leaky, &st2, big))
 	}
 }

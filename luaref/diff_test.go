@@ -3,6 +3,7 @@ package luaref_test
 import (
 	"fmt"
 	"math"
+	"math/big"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -46,9 +47,13 @@ import (
 //   - fixed, sliding: a new window length. The scripts key windows by
 //     index, so they start counting afresh; the engine keeps the count when
 //     the old window starts inside the new one.
-//   - token (new rate or capacity), leaky (new rate): a script keeps its
-//     token count or level; the engine keeps its time to full (or empty),
-//     which holds a different number of tokens at the new rate.
+//   - token, leaky: a new window length. A script keeps its token count or
+//     level; the engine keeps tokens in use × window, which is a different
+//     number of tokens in the new window.
+//   - token: a new capacity. The script keeps the tokens available, the
+//     engine the tokens in use. (A new limit keeps the tokens in both.)
+//   - leaky: a smaller capacity. The script keeps a level above it; the
+//     engine caps the level at a full bucket.
 //
 // At such a change the test writes the engine's state into the script's
 // keys before the step. Changes of the limit alone (fixed, sliding), every
@@ -240,7 +245,7 @@ func (d *diff) compareBounded(k *traceKey, i int, before engine.State, cost, del
 		return
 	}
 	nowNS := k.now * 1000
-	lo, hi := perturb(d.a, before, nowNS, delta), perturb(d.a, before, nowNS, -delta)
+	lo, hi := perturb(d.a, before, k.p, nowNS, delta), perturb(d.a, before, k.p, nowNS, -delta)
 	loR := engine.Check(d.a, &lo, k.p, cost, nowNS)
 	hiR := engine.Check(d.a, &hi, k.p, cost, nowNS)
 	// Allowed and the units available before the charge (remaining, plus
@@ -284,16 +289,50 @@ func (d *diff) compareBounded(k *traceKey, i int, before engine.State, cost, del
 	}
 }
 
-// perturb returns st with its theoretical arrival time moved by shift ns:
-// later (less room) for a positive shift. A bucket at rest first has its TAT
-// put at now, so that its room can be made smaller too: the script's doubles
-// can miss the room of a full bucket by an ulp as well.
-func perturb(a engine.Algo, st engine.State, nowNS, shift int64) engine.State {
+// perturb returns st with its bucket moved by shift ns: later (less room)
+// for a positive shift. For gcra that moves the theoretical arrival time; a
+// bucket at rest first has it put at now, so that its room can be made
+// smaller too (the script's doubles can miss the room of a full bucket by an
+// ulp as well). For token and leaky it changes the tokens in use by shift ns
+// worth of drain at the rate of p.
+func perturb(a engine.Algo, st engine.State, p engine.Params, nowNS, shift int64) engine.State {
+	if a == engine.Token || a == engine.Leaky {
+		used := bucketUsed(st, p, nowNS)
+		used.Add(used, new(big.Int).Mul(big.NewInt(shift), big.NewInt(p.Limit)))
+		if used.Sign() < 0 {
+			used.SetInt64(0)
+		}
+		return setBucketUsed(nowNS, used)
+	}
 	if st.T < nowNS || (st.T == nowNS && (a == engine.GCRA || st.N == 0)) {
 		st.T, st.N = nowNS, 0
 	}
 	st.T += shift
 	return st
+}
+
+// bucketUsed returns the tokens in use × window of a token or leaky state
+// at now under p, as the engine computes it (see engine/bucket.go): capped
+// at a full bucket, then drained since the last admission.
+func bucketUsed(st engine.State, p engine.Params, nowNS int64) *big.Int {
+	used := new(big.Int).Lsh(big.NewInt(st.P), 64)
+	used.Or(used, new(big.Int).SetUint64(uint64(st.N)))
+	if full := new(big.Int).Mul(big.NewInt(p.Capacity(engine.Token)), big.NewInt(p.Window)); used.Cmp(full) > 0 {
+		used = full
+	}
+	if nowNS > st.T {
+		used.Sub(used, new(big.Int).Mul(big.NewInt(nowNS-st.T), big.NewInt(p.Limit)))
+	}
+	if used.Sign() < 0 {
+		used.SetInt64(0)
+	}
+	return used
+}
+
+// setBucketUsed returns the token or leaky state holding used at now.
+func setBucketUsed(nowNS int64, used *big.Int) engine.State {
+	lo := new(big.Int).And(used, new(big.Int).SetUint64(^uint64(0)))
+	return engine.State{T: nowNS, N: int64(lo.Uint64()), P: new(big.Int).Rsh(used, 64).Int64()}
 }
 
 // delta returns the bound, in ns, on how far a float script's reply may be
@@ -409,13 +448,10 @@ func (d *diff) sync(k *traceKey) {
 			err = d.s.set(ctx, windowKey(k.name, start/w-1), count(prev))
 		}
 	case engine.Token, engine.Leaky:
-		ahead := float64(k.st.T - nowNS) // the TAT's distance from now, ns
-		if k.st.P > 0 {
-			ahead += float64(k.st.N) / float64(k.st.P)
-		}
-		units := ahead * float64(k.p.Limit) / float64(k.p.Window)
+		used, _ := new(big.Rat).SetFrac(bucketUsed(k.st, k.p, nowNS), big.NewInt(k.p.Window)).Float64()
+		units := used // tokens in use
 		switch {
-		case ahead <= 0:
+		case units <= 0:
 			err = d.s.set(ctx, k.name, "")
 		case d.a == engine.Token:
 			err = d.s.set(ctx, k.name, "", "tokens", fmtFloat(float64(k.p.Capacity(d.a))-units), "ts", strconv.FormatInt(k.now, 10))
@@ -526,11 +562,10 @@ func (d *diff) change(k *traceKey) {
 			k.p = p
 		}
 	}
-	rateChanged := old.Limit*k.p.Window != k.p.Limit*old.Window
 	switch {
 	case (d.a == engine.Fixed || d.a == engine.Sliding) && old.Window != k.p.Window,
-		d.a == engine.Token && (rateChanged || old.Capacity(d.a) != k.p.Capacity(d.a)),
-		d.a == engine.Leaky && rateChanged:
+		(d.a == engine.Token || d.a == engine.Leaky) &&
+			(old.Window != k.p.Window || old.Capacity(d.a) != k.p.Capacity(d.a)):
 		d.sync(k)
 		d.stats.syncChanges++
 	default:

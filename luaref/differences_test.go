@@ -41,26 +41,36 @@ func TestNamedDifferences(t *testing.T) {
 		lua: luaReply{Allowed: false, Remaining: 0, RetryAfter: 1, ResetAfter: 900000},
 		eng: engine.Result{Allowed: true, Limit: 10, Remaining: 0, ResetAfter: 1e9},
 	}, {
-		// Half empty, full again in 500 ms; then the rate goes up tenfold
-		// with the same burst. The script keeps its 5 tokens; the engine
-		// keeps its full-again time, now 50 tokens away.
-		name:  "token: a higher rate keeps the tokens in Lua, the time to full in the engine",
+		// Half empty; then the rate goes up tenfold with the same burst.
+		// Both keep the 5 tokens and take one: raising a limit never takes
+		// tokens away. (This case pins an agreement, not a difference.)
+		name:  "token: a higher rate keeps the tokens in both",
 		algo:  engine.Token,
 		calls: []namedCall{{0, perSec(10, 10), 5}, {0, perSec(100, 10), 1}},
 		lua:   luaReply{Allowed: true, Remaining: 4, ResetAfter: 60000},
-		eng:   engine.Result{Allowed: false, Limit: 10, Remaining: 0, RetryAfter: 410e6, ResetAfter: 500e6},
+		eng:   engine.Result{Allowed: true, Limit: 10, Remaining: 4, ResetAfter: 60e6},
 	}, {
-		name:  "token: a larger burst keeps the tokens in Lua, the missing tokens in the engine",
+		name:  "token: a larger burst keeps the tokens available in Lua, the tokens in use in the engine",
 		algo:  engine.Token,
 		calls: []namedCall{{0, perSec(10, 10), 1}, {0, perSec(10, 20), 1}},
 		lua:   luaReply{Allowed: true, Remaining: 8, ResetAfter: 1200000},
 		eng:   engine.Result{Allowed: true, Limit: 20, Remaining: 18, ResetAfter: 200e6},
 	}, {
-		name:  "leaky: a higher rate keeps the level in Lua, the time to empty in the engine",
+		// An agreement too: the level is kept through a new rate.
+		name:  "leaky: a higher rate keeps the level in both",
 		algo:  engine.Leaky,
 		calls: []namedCall{{0, perSec(10, 0), 5}, {0, perSec(20, 10), 1}},
 		lua:   luaReply{Allowed: true, Remaining: 4, ResetAfter: 300000},
-		eng:   engine.Result{Allowed: false, Limit: 10, Remaining: 0, RetryAfter: 50e6, ResetAfter: 500e6},
+		eng:   engine.Result{Allowed: true, Limit: 10, Remaining: 4, ResetAfter: 300e6},
+	}, {
+		// 8 of 10 in use; the burst drops to 4. The script keeps the level
+		// of 8 and denies even a peek until it has drained to 4; the engine
+		// counts a full bucket of 4, which drains in 0.4 s.
+		name:  "leaky: a smaller burst caps the level in the engine only",
+		algo:  engine.Leaky,
+		calls: []namedCall{{0, perSec(10, 10), 8}, {0, perSec(10, 4), 0}},
+		lua:   luaReply{Allowed: false, Remaining: 0, RetryAfter: 400000, ResetAfter: 800000},
+		eng:   engine.Result{Allowed: true, Limit: 4, Remaining: 0, ResetAfter: 400e6},
 	}, {
 		// 3 in [10 s, 20 s); at 16 s the window becomes a minute, which
 		// holds the old window: the engine keeps the 3, the script keys
