@@ -118,11 +118,17 @@ func New(cfg Config) *Server {
 var ErrServerClosed = errors.New("server: closed")
 
 // Serve accepts connections on ln until Shutdown is called. It always
-// returns a non-nil error: ErrServerClosed after Shutdown.
+// returns a non-nil error: ErrServerClosed after Shutdown, also when
+// Shutdown came first (ln is then closed at once).
 func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
 	s.ln = ln
+	closed := s.closing.Load() // Shutdown ran before ln was known to it
 	s.mu.Unlock()
+	if closed {
+		ln.Close()
+		return ErrServerClosed
+	}
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
