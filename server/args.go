@@ -1,27 +1,39 @@
 package server
 
 // parseInt parses a decimal int64 the way Redis does: an optional '-',
-// digits, no '+', no spaces, no overflow. It does not allocate.
+// digits without leading zeros, no '+', no spaces, no overflow. It does not
+// allocate.
 func parseInt(b []byte) (int64, bool) {
-	if len(b) == 0 || len(b) > 20 {
+	neg := len(b) > 0 && b[0] == '-'
+	digits := b
+	if neg {
+		digits = b[1:]
+	}
+	if len(digits) > 1 && digits[0] == '0' {
 		return 0, false
 	}
-	neg := b[0] == '-'
-	if neg {
+	return signedDigits(neg, digits)
+}
+
+// parseCellInt parses an integer as redis-cell (Rust's i64 parser) does: an
+// optional '+' or '-', then one or more digits, leading zeros allowed.
+func parseCellInt(b []byte) (int64, bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	if len(b) > 0 && (b[0] == '+' || neg) {
 		b = b[1:]
-		if len(b) == 0 {
-			return 0, false
-		}
 	}
-	if len(b) > 1 && b[0] == '0' {
+	return signedDigits(neg, b)
+}
+
+// signedDigits converts one or more decimal digits, negated when neg, to an
+// int64, refusing anything else and values outside the int64 range.
+func signedDigits(neg bool, digits []byte) (int64, bool) {
+	if len(digits) == 0 {
 		return 0, false
 	}
 	var n uint64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		if n > (1<<63)/10 {
+	for _, c := range digits {
+		if c < '0' || c > '9' || n > (1<<63)/10 {
 			return 0, false
 		}
 		n = n*10 + uint64(c-'0')
@@ -29,10 +41,10 @@ func parseInt(b []byte) (int64, bool) {
 			return 0, false
 		}
 	}
-	if neg {
+	switch {
+	case neg:
 		return -int64(n), true
-	}
-	if n > 1<<63-1 {
+	case n > 1<<63-1:
 		return 0, false
 	}
 	return int64(n), true

@@ -226,35 +226,3 @@ func cmdThrottle(s *Server, c *conn, args [][]byte, now int64) {
 	c.writeInt(engine.CellSeconds(res.ResetAfter))
 	s.metrics.observe(timedThrottle, start)
 }
-
-// parseCellInt parses an integer as redis-cell (Rust's i64 parser) does: an
-// optional '+' or '-', then one or more digits, leading zeros allowed.
-func parseCellInt(b []byte) (int64, bool) {
-	neg := false
-	if len(b) > 0 && (b[0] == '+' || b[0] == '-') {
-		neg, b = b[0] == '-', b[1:]
-	}
-	if len(b) == 0 {
-		return 0, false
-	}
-	var n uint64
-	for _, ch := range b {
-		if ch < '0' || ch > '9' {
-			return 0, false
-		}
-		if n > (1<<63)/10 {
-			return 0, false
-		}
-		n = n*10 + uint64(ch-'0')
-		if n > 1<<63 {
-			return 0, false
-		}
-	}
-	switch {
-	case neg:
-		return -int64(n), true
-	case n > 1<<63-1:
-		return 0, false
-	}
-	return int64(n), true
-}
