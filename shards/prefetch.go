@@ -1,6 +1,9 @@
 package shards
 
-import "github.com/cespare/xxhash/v2"
+import (
+	"github.com/cespare/xxhash/v2"
+	"github.com/rlserver/rlserver/engine"
+)
 
 // maxPrefetch bounds the keys one Prefetch call looks at.
 const maxPrefetch = 32
@@ -10,10 +13,11 @@ const maxPrefetch = 32
 // state. Its point is memory-level parallelism: a check of one key waits
 // for two dependent cache misses (index slot, then record), and checks run
 // one after another, so a pipelined batch of n checks on cold keys waits
-// for 2n misses in a row. Prefetch takes the locks of the keys' shards
-// (in index order, as CheckAll does), issues every slot load, then every
-// record load, with no locked instruction in between to serialise them,
-// and releases the locks. Only the first maxPrefetch keys are read. The
+// for 2n misses in a row (four for the log, whose ring is two pointers
+// further). Prefetch takes the locks of the keys' shards (in index order,
+// as CheckAll does), issues every slot load, then every record load, then
+// every ring load, with no locked instruction in between to serialise
+// them, and releases the locks. Only the first maxPrefetch keys are read. The
 // result is meaningless; it exists so that the loads are not optimised
 // away.
 //
@@ -49,31 +53,70 @@ func (s *Store) Prefetch(keys [][]byte) uint64 {
 			sink += t.slots[home(tagOf(hashes[i]), len(t.slots))]
 		}
 	}
+	var recs [maxPrefetch][]byte
 	for i := 0; i < n; i++ {
-		// The key's slot is at most a few slots after its home, usually
-		// in the cache line the first pass loaded.
 		t := &s.shards[hashes[i]&s.mask].tab
-		if len(t.slots) == 0 {
-			continue
+		if rec := t.prefetchRecord(tagOf(hashes[i])); rec != nil {
+			recs[i] = rec
+			sink += uint64(rec[0])
 		}
-		tag := tagOf(hashes[i])
-		j := home(tag, len(t.slots))
-		for d := 0; d < 8; d++ {
-			slot := t.slots[j]
-			if slot == 0 {
-				break
+	}
+	// A log's entries live in a ring behind two more pointers: the ring
+	// struct, then its buffer, where a check reads the oldest entry and
+	// writes after the newest.
+	var rings [maxPrefetch]*engine.Ring
+	for i := 0; i < n; i++ {
+		if recs[i] != nil {
+			if r := s.shards[hashes[i]&s.mask].tab.recordRing(recs[i]); r != nil {
+				rings[i] = r
 			}
-			if uint32(slot>>32) == tag {
-				sink += uint64(t.record(uint32(slot))[0])
-				break
-			}
-			if j++; j == len(t.slots) {
-				j = 0
-			}
+		}
+	}
+	for i := 0; i < n; i++ {
+		if r := rings[i]; r != nil && r.Len() > 0 {
+			sink += uint64(r.At(0).At + r.Last().At)
 		}
 	}
 	for _, sh := range locked[:nl] {
 		s.shards[sh].mu.Unlock()
 	}
 	return sink
+}
+
+// prefetchRecord returns the record of the key with tag, looking a few
+// slots from its home, or nil; it does not compare keys (a tag collision
+// only prefetches the wrong record).
+func (t *table) prefetchRecord(tag uint32) []byte {
+	if len(t.slots) == 0 {
+		return nil
+	}
+	j := home(tag, len(t.slots))
+	for d := 0; d < 8; d++ {
+		slot := t.slots[j]
+		if slot == 0 {
+			return nil
+		}
+		if uint32(slot>>32) == tag {
+			return t.record(uint32(slot))
+		}
+		if j++; j == len(t.slots) {
+			j = 0
+		}
+	}
+	return nil
+}
+
+// recordRing returns the ring of a log record, or nil for other records.
+func (t *table) recordRing(rec []byte) *engine.Ring {
+	_, pos := recKey(rec)
+	if engine.Algo(rec[pos]) != engine.Log {
+		return nil
+	}
+	pos += 9
+	for k := 0; k < 3; k++ {
+		_, n := varint(rec[pos:])
+		pos += n
+	}
+	r, _ := uvarint(rec[pos:])
+	return t.rings[r]
 }

@@ -234,3 +234,35 @@ func BenchmarkCheckBatch(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkLogBatch is BenchmarkCheckBatch for the log algorithm, whose
+// entries are two pointers away from the record.
+func BenchmarkLogBatch(b *testing.B) {
+	s := New(0)
+	p := engine.Params{Limit: 1000, Window: 3600e9}
+	now := int64(1_700_000_000e9)
+	keys := make([][]byte, 100000)
+	for i := range keys {
+		keys[i] = []byte(fmt.Sprintf("key:%012d", i))
+		for j := 0; j < 5; j++ {
+			s.Check(keys[i], engine.Log, p, 1, now+int64(j))
+		}
+	}
+	order := rand.New(rand.NewPCG(1, 2)).Perm(len(keys))
+	for _, pre := range []bool{false, true} {
+		b.Run(fmt.Sprintf("prefetch=%v", pre), func(b *testing.B) {
+			batch := make([][]byte, 16)
+			for i := 0; i < b.N; i += 16 {
+				for j := range batch {
+					batch[j] = keys[order[(i+j)%len(order)]]
+				}
+				if pre {
+					s.Prefetch(batch)
+				}
+				for _, k := range batch {
+					s.Check(k, engine.Log, p, 0, now+10)
+				}
+			}
+		})
+	}
+}
