@@ -29,6 +29,7 @@ type Config struct {
 	ConfigFile  string
 	RulesFile   string
 	Pprof       string
+	Procs       int
 }
 
 // flagSet declares every flag on a fresh FlagSet bound to cfg, with cfg's
@@ -47,6 +48,7 @@ func flagSet(cfg *Config) *flag.FlagSet {
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&cfg.ConfigFile, "config", "", "YAML file of flag values (keys are flag names)")
 	fs.StringVar(&cfg.RulesFile, "rules", "", "YAML file of rules loaded at start: a list of {id, target, tier, key_type, algo, limit, window, burst, shadow}")
+	fs.IntVar(&cfg.Procs, "procs", 0, "CPU cores the server runs Go code on at once (GOMAXPROCS); 0 means all")
 	fs.StringVar(&cfg.Pprof, "pprof", "", `address for Go's /debug/pprof profiles (e.g. 127.0.0.1:6060); "" disables it`)
 	return fs
 }
@@ -149,6 +151,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--max-log-limit %d: want 1 to 16777216", c.MaxLogLimit)
 	case c.Shards < 1 || c.Shards > 1<<16:
 		return fmt.Errorf("--shards %d: want 1 to 65536", c.Shards)
+	case c.Procs < 0 || c.Procs > 1<<12:
+		return fmt.Errorf("--procs %d: want 0 (all cores) to 4096", c.Procs)
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		return err

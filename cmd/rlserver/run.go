@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -36,6 +37,9 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 	}
 	defer unlock()
 
+	if cfg.Procs > 0 {
+		runtime.GOMAXPROCS(cfg.Procs)
+	}
 	store := shards.New(cfg.Shards)
 	if err := loadRules(store, cfg.RulesFile, cfg.MaxLogLimit, log); err != nil {
 		return err
@@ -63,7 +67,7 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 		return err
 	}
 	log.Info("rlserver started", "version", version, "resp", ln.Addr().String(), "http", cfg.HTTP,
-		"data_dir", cfg.DataDir, "shards", store.Shards(), "auth", cfg.RequirePass != "")
+		"data_dir", cfg.DataDir, "shards", store.Shards(), "procs", runtime.GOMAXPROCS(0), "auth", cfg.RequirePass != "")
 	if ready != nil {
 		ready(ln.Addr(), addrOf(hln))
 	}
