@@ -3,6 +3,7 @@ package shards
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 
 	"github.com/cespare/xxhash/v2"
@@ -71,17 +72,34 @@ func (sh *shard) get(key []byte, now int64) *entry {
 }
 
 func (sh *shard) getTag(key []byte, tag uint32, now int64) *entry {
+	e := sh.lookup(key, tag)
+	if e != nil && e.expires <= now {
+		sh.tab.remove(e.slot)
+		return nil
+	}
+	return e
+}
+
+// lookup returns the key's entry, expired or not, as get does. Call with
+// mu held.
+func (sh *shard) lookup(key []byte, tag uint32) *entry {
 	i := sh.tab.find(key, tag)
 	if i < 0 {
 		return nil
 	}
 	e := &sh.scratch
 	sh.tab.decode(i, e)
-	if e.expires <= now {
-		sh.tab.remove(i)
-		return nil
-	}
 	return e
+}
+
+// freshState returns the state of a fresh key, keeping st's log ring,
+// emptied, so that reusing an expired log key does not allocate.
+func freshState(st engine.State) engine.State {
+	if st.Log == nil {
+		return engine.State{}
+	}
+	st.Log.TrimBefore(math.MaxInt64)
+	return engine.State{Log: st.Log}
 }
 
 // drop deletes the key of e, an entry returned by get. Call with mu held.
@@ -136,7 +154,18 @@ func (s *Store) Check(key []byte, a engine.Algo, p engine.Params, cost, now int6
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	now = sh.tick(now)
-	e := sh.getTag(key, tagOf(h), now)
+	e := sh.lookup(key, tagOf(h))
+	if e != nil && e.expires <= now {
+		// Expired state is a fresh key: another algorithm may take the
+		// key; the same algorithm reuses its record in place instead of
+		// a removal and an insertion.
+		if e.algo != a {
+			sh.tab.remove(e.slot)
+			e = nil
+		} else {
+			e.st = freshState(e.st)
+		}
+	}
 	if e == nil {
 		var st engine.State
 		r := engine.Check(a, &st, p, cost, now)

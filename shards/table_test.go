@@ -266,3 +266,37 @@ func BenchmarkLogBatch(b *testing.B) {
 		})
 	}
 }
+
+// TestExpiredStateActsFresh: a key whose state expired answers as a fresh
+// key for its own algorithm (reusing its record, and for the log its ring,
+// without allocating) and for another algorithm.
+func TestExpiredStateActsFresh(t *testing.T) {
+	for _, a := range []engine.Algo{engine.Fixed, engine.Sliding, engine.Log, engine.Token, engine.Leaky, engine.GCRA} {
+		s := New(1)
+		p := engine.Params{Limit: 3, Window: 1e9}
+		now := int64(1_700_000_000e9)
+		key := []byte("k")
+		for i := 0; i < 3; i++ {
+			s.Check(key, a, p, 1, now)
+		}
+		later := now + 10e9
+		fresh, _ := New(1).Check(key, a, p, 1, later)
+		if got, _ := s.Check(key, a, p, 1, later); got != fresh {
+			t.Errorf("%s: after expiry %+v, fresh key %+v", a, got, fresh)
+		}
+		allocs := testing.AllocsPerRun(10, func() {
+			later += 10e9
+			s.Check(key, a, p, 1, later)
+		})
+		if allocs != 0 || s.Len() != 1 {
+			t.Errorf("%s: reuse allocated %v times, Len %d", a, allocs, s.Len())
+		}
+		other := engine.Fixed
+		if a == engine.Fixed {
+			other = engine.GCRA
+		}
+		if _, err := s.Check(key, other, p, 1, later+10e9); err != nil {
+			t.Errorf("%s: expired key refused %s: %v", a, other, err)
+		}
+	}
+}
