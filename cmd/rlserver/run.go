@@ -117,6 +117,13 @@ func addrOf(ln net.Listener) net.Addr {
 	return ln.Addr()
 }
 
+// sweepGrace is how long the background sweep leaves a key whose state
+// has expired. Until then a check of the key reuses its record in place
+// (expired state acts as a fresh key either way), so that a key checked
+// about as often as its state lasts is not dropped and re-inserted each
+// time; memory still follows the active keys within a second.
+const sweepGrace = time.Second
+
 // sweep drops expired keys in the background, a bounded slice at a time.
 func sweep(ctx context.Context, store *shards.Store) {
 	t := time.NewTicker(100 * time.Millisecond)
@@ -126,7 +133,7 @@ func sweep(ctx context.Context, store *shards.Store) {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
-			store.Sweep(now.UnixNano(), 32)
+			store.Sweep(now.Add(-sweepGrace).UnixNano(), 32)
 		}
 	}
 }
