@@ -24,8 +24,13 @@ type conn struct {
 	rd      reader
 	batch   [][][]byte // the requests of the batch being run
 	keys    [][]byte   // their keys, for prefetch
-	w       io.Writer  // nc, or its raw socket
+	raw     *rawSocket // nc's descriptor, if it has one (see serveRaw)
+	w       io.Writer  // nc, or raw
 	out     []byte
+	// onReadable is s.readable for this connection, made once so that
+	// serving allocates nothing; stop is why it ended the connection.
+	onReadable func(fd uintptr) bool
+	stop       error
 
 	proto   int  // 2 or 3
 	authed  bool // may run commands
@@ -53,8 +58,9 @@ func (s *Server) newConn(nc net.Conn) *conn {
 		authed:  s.cfg.RequirePass == "",
 	}
 	var rw io.ReadWriter = nc
-	if raw := newRawSocket(nc); raw != nil {
-		rw = raw
+	if c.raw = newRawSocket(nc); c.raw != nil {
+		rw = c.raw
+		c.onReadable = func(fd uintptr) bool { return s.readable(c, fd) }
 	}
 	c.rd = reader{r: rw, max: s.cfg.MaxRequest, buf: make([]byte, initialReadBuf)}
 	c.w = rw
@@ -65,43 +71,100 @@ func (s *Server) newConn(nc net.Conn) *conn {
 
 func (s *Server) serveConn(c *conn) {
 	defer s.closeConn(c)
+	if c.raw != nil {
+		c.readError(s.serveRaw(c))
+		return
+	}
 	for {
 		if err := c.rd.fill(); err != nil {
 			c.readError(err)
 			return
 		}
-		// Parse every complete request read, then run them: one clock
-		// reading stamps the whole batch, and the limiter can fetch the
-		// batch's keys into the CPU caches together (see prefetch).
-		c.rd.reset()
-		c.batch = c.batch[:0]
-		var perr error
-		for {
-			args, err := c.rd.next()
-			if err != nil || args == nil {
-				perr = err
-				break
-			}
-			c.batch = append(c.batch, args)
-		}
-		now := s.cfg.Clock()
-		c.lastSeen.Store(now)
-		s.prefetch(c)
-		for _, args := range c.batch {
-			if c.closing {
-				break
-			}
-			s.dispatch(c, args, now)
-		}
-		if perr != nil && !c.closing {
-			// Answer the requests before the bad one, then the error.
-			c.readError(perr)
-			return
-		}
-		if !c.flush() || c.closing || s.closing.Load() {
+		if err := s.runBatch(c); err != nil {
+			c.readError(err)
 			return
 		}
 	}
+}
+
+// serveRaw runs a connection that has a raw socket. Reads and batches run
+// inside one RawConn.Read (see rawSocket), which returns when a batch ends
+// the connection, when the descriptor's deadline passes (Shutdown) or when
+// it is closed. It returns why the connection ends, for readError, which
+// must run after the read lock is released: linger reads the descriptor.
+func (s *Server) serveRaw(c *conn) error {
+	c.stop = nil
+	err := c.raw.rc.Read(c.onReadable)
+	if c.stop != nil {
+		return c.stop
+	}
+	return err
+}
+
+// readable is RawConn.Read's callback: it reads and runs batches until the
+// socket is empty, then returns false to wait for the next bytes, or true
+// with c.stop set to end the connection.
+func (s *Server) readable(c *conn, fd uintptr) bool {
+	c.raw.fd = fd
+	for {
+		if c.raw.drained {
+			// The last read emptied the socket: wait for the netpoller
+			// rather than make a read that would fail with EAGAIN.
+			c.raw.drained = false
+			return false
+		}
+		err := c.rd.fill()
+		if err == errAgain {
+			return false
+		}
+		if err == nil {
+			err = s.runBatch(c)
+		}
+		if err != nil {
+			c.stop = err
+			return true
+		}
+	}
+}
+
+// errClose ends a connection without an error reply: after QUIT, a failed
+// write, or when the server shuts down.
+var errClose = errors.New("connection closing")
+
+// runBatch runs the requests read so far and flushes their replies. It
+// returns errClose, or a protocol error that readError answers after the
+// replies to the requests before it, when the connection must close.
+func (s *Server) runBatch(c *conn) error {
+	// Parse every complete request read, then run them: one clock reading
+	// stamps the whole batch, and the limiter can fetch the batch's keys
+	// into the CPU caches together (see prefetch).
+	c.rd.reset()
+	c.batch = c.batch[:0]
+	var perr error
+	for {
+		args, err := c.rd.next()
+		if err != nil || args == nil {
+			perr = err
+			break
+		}
+		c.batch = append(c.batch, args)
+	}
+	now := s.cfg.Clock()
+	c.lastSeen.Store(now)
+	s.prefetch(c)
+	for _, args := range c.batch {
+		if c.closing {
+			break
+		}
+		s.dispatch(c, args, now)
+	}
+	if perr != nil && !c.closing {
+		return perr
+	}
+	if !c.flush() || c.closing || s.closing.Load() {
+		return errClose
+	}
+	return nil
 }
 
 // Prefetcher is implemented by a Limiter that can bring the state of keys
@@ -136,6 +199,9 @@ func (s *Server) prefetch(c *conn) {
 // readError answers a protocol error before the connection closes. Clean
 // disconnects and shutdown wake-ups close silently.
 func (c *conn) readError(err error) {
+	if err == errClose {
+		return
+	}
 	msg := err.Error()
 	if !strings.HasPrefix(msg, "Protocol error") {
 		if !errors.Is(err, io.EOF) && !c.s.closing.Load() {

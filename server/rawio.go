@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"io"
 	"net"
 	"syscall"
@@ -8,76 +9,84 @@ import (
 )
 
 // rawSocket reads and writes a TCP connection with raw system calls
-// (syscall.RawSyscall) through its syscall.RawConn, so that the runtime's
-// netpoller still waits for readiness and honours deadlines, but a read or
-// write that can proceed does not go through entersyscall/exitsyscall.
+// (syscall.RawSyscall) on its descriptor, inside its syscall.RawConn, so
+// that the runtime's netpoller still waits for readiness and honours
+// deadlines, but a read or write that can proceed does not go through
+// entersyscall/exitsyscall.
 //
-// Why: on a loopback write the kernel also delivers the bytes to the
-// client, which takes long enough that the runtime's sysmon considers the
-// goroutine blocked in a system call, hands its P to another thread and
-// wakes one (futex) for it; at one request per round trip that thread
-// churn cost more CPU than the command itself. The socket is non-blocking,
-// so a raw call never blocks: it returns EAGAIN and the netpoller waits.
+// Why raw calls: on a loopback write the kernel also delivers the bytes to
+// the client, which takes long enough that the runtime's sysmon considers
+// the goroutine blocked in a system call, hands its P to another thread
+// and wakes one (futex) for it; at one request per round trip that thread
+// churn cost more CPU than the command. The socket is non-blocking, so a
+// raw call never blocks: it returns EAGAIN and the netpoller waits.
 //
-// The read and write callbacks are method values made once per connection,
-// so that no call allocates a closure. A rawSocket is owned by its
+// Why the whole connection runs inside one RawConn.Read (Server.serveRaw):
+// every Read on a net.Conn first discards the netpoller's readiness token
+// and tries the read, so after each batch a connection made a read that
+// failed with EAGAIN before it waited: one system call in three, at one
+// batch per round trip. Inside one RawRead the token is kept, so after a
+// read that emptied the socket the connection waits first.
+//
+// Writes lock the descriptor separately from reads, so replies are written
+// from inside the read callback. The callbacks are made once per
+// connection, so nothing allocates. A rawSocket is owned by its
 // connection's goroutine.
 type rawSocket struct {
 	rc      syscall.RawConn
-	p       []byte // the buffer of the call in progress
+	fd      uintptr // valid inside Server.serveRaw's callback
+	drained bool    // the last read emptied the socket
+
+	p       []byte // the buffer of the write in progress
 	n       int
 	errno   syscall.Errno
-	readFn  func(fd uintptr) bool
 	writeFn func(fd uintptr) bool
 }
 
-// newRawSocket returns a rawSocket for nc, or nil if nc has no raw file
-// descriptor (TLS, pipes in tests), which then uses nc's Read and Write.
+// errAgain is returned by rawSocket.Read when the socket has no data.
+var errAgain = errors.New("no data yet")
+
+// newRawSocket returns a rawSocket for a TCP connection, or nil for any
+// other net.Conn (TLS, pipes in tests), which then uses its Read and Write.
 func newRawSocket(nc net.Conn) *rawSocket {
-	sc, ok := nc.(syscall.Conn)
+	tc, ok := nc.(*net.TCPConn)
 	if !ok {
 		return nil
 	}
-	rc, err := sc.SyscallConn()
+	rc, err := tc.SyscallConn()
 	if err != nil {
 		return nil
 	}
 	r := &rawSocket{rc: rc}
-	r.readFn, r.writeFn = r.read, r.write
+	r.writeFn = r.write
 	return r
 }
 
-func (r *rawSocket) read(fd uintptr) bool {
-	for {
-		n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&r.p[0])), uintptr(len(r.p)))
-		switch e {
-		case syscall.EINTR:
-			continue
-		case syscall.EAGAIN:
-			return false // wait for readiness
-		}
-		r.n, r.errno = int(n), e
-		return true
-	}
-}
-
-// Read reads once into p, like net.Conn's Read.
+// Read reads once into p from the descriptor of the callback in progress.
+// It returns errAgain if there is nothing to read, and records whether the
+// read emptied the socket: a read returns less than asked only when the
+// socket's receive queue is empty, and bytes that arrive later make the
+// edge-triggered netpoller wake the connection.
 func (r *rawSocket) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	r.p, r.n, r.errno = p, 0, 0
-	err := r.rc.Read(r.readFn)
-	r.p = nil
-	switch {
-	case err != nil:
-		return 0, err
-	case r.errno != 0:
-		return 0, r.errno
-	case r.n == 0:
-		return 0, io.EOF
+	for {
+		n, _, e := syscall.RawSyscall(syscall.SYS_READ, r.fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+		switch e {
+		case 0:
+			if n == 0 {
+				return 0, io.EOF
+			}
+			r.drained = int(n) < len(p)
+			return int(n), nil
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			return 0, errAgain
+		}
+		return 0, e
 	}
-	return r.n, nil
 }
 
 func (r *rawSocket) write(fd uintptr) bool {
@@ -97,7 +106,8 @@ func (r *rawSocket) write(fd uintptr) bool {
 	return true
 }
 
-// Write writes all of p, like net.Conn's Write.
+// Write writes all of p, like net.Conn's Write, waiting with the
+// netpoller while the socket's send buffer is full.
 func (r *rawSocket) Write(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rlserver/rlserver/shards"
 )
 
 // TestRoundTripsNeverStall: many connections doing one request per round
@@ -75,4 +77,34 @@ func roundTrips(addr string, g int) error {
 		}
 	}
 	return nil
+}
+
+// TestConnWithoutDescriptor: a net.Conn without a file descriptor (TLS,
+// pipes) is served through its own Read and Write, pipelining included.
+func TestConnWithoutDescriptor(t *testing.T) {
+	s := New(Config{Limiter: shards.New(1), Clock: fakeClock()})
+	client, server := net.Pipe()
+	defer client.Close()
+	c := s.newConn(server)
+	if c.raw != nil {
+		t.Fatal("a pipe got a raw socket")
+	}
+	s.mu.Lock()
+	s.conns[c] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go s.serveConn(c)
+	client.SetDeadline(time.Now().Add(5 * time.Second))
+	rd := bufio.NewReader(client)
+	go io.WriteString(client, resp("PING")+resp("RL.CHECK", "k", "fixed", "10", "1m")+"ECHO hi\r\n")
+	want := "+PONG\r\n" + ints(1, 10, 9, 0, 60000) + "$2\r\nhi\r\n"
+	got := make([]byte, len(want))
+	if _, err := io.ReadFull(rd, got); err != nil || string(got) != want {
+		t.Fatalf("got %q, %v; want %q", got, err, want)
+	}
+	go io.WriteString(client, resp("QUIT"))
+	if line, _ := rd.ReadString('\n'); line != "+OK\r\n" {
+		t.Fatalf("QUIT: %q", line)
+	}
+	s.wg.Wait()
 }
