@@ -63,18 +63,36 @@ func (s *Store) Prefetch(keys [][]byte) uint64 {
 	}
 	// A log's entries live in a ring behind two more pointers: the ring
 	// struct, then its buffer, where a check reads the oldest entry and
-	// writes after the newest.
-	var rings [maxPrefetch]*engine.Ring
+	// writes after the newest. Each pass issues one independent load per
+	// key, so that the misses of a pass overlap.
+	var ringIdx [maxPrefetch]int
+	logs := 0
 	for i := 0; i < n; i++ {
+		ringIdx[i] = -1
 		if recs[i] != nil {
-			if r := s.shards[hashes[i]&s.mask].tab.recordRing(recs[i]); r != nil {
-				rings[i] = r
+			if r, ok := recordRingIndex(recs[i]); ok {
+				ringIdx[i] = int(r)
+				logs++
 			}
 		}
 	}
-	for i := 0; i < n; i++ {
-		if r := rings[i]; r != nil && r.Len() > 0 {
-			sink += uint64(r.At(0).At + r.Last().At)
+	if logs > 0 {
+		var rings [maxPrefetch]*engine.Ring
+		for i := 0; i < n; i++ {
+			if ringIdx[i] >= 0 {
+				rings[i] = s.shards[hashes[i]&s.mask].tab.rings[ringIdx[i]]
+			}
+		}
+		var lens [maxPrefetch]int
+		for i := 0; i < n; i++ {
+			if rings[i] != nil {
+				lens[i] = rings[i].Len()
+			}
+		}
+		for i := 0; i < n; i++ {
+			if lens[i] > 0 {
+				sink += uint64(rings[i].At(0).At + rings[i].Last().At)
+			}
 		}
 	}
 	for _, sh := range locked[:nl] {
@@ -106,11 +124,12 @@ func (t *table) prefetchRecord(tag uint32) []byte {
 	return nil
 }
 
-// recordRing returns the ring of a log record, or nil for other records.
-func (t *table) recordRing(rec []byte) *engine.Ring {
+// recordRingIndex returns the ring index of a log record, and false for
+// other records.
+func recordRingIndex(rec []byte) (uint64, bool) {
 	_, pos := recKey(rec)
 	if engine.Algo(rec[pos]) != engine.Log {
-		return nil
+		return 0, false
 	}
 	pos += 9
 	for k := 0; k < 3; k++ {
@@ -118,5 +137,5 @@ func (t *table) recordRing(rec []byte) *engine.Ring {
 		pos += n
 	}
 	r, _ := uvarint(rec[pos:])
-	return t.rings[r]
+	return r, true
 }

@@ -42,6 +42,7 @@ type entry struct {
 	slot    int    // the key's index slot, set by get, for update and drop
 	size    int    // the length of its record, set by get
 	ring    uint32 // log: the index of st.Log in the table's rings
+	ringCap int32  // log: the ring capacity its record accounts for
 }
 
 // shard is one lock stripe. The padding keeps two shards' mutexes off the
@@ -110,7 +111,7 @@ func (sh *shard) drop(key string, e *entry) {
 // entrySize returns the bytes a key of keyLen bytes holding e takes: its
 // record, index slot and log ring.
 func entrySize(keyLen int, e *entry) int64 {
-	n := int64(encodedLen(keyLen, e, e.ring) + slotBytes)
+	n := int64(encodedLen(keyLen, e) + slotBytes)
 	if e.st.Log != nil {
 		n += int64(e.st.Log.Cap())*entryBytes + ringOverhead
 	}

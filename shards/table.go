@@ -22,7 +22,8 @@ import (
 // garbage collector never scans it. A record is
 //
 //	uvarint key length | key | algo | T (8 bytes LE) | varint expires-T
-//	| varint N | varint P | log only: uvarint ring index
+//	| varint N | varint P | log only: uvarint ring index, uvarint capacity
+//	  of the ring accounted in ringBytes
 //
 // Freed records go to free lists by exact length, linked through their
 // first four bytes; when the free space exceeds half of the pages the arena
@@ -44,7 +45,6 @@ type table struct {
 	freePages []uint32 // indexes of released big-record pages
 
 	rings     []*engine.Ring
-	ringCaps  []int32 // capacity accounted for each ring
 	freeRings []uint32
 	ringBytes int64
 }
@@ -147,12 +147,13 @@ func (t *table) decode(i int, e *entry) int {
 	p, n3 := varint(rec[pos:])
 	pos += n3
 	e.expires, e.st.N, e.st.P = e.st.T+dexp, n, p
-	e.st.Log, e.ring = nil, 0
+	e.st.Log, e.ring, e.ringCap = nil, 0, 0
 	if e.algo == engine.Log {
-		r, n := uvarint(rec[pos:])
-		e.ring = uint32(r)
+		r, n1 := uvarint(rec[pos:])
+		c, n2 := uvarint(rec[pos+n1:])
+		e.ring, e.ringCap = uint32(r), int32(c)
 		e.st.Log = t.rings[r]
-		pos += n
+		pos += n1 + n2
 	}
 	e.slot, e.size = i, pos
 	return pos
@@ -168,19 +169,19 @@ func (t *table) expiresAt(i int) int64 {
 }
 
 // encodedLen returns the length of the record of a key of keyLen bytes
-// holding e, whose ring index is ring.
-func encodedLen(keyLen int, e *entry, ring uint32) int {
+// holding e (with its ring fields, for the log).
+func encodedLen(keyLen int, e *entry) int {
 	n := uvarintLen(uint64(keyLen)) + keyLen + 9 + varintLen(e.expires-e.st.T) +
 		varintLen(e.st.N) + varintLen(e.st.P)
 	if e.algo == engine.Log {
-		n += uvarintLen(uint64(ring))
+		n += uvarintLen(uint64(e.ring)) + uvarintLen(uint64(e.ringCap))
 	}
 	return n
 }
 
 // encode writes the record of key and e into dst, which has exactly
 // encodedLen bytes.
-func encode(dst, key []byte, e *entry, ring uint32) {
+func encode(dst, key []byte, e *entry) {
 	pos := binary.PutUvarint(dst, uint64(len(key)))
 	pos += copy(dst[pos:], key)
 	dst[pos] = byte(e.algo)
@@ -190,7 +191,8 @@ func encode(dst, key []byte, e *entry, ring uint32) {
 	pos += binary.PutVarint(dst[pos:], e.st.N)
 	pos += binary.PutVarint(dst[pos:], e.st.P)
 	if e.algo == engine.Log {
-		binary.PutUvarint(dst[pos:], uint64(ring))
+		pos += binary.PutUvarint(dst[pos:], uint64(e.ring))
+		binary.PutUvarint(dst[pos:], uint64(e.ringCap))
 	}
 }
 
@@ -211,15 +213,16 @@ func varintLen(v int64) int {
 	return uvarintLen(u)
 }
 
-// add stores a new key, which must not be present, holding e.
+// add stores a new key, which must not be present, holding e (whose ring
+// fields it sets, for the log).
 func (t *table) add(key []byte, tag uint32, e *entry) {
-	ring := uint32(0)
 	if e.algo == engine.Log {
-		ring = t.newRing(e.st.Log)
+		e.ring = t.newRing(e.st.Log)
+		e.ringCap = t.accountRing(e.st.Log, 0)
 	}
-	size := encodedLen(len(key), e, ring)
+	size := encodedLen(len(key), e)
 	ref := t.alloc(size)
-	encode(t.record(ref)[:size], key, e, ring)
+	encode(t.record(ref)[:size], key, e)
 	if (t.n+1)*8 > len(t.slots)*7 {
 		t.resize(max(8, len(t.slots)*3/2))
 	}
@@ -264,17 +267,17 @@ func (t *table) rewrite(i int, key []byte, e *entry) {
 	ref := uint32(t.slots[i])
 	if e.algo == engine.Log {
 		t.rings[e.ring] = e.st.Log
-		t.accountRing(e.ring)
+		e.ringCap = t.accountRing(e.st.Log, e.ringCap)
 	}
 	oldLen := e.size
-	size := encodedLen(len(key), e, e.ring)
+	size := encodedLen(len(key), e)
 	e.size = size
 	if size == oldLen {
-		encode(t.record(ref)[:size], key, e, e.ring)
+		encode(t.record(ref)[:size], key, e)
 		return
 	}
 	nref := t.alloc(size)
-	encode(t.record(nref)[:size], key, e, e.ring)
+	encode(t.record(nref)[:size], key, e)
 	t.slots[i] = t.slots[i]&^(1<<32-1) | uint64(nref)
 	t.release(ref, oldLen)
 	t.maybeCompact()
@@ -287,6 +290,7 @@ func (t *table) remove(i int) {
 	if _, pos := recKey(rec); engine.Algo(rec[pos]) == engine.Log {
 		var e entry
 		t.decode(i, &e)
+		t.accountRing(nil, e.ringCap)
 		t.freeRing(e.ring)
 	}
 	t.release(ref, recordLen(rec))
@@ -384,7 +388,7 @@ func (t *table) maybeCompact() {
 		return
 	}
 	old := t.pages
-	*t = table{slots: t.slots, n: t.n, cursor: t.cursor, rings: t.rings, ringCaps: t.ringCaps,
+	*t = table{slots: t.slots, n: t.n, cursor: t.cursor, rings: t.rings,
 		freeRings: t.freeRings, ringBytes: t.ringBytes}
 	for i, s := range t.slots {
 		if s == 0 {
@@ -409,42 +413,40 @@ func recordLen(rec []byte) int {
 		pos += n
 	}
 	if algo == engine.Log {
-		_, n := uvarint(rec[pos:])
-		pos += n
+		for k := 0; k < 2; k++ {
+			_, n := uvarint(rec[pos:])
+			pos += n
+		}
 	}
 	return pos
 }
 
 // newRing stores r and returns its index.
 func (t *table) newRing(r *engine.Ring) uint32 {
-	var i uint32
+	t.ringBytes += ringOverhead
 	if n := len(t.freeRings); n > 0 {
-		i = t.freeRings[n-1]
+		i := t.freeRings[n-1]
 		t.freeRings = t.freeRings[:n-1]
 		t.rings[i] = r
-	} else {
-		i = uint32(len(t.rings))
-		t.rings = append(t.rings, r)
-		t.ringCaps = append(t.ringCaps, 0)
+		return i
 	}
-	t.ringBytes += ringOverhead
-	t.accountRing(i)
-	return i
+	t.rings = append(t.rings, r)
+	return uint32(len(t.rings) - 1)
 }
 
-// accountRing brings the memory accounted for ring i up to date.
-func (t *table) accountRing(i uint32) {
+// accountRing moves the ring memory accounted from a buffer of capacity
+// was entries to r's, and returns r's capacity (0 for nil).
+func (t *table) accountRing(r *engine.Ring, was int32) int32 {
 	c := int32(0)
-	if r := t.rings[i]; r != nil {
+	if r != nil {
 		c = int32(r.Cap())
 	}
-	t.ringBytes += int64(c-t.ringCaps[i]) * entryBytes
-	t.ringCaps[i] = c
+	t.ringBytes += int64(c-was) * entryBytes
+	return c
 }
 
 func (t *table) freeRing(i uint32) {
 	t.rings[i] = nil
-	t.accountRing(i)
 	t.ringBytes -= ringOverhead
 	t.freeRings = append(t.freeRings, i)
 }

@@ -62,7 +62,7 @@ func tableModel(t *testing.T, seed uint64, steps int) {
 			var got entry
 			tab.decode(i, &got)
 			e := randEntry()
-			e.algo, e.st.Log, e.ring = got.algo, got.st.Log, got.ring
+			e.algo, e.st.Log, e.ring, e.ringCap = got.algo, got.st.Log, got.ring, got.ringCap
 			e.slot = i
 			tab.rewrite(i, []byte(key), &e)
 			model[key] = e
