@@ -125,15 +125,28 @@ func addrOf(ln net.Listener) net.Addr {
 const sweepGrace = time.Second
 
 // sweep drops expired keys in the background, a bounded slice at a time.
+// A sweep that finds nothing to drop makes the next one wait twice as long,
+// up to a second, so that a store whose keys do not expire is not scanned
+// ten times a second for nothing; one that drops keys resets the pace.
 func sweep(ctx context.Context, store *shards.Store) {
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
+	idle, skip := 0, 0
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
-			store.Sweep(now.Add(-sweepGrace).UnixNano(), 32)
+			if skip > 0 {
+				skip--
+				continue
+			}
+			if store.Sweep(now.Add(-sweepGrace).UnixNano(), 32) > 0 {
+				idle = 0
+			} else {
+				idle = min(2*idle+1, 9)
+			}
+			skip = idle
 		}
 	}
 }
