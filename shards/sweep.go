@@ -1,18 +1,29 @@
 package shards
 
+import "runtime"
+
 // Sweep examines up to perShard keys in every shard, continuing where the
 // previous sweep of that shard stopped, and drops those whose state has
 // expired at now. A shard in which more than a quarter of the examined keys
 // had expired is swept again, up to four rounds, so that a burst of
 // expiries is reclaimed quickly while one call stays bounded by 4*perShard
-// keys per shard. It returns the number of keys dropped.
+// keys per shard. It yields the processor (runtime.Gosched) every few
+// shards, so that with few processors a sweep that drops many keys does not
+// hold back the connections for its whole length. It returns the number of
+// keys dropped.
 func (s *Store) Sweep(now int64, perShard int) int {
 	removed := 0
 	for i := range s.shards {
 		removed += s.shards[i].sweep(now, perShard)
+		if i%sweepYield == sweepYield-1 {
+			runtime.Gosched()
+		}
 	}
 	return removed
 }
+
+// sweepYield is how many shards Sweep sweeps between yields.
+const sweepYield = 8
 
 func (sh *shard) sweep(now int64, limit int) int {
 	sh.mu.Lock()
