@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"time"
 )
 
@@ -39,6 +40,8 @@ type options struct {
 	memKeys        int64
 	profile        bool
 	goTest         bool
+	procs          int
+	clientProcs    int
 }
 
 func main() {
@@ -48,15 +51,21 @@ func main() {
 	flag.StringVar(&o.redisBenchmark, "redis-benchmark", "redis-benchmark", `redis-benchmark binary ("" skips that part)`)
 	flag.StringVar(&o.luaref, "luaref", "luaref", "directory of the reference Lua limiters (*.lua)")
 	flag.StringVar(&o.out, "out", "bench/results", "directory for results.md, results.json, chart.png and profiles")
-	flag.DurationVar(&o.duration, "d", 2*time.Second, "measured time of each run")
-	flag.DurationVar(&o.warmup, "warmup", 500*time.Millisecond, "unmeasured time before each run")
-	flag.IntVar(&o.rounds, "rounds", 2, "rounds of every workload; the report gives the median")
+	flag.DurationVar(&o.duration, "d", 1500*time.Millisecond, "measured time of each run")
+	flag.DurationVar(&o.warmup, "warmup", 300*time.Millisecond, "unmeasured time before each run")
+	flag.IntVar(&o.rounds, "rounds", 3, "rounds of every workload; the report gives the median")
 	flag.IntVar(&o.conns, "c", 50, "client connections")
 	flag.Uint64Var(&o.keys, "r", 100000, "key space of the throughput runs")
 	flag.Int64Var(&o.memKeys, "mem-keys", 1000000, "keys per algorithm for the memory measurement (0 skips it)")
 	flag.BoolVar(&o.profile, "profile", true, "save CPU profiles of rlserver during the RL.CHECK token runs")
 	flag.BoolVar(&o.goTest, "alloc-test", true, "run the server's allocation benchmark with go test")
+	flag.IntVar(&o.procs, "procs", 1, "rlserver's --procs for the comparison (1: one core, as Redis runs commands); "+
+		"a second rlserver with every core runs the RL.CHECK token rows too")
+	flag.IntVar(&o.clientProcs, "client-procs", 1, "GOMAXPROCS of the load generator (1: one core, as redis-benchmark; 0: all)")
 	flag.Parse()
+	if o.clientProcs > 0 {
+		runtime.GOMAXPROCS(o.clientProcs)
+	}
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "benchcompare:", err)
 		os.Exit(1)
@@ -80,11 +89,18 @@ func run(o options) error {
 	defer logf.Close()
 
 	rep := &report{Machine: describeMachine(o), Options: o.summary()}
-	rl, err := startRLServer(o.rlserver, dir, logf)
+	rl, err := startRLServer("rlserver", o.rlserver, dir, o.procs, logf)
 	if err != nil {
 		return err
 	}
 	defer rl.stop()
+	var rlAll *server
+	if o.procs != 0 {
+		if rlAll, err = startRLServer("rlserver-all", o.rlserver, dir, 0, logf); err != nil {
+			return err
+		}
+		defer rlAll.stop()
+	}
 	rd, err := startRedis(o.redisServer, dir, logf)
 	if err != nil {
 		return err
@@ -97,7 +113,7 @@ func run(o options) error {
 	ctx := context.Background()
 	for _, pipeline := range []int{16, 1} {
 		fmt.Printf("== throughput, %d connections, pipeline %d, %d rounds\n", o.conns, pipeline, o.rounds)
-		runs, err := throughput(ctx, o, rl, rd, scripts, pipeline)
+		runs, err := throughput(ctx, o, rl, rlAll, rd, scripts, pipeline)
 		if err != nil {
 			return err
 		}
@@ -105,7 +121,7 @@ func run(o options) error {
 	}
 	if o.redisBenchmark != "" {
 		fmt.Println("== redis-benchmark")
-		if rep.RedisBenchmark, err = redisBenchmarks(o, rl, rd, scripts); err != nil {
+		if rep.RedisBenchmark, err = redisBenchmarks(o, rl, rlAll, rd, scripts); err != nil {
 			return err
 		}
 	}
@@ -128,7 +144,7 @@ func (o options) summary() map[string]string {
 	return map[string]string{
 		"connections": fmt.Sprint(o.conns), "keys": fmt.Sprint(o.keys),
 		"duration": o.duration.String(), "warmup": o.warmup.String(), "rounds": fmt.Sprint(o.rounds),
-		"mem_keys": fmt.Sprint(o.memKeys),
+		"mem_keys": fmt.Sprint(o.memKeys), "procs": fmt.Sprint(o.procs), "client_procs": fmt.Sprint(o.clientProcs),
 	}
 }
 

@@ -32,21 +32,28 @@ type rbSpec struct {
 
 // redisBenchmarks runs the headline comparisons with redis-benchmark, so
 // that they can be reproduced with the standard tool alone.
-func redisBenchmarks(o options, rl, rd *server, shas map[string]string) ([]RBRun, error) {
+func redisBenchmarks(o options, rl, rlAll, rd *server, shas map[string]string) ([]RBRun, error) {
 	check := "RL.CHECK key:__rand_int__ token 100 60"
 	incr := "INCR key:__rand_int__"
 	specs := []rbSpec{
 		{"RL.CHECK token", rl, 16, 1000000, check}, {"INCR", rd, 16, 1000000, incr},
 		{"RL.CHECK token", rl, 1, 200000, check}, {"INCR", rd, 1, 200000, incr},
 	}
-	if sha, ok := shas["token"]; ok {
-		// redis-benchmark cannot send the current time: the script gets a
-		// fixed clock, which admits as much as a moving one over so few
-		// calls per key (about 3 per key, limit 100).
-		now := time.Now().UnixMicro()
-		specs = append(specs, rbSpec{"EVALSHA token.lua", rd, 16, 300000,
-			fmt.Sprintf("EVALSHA %s 1 key:__rand_int__ 100 60000000 %d 1 0", sha, now)})
+	if rlAll != nil {
+		specs = append(specs, rbSpec{"RL.CHECK token, all cores", rlAll, 16, 1000000, check},
+			rbSpec{"RL.CHECK token, all cores", rlAll, 1, 200000, check})
 	}
+	// redis-benchmark cannot send the current time: the scripts get a
+	// fixed clock, which admits as much as a moving one over so few calls
+	// per key (3 to 10, limit 100) and does the same work per call.
+	now := time.Now().UnixMicro()
+	for _, a := range []string{"token", "log"} {
+		if sha, ok := shas[a]; ok {
+			specs = append(specs, rbSpec{"EVALSHA " + a + ".lua", rd, 16, 300000,
+				fmt.Sprintf("EVALSHA %s 1 key:__rand_int__ 100 60000000 %d 1 0", sha, now)})
+		}
+	}
+	specs = append(specs, rbSpec{"RL.CHECK log", rl, 16, 1000000, "RL.CHECK key:__rand_int__ log 100 60"})
 	samples := make([][]RBRun, len(specs))
 	for round := 0; round < o.rounds; round++ {
 		for k := range specs {

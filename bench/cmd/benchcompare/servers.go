@@ -44,7 +44,7 @@ func startServer(name string, dir string, logw io.Writer, argv func(port, pprofP
 	if err != nil {
 		return nil, err
 	}
-	args := argv(port, pprofPort(name, pport))
+	args := argv(port, pport)
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = logw, logw
@@ -52,7 +52,7 @@ func startServer(name string, dir string, logw io.Writer, argv func(port, pprofP
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
 	s := &server{name: name, addr: "127.0.0.1:" + strconv.Itoa(port), cmd: cmd}
-	if name == "rlserver" {
+	if strings.HasPrefix(name, "rlserver") {
 		s.pprof = "127.0.0.1:" + strconv.Itoa(pport)
 	}
 	if s.cli, err = load.Dial(s.addr, 10*time.Second); err != nil {
@@ -66,22 +66,16 @@ func startServer(name string, dir string, logw io.Writer, argv func(port, pprofP
 	return s, nil
 }
 
-func pprofPort(name string, p int) int {
-	if name != "rlserver" {
-		return 0
-	}
-	return p
-}
-
-func startRLServer(bin, dir string, logw io.Writer) (*server, error) {
+// startRLServer starts rlserver with --procs procs under name.
+func startRLServer(name, bin, dir string, procs int, logw io.Writer) (*server, error) {
 	abs, err := filepath.Abs(bin)
 	if err != nil {
 		return nil, err
 	}
-	return startServer("rlserver", dir, logw, func(port, pport int) []string {
+	return startServer(name, dir, logw, func(port, pport int) []string {
 		return []string{abs, "--listen", "127.0.0.1:" + strconv.Itoa(port), "--http", "",
-			"--data-dir", filepath.Join(dir, "rlserver-data"), "--log-level", "warn",
-			"--pprof", "127.0.0.1:" + strconv.Itoa(pport)}
+			"--data-dir", filepath.Join(dir, name+"-data"), "--log-level", "warn",
+			"--pprof", "127.0.0.1:" + strconv.Itoa(pport), "--procs", strconv.Itoa(procs)}
 	})
 }
 

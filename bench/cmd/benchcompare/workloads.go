@@ -71,7 +71,7 @@ func luaCmd(sha string, limit, windowSec int) string {
 
 // pairedWorkloads lists the workloads in the order a round runs them, each
 // rlserver workload next to its Redis counterpart.
-func pairedWorkloads(rl, rd *server, shas map[string]string) []workload {
+func pairedWorkloads(rl, rlAll, rd *server, shas map[string]string) []workload {
 	rlCheck := func(a string) workload {
 		return workload{"RL.CHECK " + a, rl, fmt.Sprintf("RL.CHECK key:%s %s 100 60", load.RandInt, a)}
 	}
@@ -81,7 +81,11 @@ func pairedWorkloads(rl, rd *server, shas map[string]string) []workload {
 		}
 		return nil
 	}
-	ws := []workload{rlCheck("token"), {"INCR", rd, "INCR key:" + load.RandInt}}
+	ws := []workload{rlCheck("token")}
+	if rlAll != nil {
+		ws = append(ws, workload{"RL.CHECK token, all cores", rlAll, rlCheck("token").Cmd})
+	}
+	ws = append(ws, workload{"INCR", rd, "INCR key:" + load.RandInt})
 	ws = append(ws, lua("token")...)
 	for _, a := range algos {
 		if a != "token" {
@@ -94,8 +98,8 @@ func pairedWorkloads(rl, rd *server, shas map[string]string) []workload {
 
 // throughput runs every workload o.rounds times at one pipeline depth,
 // alternating servers, and returns the medians.
-func throughput(ctx context.Context, o options, rl, rd *server, shas map[string]string, pipeline int) ([]Run, error) {
-	ws := pairedWorkloads(rl, rd, shas)
+func throughput(ctx context.Context, o options, rl, rlAll, rd *server, shas map[string]string, pipeline int) ([]Run, error) {
+	ws := pairedWorkloads(rl, rlAll, rd, shas)
 	results := make([][]*load.Result, len(ws))
 	cpu := make([][]float64, len(ws))
 	for round := 0; round < o.rounds; round++ {
