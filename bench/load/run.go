@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"strings"
@@ -67,6 +68,7 @@ type Result struct {
 type worker struct {
 	cfg      *Config
 	nc       net.Conn
+	rw       io.ReadWriter // nc, or its raw descriptor (see rawConn)
 	rd       *replyReader
 	wbuf     []byte
 	rng      *rand.Rand
@@ -170,7 +172,11 @@ func dialWorker(ctx context.Context, cfg *Config, id uint64) (*worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &worker{cfg: cfg, nc: nc, rd: newReplyReader(nc), hist: hist.New(),
+	var rw io.ReadWriter = nc
+	if raw := newRawConn(nc); raw != nil {
+		rw = raw
+	}
+	w := &worker{cfg: cfg, nc: nc, rw: rw, rd: newReplyReader(rw), hist: hist.New(),
 		rng: rand.New(rand.NewPCG(cfg.Seed, id))}
 	if cfg.Dist == "zipf" {
 		w.zipf = rand.NewZipf(w.rng, cfg.ZipfS, 1, cfg.Keys-1)
@@ -230,7 +236,7 @@ func (w *worker) loop(ctx context.Context, base time.Time, measureFrom, stopAt i
 		if sent >= stopAt {
 			return nil
 		}
-		if _, err := w.nc.Write(w.wbuf); err != nil {
+		if _, err := w.rw.Write(w.wbuf); err != nil {
 			return err
 		}
 		if err := w.await(n, sent, base, measureFrom, stopAt); err != nil {
