@@ -50,7 +50,7 @@ const (
 	barH    = 8 * scale  // bar thickness
 	margin  = 8 * scale  // outer margin
 	width   = 1400       // image width
-	valueW  = 14 * charW // room for the text after the longest bar
+	valueW  = 24 * charW // room for the text after the longest bar
 	minBarW = 2          // a non-zero value is at least this wide
 )
 

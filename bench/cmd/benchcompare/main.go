@@ -42,6 +42,7 @@ type options struct {
 	goTest         bool
 	procs          int
 	clientProcs    int
+	from           string
 }
 
 func main() {
@@ -61,6 +62,7 @@ func main() {
 	flag.BoolVar(&o.goTest, "alloc-test", true, "run the server's allocation benchmark with go test")
 	flag.IntVar(&o.procs, "procs", 1, "rlserver's --procs for the comparison (1: one core, as Redis runs commands); "+
 		"a second rlserver with every core runs the RL.CHECK token rows too")
+	flag.StringVar(&o.from, "from", "", "rewrite results.md and chart.png from this results.json instead of measuring")
 	flag.IntVar(&o.clientProcs, "client-procs", 1, "GOMAXPROCS of the load generator (1: one core, as redis-benchmark; 0: all)")
 	flag.Parse()
 	if o.clientProcs > 0 {
@@ -76,6 +78,9 @@ func run(o options) error {
 	start := time.Now()
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return err
+	}
+	if o.from != "" {
+		return rewrite(o.from, o.out)
 	}
 	dir, err := os.MkdirTemp("", "benchcompare")
 	if err != nil {
@@ -146,6 +151,21 @@ func (o options) summary() map[string]string {
 		"duration": o.duration.String(), "warmup": o.warmup.String(), "rounds": fmt.Sprint(o.rounds),
 		"mem_keys": fmt.Sprint(o.memKeys), "procs": fmt.Sprint(o.procs), "client_procs": fmt.Sprint(o.clientProcs),
 	}
+}
+
+// rewrite regenerates the report files from a saved results.json.
+func rewrite(from, out string) error {
+	data, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	var rep report
+	if err := json.Unmarshal(data, &rep); err != nil {
+		return fmt.Errorf("%s: %w", from, err)
+	}
+	rep.Targets = nil
+	rep.evaluate()
+	return rep.write(out)
 }
 
 func writeJSON(path string, v any) error {
