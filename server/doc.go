@@ -4,10 +4,14 @@
 // connection and admin commands that redis-cli, go-redis and
 // redis-benchmark expect (PING, HELLO, AUTH, CLIENT, INFO, COMMAND, ...).
 //
-// It parses with github.com/tidwall/redcon's Reader and builds replies with
-// redcon's Append functions, but runs its own connection loop so that it can
-// bound request sizes, stamp each pipelined batch with one clock reading,
-// and drain connections on shutdown. Limiter state lives behind the Limiter
-// interface declared here; a single-node shards.Store or a cluster node
-// satisfies it. Errors become RESP errors in one place, replyError.
+// It builds replies with github.com/tidwall/redcon's Append functions and
+// runs its own connection loop and RESP parser (resp.go: arguments are
+// slices of the read buffer, so a steady stream of requests allocates
+// nothing), so that it can bound request sizes, parse a whole pipelined
+// batch and stamp it with one clock reading, let the Limiter prefetch the
+// batch's keys (Prefetcher), do socket I/O with raw system calls inside the
+// netpoller (rawio.go), and drain connections on shutdown. Limiter state
+// lives behind the Limiter interface declared here; a single-node
+// shards.Store or a cluster node satisfies it. Errors become RESP errors in
+// one place, replyError.
 package server
