@@ -45,11 +45,7 @@ func cmdCheckRules(s *Server, c *conn, args [][]byte, now int64) {
 	}
 	r, rule := q.Reply()
 	c.writeArray(6)
-	c.writeInt(b2i(r.Allowed))
-	c.writeInt(r.Limit)
-	c.writeInt(r.Remaining)
-	c.writeInt(ceilMillis(r.RetryAfter))
-	c.writeInt(ceilMillis(r.ResetAfter))
+	c.writeResultFields(r)
 	if rule == nil {
 		c.writeNull()
 	} else {

@@ -152,6 +152,12 @@ func (s *Server) runCheck(c *conn, args [][]byte, now int64, charge bool) {
 // to milliseconds so that a client never retries early.
 func (c *conn) writeResult(r engine.Result) {
 	c.writeArray(5)
+	c.writeResultFields(r)
+}
+
+// writeResultFields writes the five integers of r without an array header,
+// for replies that add elements after them (RL.CHECKRULES).
+func (c *conn) writeResultFields(r engine.Result) {
 	c.writeInt(b2i(r.Allowed))
 	c.writeInt(r.Limit)
 	c.writeInt(r.Remaining)
