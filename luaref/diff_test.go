@@ -564,8 +564,9 @@ func (d *diff) change(k *traceKey) {
 	}
 	switch {
 	case (d.a == engine.Fixed || d.a == engine.Sliding) && old.Window != k.p.Window,
-		(d.a == engine.Token || d.a == engine.Leaky) &&
-			(old.Window != k.p.Window || old.Capacity(d.a) != k.p.Capacity(d.a)):
+		(d.a == engine.Token || d.a == engine.Leaky) && old.Window != k.p.Window,
+		d.a == engine.Token && old.Capacity(d.a) != k.p.Capacity(d.a),
+		d.a == engine.Leaky && k.p.Capacity(d.a) < old.Capacity(d.a):
 		d.sync(k)
 		d.stats.syncChanges++
 	default:
