@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/client"
+	"github.com/rlserver/rlserver/internal/testserver"
 	"github.com/rlserver/rlserver/rules"
 )
 
@@ -34,28 +35,13 @@ func serve(t *testing.T, cfg client.MiddlewareConfig) *httptest.Server {
 	return s
 }
 
-func get(t *testing.T, url string, header ...string) (*http.Response, string) {
-	t.Helper()
-	req, _ := http.NewRequest("GET", url, nil)
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp, string(b)
-}
-
 func TestMiddlewareLimits(t *testing.T) {
 	n, c := start(t)
 	n.Store.SetRule(rule("per-user", "user", 2))
 	s := serve(t, client.MiddlewareConfig{Checker: c, FailMode: client.FailClosed,
 		Identity: client.Identity{UserHeader: "X-User-ID"}})
 	for i := 1; i <= 2; i++ {
-		resp, body := get(t, s.URL+"/api/items", "X-User-ID", "alice")
+		resp, body := testserver.Get(t, s.URL+"/api/items", "X-User-ID", "alice")
 		if resp.StatusCode != 200 || body != "backend" {
 			t.Fatalf("request %d: %d %q", i, resp.StatusCode, body)
 		}
@@ -66,17 +52,17 @@ func TestMiddlewareLimits(t *testing.T) {
 			t.Errorf("request %d: RateLimit %q", i, got)
 		}
 	}
-	resp, body := get(t, s.URL+"/api/items", "X-User-ID", "alice")
+	resp, body := testserver.Get(t, s.URL+"/api/items", "X-User-ID", "alice")
 	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "5" || resp.Header.Get("X-RateLimit-Limit") != "2" {
 		t.Fatalf("third: %d %v", resp.StatusCode, resp.Header)
 	}
 	if want := `{"error":"rate limit exceeded","rule":"per-user","limit":2,"remaining":0,"retry_after_ms":4700,"reset_after_ms":4700}`; strings.TrimSpace(body) != want {
 		t.Fatalf("429 body %s", body)
 	}
-	if resp, _ := get(t, s.URL+"/api/items", "X-User-ID", "bob"); resp.StatusCode != 200 {
+	if resp, _ := testserver.Get(t, s.URL+"/api/items", "X-User-ID", "bob"); resp.StatusCode != 200 {
 		t.Fatalf("another user: %d", resp.StatusCode)
 	}
-	resp, body = get(t, s.URL+"/elsewhere", "X-User-ID", "alice")
+	resp, body = testserver.Get(t, s.URL+"/elsewhere", "X-User-ID", "alice")
 	if resp.StatusCode != 200 || body != "backend" || resp.Header.Get("X-RateLimit-Limit") != "" {
 		t.Fatalf("no matching rule: %d %q %v", resp.StatusCode, body, resp.Header)
 	}
@@ -87,7 +73,7 @@ func TestMiddlewareHashesAPIKeys(t *testing.T) {
 	n.Store.SetRule(rule("per-key", "apikey", 5))
 	s := serve(t, client.MiddlewareConfig{Checker: c, FailMode: client.FailOpen,
 		Identity: client.Identity{APIKeyHeader: "X-API-Key"}})
-	if resp, _ := get(t, s.URL+"/api/x", "X-API-Key", "s3cret"); resp.Header.Get("X-RateLimit-Remaining") != "4" {
+	if resp, _ := testserver.Get(t, s.URL+"/api/x", "X-API-Key", "s3cret"); resp.Header.Get("X-RateLimit-Remaining") != "4" {
 		t.Fatalf("%v", resp.Header)
 	}
 	if n.Store.Len() != 1 {
@@ -148,14 +134,14 @@ func TestFailOpenAndClosed(t *testing.T) {
 			s := serve(t, client.MiddlewareConfig{Checker: c, FailMode: mode, Timeout: timeout,
 				OnError: func(*http.Request, error) { failures.Add(1) }})
 			if !hang {
-				if resp, _ := get(t, s.URL+"/api/x"); resp.StatusCode != 200 || resp.Header.Get("X-RateLimit-Limit") != "100" {
+				if resp, _ := testserver.Get(t, s.URL+"/api/x"); resp.StatusCode != 200 || resp.Header.Get("X-RateLimit-Limit") != "100" {
 					t.Fatalf("before the stop: %d %v", resp.StatusCode, resp.Header)
 				}
 				n.Stop()
 			}
 			for i := 0; i < 3; i++ {
 				begin := time.Now()
-				resp, body := get(t, s.URL+"/api/x")
+				resp, body := testserver.Get(t, s.URL+"/api/x")
 				if took := time.Since(begin); took > timeout+250*time.Millisecond {
 					t.Errorf("mode %d, hung %v: answered after %v, timeout %v", mode, hang, took, timeout)
 				}

@@ -42,21 +42,6 @@ func startBackend(t *testing.T) string {
 	return s.URL
 }
 
-func send(t *testing.T, url string, header ...string) (*http.Response, string) {
-	t.Helper()
-	req, _ := http.NewRequest("GET", url, nil)
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp, string(b)
-}
-
 func setRules(t *testing.T, n *testserver.Node) {
 	for _, r := range []rules.Rule{
 		{ID: "free-users", Target: "/users/*", Tier: "free", KeyType: "user", Algo: "fixed", Limit: 3, Window: "10s"},
@@ -76,7 +61,7 @@ func TestGatewayEndToEnd(t *testing.T) {
 	gw := startGateway(t, "-backend", startBackend(t), "-rlserver", n.Addr, "-fail", "closed",
 		"-api-tiers", "acme-key=pro")
 	for i := 1; i <= 3; i++ {
-		resp, body := send(t, gw+"/users/42", "X-User-ID", "alice")
+		resp, body := testserver.Get(t, gw+"/users/42", "X-User-ID", "alice")
 		if resp.StatusCode != 200 || body != "backend saw /users/42" {
 			t.Fatalf("request %d: %d %q", i, resp.StatusCode, body)
 		}
@@ -85,7 +70,7 @@ func TestGatewayEndToEnd(t *testing.T) {
 		}
 	}
 	before := time.Now()
-	resp, body := send(t, gw+"/users/42", "X-User-ID", "alice")
+	resp, body := testserver.Get(t, gw+"/users/42", "X-User-ID", "alice")
 	if resp.StatusCode != 429 || !strings.Contains(body, `"rule":"free-users"`) {
 		t.Fatalf("fourth: %d %q", resp.StatusCode, body)
 	}
@@ -101,12 +86,12 @@ func TestGatewayEndToEnd(t *testing.T) {
 		t.Errorf("429 X-RateLimit-Reset %d, checked at %d", reset, before.Unix())
 	}
 	// The API key maps alice to the pro tier, which has room.
-	if resp, _ := send(t, gw+"/users/42", "X-User-ID", "alice", "X-API-Key", "acme-key"); resp.StatusCode != 200 ||
+	if resp, _ := testserver.Get(t, gw+"/users/42", "X-User-ID", "alice", "X-API-Key", "acme-key"); resp.StatusCode != 200 ||
 		resp.Header.Get("X-RateLimit-Limit") != "100" {
 		t.Fatalf("pro tier: %d %v", resp.StatusCode, resp.Header)
 	}
 	// No rule for this path: straight through.
-	if resp, body := send(t, gw+"/health", "X-User-ID", "alice"); resp.StatusCode != 200 || body != "backend saw /health" {
+	if resp, body := testserver.Get(t, gw+"/health", "X-User-ID", "alice"); resp.StatusCode != 200 || body != "backend saw /health" {
 		t.Fatalf("unlimited path: %d %q", resp.StatusCode, body)
 	}
 }
@@ -121,7 +106,7 @@ func TestGatewayFailModes(t *testing.T) {
 	open := startGateway(t, "-backend", backend, "-rlserver", n.Addr, "-fail", "open", "-timeout", "200ms")
 	closed := startGateway(t, "-backend", backend, "-rlserver", n.Addr, "-fail", "closed", "-timeout", "200ms")
 	for _, gw := range []string{open, closed} {
-		if resp, _ := send(t, gw+"/users/1", "X-User-ID", "bob"); resp.StatusCode != 200 || resp.Header.Get("X-RateLimit-Limit") != "3" {
+		if resp, _ := testserver.Get(t, gw+"/users/1", "X-User-ID", "bob"); resp.StatusCode != 200 || resp.Header.Get("X-RateLimit-Limit") != "3" {
 			t.Fatalf("before the stop: %d %v", resp.StatusCode, resp.Header)
 		}
 	}
@@ -133,7 +118,7 @@ func TestGatewayFailModes(t *testing.T) {
 	}{{open, 200, "backend saw /users/1"}, {closed, 503, `{"error":"rate limiter unavailable"}`}} {
 		for i := 0; i < 3; i++ {
 			begin := time.Now()
-			resp, body := send(t, tt.gw+"/users/1", "X-User-ID", "bob")
+			resp, body := testserver.Get(t, tt.gw+"/users/1", "X-User-ID", "bob")
 			if took := time.Since(begin); took > 200*time.Millisecond+300*time.Millisecond {
 				t.Errorf("%s: answered after %v, timeout 200ms", tt.gw, took)
 			}
