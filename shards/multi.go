@@ -146,7 +146,7 @@ func (s *Store) commit(op *Op, cost, now int64) {
 	sh := &s.shards[op.shard]
 	e := sh.get(op.Key, now)
 	if e != nil && e.algo != op.Algo {
-		sh.drop(string(op.Key), e)
+		sh.drop(e)
 		e = nil
 	}
 	if e == nil {
@@ -157,9 +157,8 @@ func (s *Store) commit(op *Op, cost, now int64) {
 		}
 		return
 	}
-	size := entrySize(len(op.Key), e)
 	op.Result = engine.Check(op.Algo, &e.st, op.Params, cost, now)
-	sh.update(op.Key, e, size, engine.ExpiresAt(op.Algo, &e.st, op.Params), now)
+	sh.update(op.Key, e, engine.ExpiresAt(op.Algo, &e.st, op.Params), now)
 }
 
 // peek replaces a passing op's result with its uncharged allowance. The

@@ -75,7 +75,7 @@ func (sh *shard) get(key []byte, now int64) *entry {
 func (sh *shard) getTag(key []byte, tag uint32, now int64) *entry {
 	e := sh.lookup(key, tag)
 	if e != nil && e.expires <= now {
-		sh.tab.remove(e.slot)
+		sh.drop(e)
 		return nil
 	}
 	return e
@@ -104,18 +104,8 @@ func freshState(st engine.State) engine.State {
 }
 
 // drop deletes the key of e, an entry returned by get. Call with mu held.
-func (sh *shard) drop(key string, e *entry) {
+func (sh *shard) drop(e *entry) {
 	sh.tab.remove(e.slot)
-}
-
-// entrySize returns the bytes a key of keyLen bytes holding e takes: its
-// record, index slot and log ring.
-func entrySize(keyLen int, e *entry) int64 {
-	n := int64(encodedLen(keyLen, e) + slotBytes)
-	if e.st.Log != nil {
-		n += int64(e.st.Log.Cap())*entryBytes + ringOverhead
-	}
-	return n
 }
 
 // Store is the key state of one node. All methods are safe for concurrent
@@ -161,7 +151,7 @@ func (s *Store) Check(key []byte, a engine.Algo, p engine.Params, cost, now int6
 		// key; the same algorithm reuses its record in place instead of
 		// a removal and an insertion.
 		if e.algo != a {
-			sh.tab.remove(e.slot)
+			sh.drop(e)
 			e = nil
 		} else {
 			e.st = freshState(e.st)
@@ -179,7 +169,7 @@ func (s *Store) Check(key []byte, a engine.Algo, p engine.Params, cost, now int6
 		return engine.Result{}, &WrongTypeError{Held: e.algo, Want: a}
 	}
 	r := engine.Check(a, &e.st, p, cost, now)
-	sh.update(key, e, 0, engine.ExpiresAt(a, &e.st, p), now)
+	sh.update(key, e, engine.ExpiresAt(a, &e.st, p), now)
 	return r, nil
 }
 
@@ -191,11 +181,10 @@ func (sh *shard) insert(key []byte, e *entry) {
 
 // update writes back e, an entry returned by get and changed since, with
 // its new expiry, dropping it if it is now indistinguishable from a fresh
-// key. size, e's size before the change, is not needed by the table, which
-// accounts memory itself; it is kept for callers. Call with mu held.
-func (sh *shard) update(key []byte, e *entry, size, exp, now int64) {
+// key. Call with mu held.
+func (sh *shard) update(key []byte, e *entry, exp, now int64) {
 	if exp <= now {
-		sh.tab.remove(e.slot)
+		sh.drop(e)
 		return
 	}
 	e.expires = exp
@@ -226,7 +215,7 @@ func (s *Store) Throttle(key []byte, maxBurst, count, period, quantity, now int6
 		sh.insert(key, &entry{algo: engine.GCRA, expires: st.T, st: st})
 	case e != nil:
 		e.st = st
-		sh.update(key, e, 0, st.T, now)
+		sh.update(key, e, st.T, now)
 	}
 	return res, nil
 }
@@ -243,7 +232,7 @@ func (s *Store) Reset(key []byte, now int64) (bool, error) {
 	if e == nil {
 		return false, nil
 	}
-	sh.tab.remove(e.slot)
+	sh.drop(e)
 	return true, nil
 }
 
