@@ -119,20 +119,35 @@ func checkTable(t *testing.T, tab *table, model map[string]entry, at string) {
 }
 
 // TestMemoryPerKey reports the bytes per key of a store of 100,000 keys
-// per algorithm, as the benchmark comparison does for a million.
+// per algorithm, as the benchmark comparison does for a million, and for
+// the log with one and with ten entries per key (six seconds apart, as
+// RL.CHECK key log 100 60 leaves them at 100,000 keys and about 16,000
+// checks a second).
 func TestMemoryPerKey(t *testing.T) {
-	for _, a := range []engine.Algo{engine.Fixed, engine.Token, engine.GCRA} {
+	for _, c := range []struct {
+		a       engine.Algo
+		entries int
+		max     float64
+	}{
+		{engine.Fixed, 1, 50},
+		{engine.Token, 1, 50},
+		{engine.GCRA, 1, 50},
+		{engine.Log, 1, 200},
+		{engine.Log, 10, 400},
+	} {
 		s := New(16) // 6,250 keys per shard: the partly filled last page is noise
 		p := engine.Params{Limit: 100, Window: 60e9}
 		now := int64(1_700_000_000e9)
 		const n = 100000
-		for i := 0; i < n; i++ {
-			s.Check([]byte(fmt.Sprintf("key:%012d", i)), a, p, 1, now)
+		for j := 0; j < c.entries; j++ {
+			for i := 0; i < n; i++ {
+				s.Check([]byte(fmt.Sprintf("key:%012d", i)), c.a, p, 1, now+int64(j)*6e9)
+			}
 		}
 		per := float64(s.MemoryBytes()) / n
-		t.Logf("%s: %.1f bytes per key (16-byte names)", a, per)
-		if per > 50 {
-			t.Errorf("%s: %.1f bytes per key, want at most 50", a, per)
+		t.Logf("%s, %d entries: %.1f bytes per key (16-byte names)", c.a, c.entries, per)
+		if per > c.max {
+			t.Errorf("%s, %d entries: %.1f bytes per key, want at most %.0f", c.a, c.entries, per, c.max)
 		}
 	}
 }
@@ -262,6 +277,38 @@ func BenchmarkLogBatch(b *testing.B) {
 				for _, k := range batch {
 					s.Check(k, engine.Log, p, 0, now+10)
 				}
+			}
+		})
+	}
+}
+
+// BenchmarkLogRandom measures RL.CHECK key:N log 100 60 on 100,000 keys
+// in uniform random order, one check at a time, with the clock advancing
+// so that a key holds about the given number of entries in its window (the
+// server benchmark's workload). The store is warmed for two windows first
+// and stays warm across the benchmark's runs.
+func BenchmarkLogRandom(b *testing.B) {
+	for _, entries := range []int{1, 10} {
+		s := New(0)
+		p := engine.Params{Limit: 100, Window: 60e9}
+		keys := make([][]byte, 100000)
+		for i := range keys {
+			keys[i] = []byte(fmt.Sprintf("key:%d", i))
+		}
+		step := p.Window / int64(entries*len(keys))
+		now := int64(1_700_000_000e9)
+		rng := rand.New(rand.NewPCG(1, 2))
+		check := func() {
+			s.Check(keys[rng.IntN(len(keys))], engine.Log, p, 1, now)
+			now += step
+		}
+		for i := 0; i < 2*entries*len(keys); i++ {
+			check()
+		}
+		b.Run(fmt.Sprintf("entries=%d", entries), func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				check()
 			}
 		})
 	}
