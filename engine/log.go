@@ -17,7 +17,7 @@ type Entry struct {
 // costs. It allocates only when it grows past its capacity, so a key in
 // steady state checks without allocating. Not safe for concurrent use.
 type Ring struct {
-	buf  []Entry
+	buf  []Entry // its length is 0 or a power of two, so that an index wraps with a mask
 	head int
 	n    int
 	sum  int64
@@ -33,7 +33,7 @@ func (r *Ring) Sum() int64 { return r.sum }
 func (r *Ring) Cap() int { return len(r.buf) }
 
 // At returns the i-th entry, oldest first.
-func (r *Ring) At(i int) Entry { return r.buf[(r.head+i)%len(r.buf)] }
+func (r *Ring) At(i int) Entry { return r.buf[(r.head+i)&(len(r.buf)-1)] }
 
 // Last returns the newest entry; the ring must not be empty.
 func (r *Ring) Last() Entry { return r.At(r.n - 1) }
@@ -43,7 +43,7 @@ func (r *Ring) Last() Entry { return r.At(r.n - 1) }
 func (r *Ring) Push(e Entry) {
 	r.sum += e.Cost
 	if r.n > 0 {
-		i := (r.head + r.n - 1) % len(r.buf)
+		i := (r.head + r.n - 1) & (len(r.buf) - 1)
 		if r.buf[i].At == e.At {
 			r.buf[i].Cost += e.Cost
 			return
@@ -52,7 +52,7 @@ func (r *Ring) Push(e Entry) {
 	if r.n == len(r.buf) {
 		r.grow()
 	}
-	r.buf[(r.head+r.n)%len(r.buf)] = e
+	r.buf[(r.head+r.n)&(len(r.buf)-1)] = e
 	r.n++
 }
 
@@ -64,11 +64,32 @@ func (r *Ring) grow() {
 	r.buf, r.head = nb, 0
 }
 
+// Load replaces the ring's entries with es, oldest first, which must be as
+// Push leaves them: times strictly increasing, costs positive. It copies
+// es and allocates only if es does not fit in the buffer.
+func (r *Ring) Load(es []Entry) {
+	if len(es) > len(r.buf) {
+		size := max(4, len(r.buf))
+		for size < len(es) {
+			size *= 2
+		}
+		r.buf = make([]Entry, size)
+	}
+	r.head, r.n, r.sum = 0, copy(r.buf, es), 0
+	for _, e := range es {
+		r.sum += e.Cost
+	}
+}
+
+// Reset empties the ring, keeping its buffer, so that a ring reused for
+// another log does not allocate until it outgrows the buffer.
+func (r *Ring) Reset() { r.head, r.n, r.sum = 0, 0, 0 }
+
 // TrimBefore drops the entries at or before t.
 func (r *Ring) TrimBefore(t int64) {
 	for r.n > 0 && r.buf[r.head].At <= t {
 		r.sum -= r.buf[r.head].Cost
-		r.head = (r.head + 1) % len(r.buf)
+		r.head = (r.head + 1) & (len(r.buf) - 1)
 		r.n--
 	}
 	if r.n == 0 {

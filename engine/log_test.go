@@ -103,6 +103,12 @@ func TestRing(t *testing.T) {
 	checkRing(t, "emptied", &r, nil, 8)
 	r.Push(Entry{At: 200, Cost: 9})
 	checkRing(t, "reused", &r, []Entry{{200, 9}}, 8)
+	r.Push(Entry{At: 201, Cost: 1})
+	r.TrimBefore(200) // head moves off the front
+	r.Reset()
+	checkRing(t, "reset", &r, nil, 8)
+	r.Push(Entry{At: 100, Cost: 4}) // a reset ring keeps no order from before
+	checkRing(t, "after reset", &r, []Entry{{100, 4}}, 8)
 }
 
 func checkRing(t *testing.T, name string, r *Ring, want []Entry, wantCap int) {
@@ -120,4 +126,41 @@ func checkRing(t *testing.T, name string, r *Ring, want []Entry, wantCap int) {
 	if len(want) > 0 && r.Last() != want[len(want)-1] {
 		t.Fatalf("%s: Last = %v, want %v", name, r.Last(), want[len(want)-1])
 	}
+}
+
+func TestRingLoad(t *testing.T) {
+	seq := func(n int) []Entry {
+		var es []Entry
+		for i := 1; i <= n; i++ {
+			es = append(es, Entry{At: int64(10 * i), Cost: int64(i)})
+		}
+		return es
+	}
+	var r Ring
+	for _, c := range []struct {
+		name    string
+		load    []Entry
+		wantCap int
+	}{
+		{"into a new ring", seq(3), 4},
+		{"grown", seq(5), 8},
+		{"grown past double", seq(17), 32},
+		{"fewer keep the buffer", seq(2), 32},
+		{"none", nil, 32},
+	} {
+		r.Load(c.load)
+		checkRing(t, c.name, &r, c.load, c.wantCap)
+	}
+	// Into a wrapped ring, then Push as after any other fill.
+	var w Ring
+	for i := int64(1); i <= 6; i++ {
+		w.Push(Entry{At: i, Cost: 1})
+		w.TrimBefore(i - 3)
+	}
+	w.Load(seq(3))
+	w.Push(Entry{At: 30, Cost: 4}) // merged into the newest
+	w.Push(Entry{At: 31, Cost: 1}) // fills the buffer
+	checkRing(t, "loaded, then pushed", &w, []Entry{{10, 1}, {20, 2}, {30, 7}, {31, 1}}, 4)
+	w.Push(Entry{At: 32, Cost: 1})
+	checkRing(t, "loaded, then grown", &w, []Entry{{10, 1}, {20, 2}, {30, 7}, {31, 1}, {32, 1}}, 8)
 }
