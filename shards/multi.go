@@ -41,15 +41,14 @@ type Op struct {
 // charged. It holds the locks of every involved shard, taken in index
 // order, for the whole decision, so that concurrent calls and Check never
 // see half of it. Each op is decided first on a copy of its state (the log
-// algorithm, whose state is a shared ring, is decided with a cost-0 check
-// that only trims entries outside the window), then committed only if the
-// whole check passes. now is as for Check; all shards involved move to the
-// latest clock among them.
+// algorithm, whose entries are in a ring shared with the table, is decided
+// with a cost-0 check that only trims entries outside the window), then
+// committed only if the whole check passes. now is as for Check; all
+// shards involved move to the latest clock among them.
 //
 // It returns a *WrongTypeError (nothing charged) if a key holds another
 // algorithm's state and its op does not Replace, and ErrDuplicateKey if
-// two ops share a key. It does not allocate unless a key is new or a log
-// grows.
+// two ops share a key. It allocates only as Check does.
 func (s *Store) CheckAll(ops []Op, cost, now int64) (bool, error) {
 	if err := s.prepare(ops); err != nil {
 		return false, err
@@ -114,15 +113,20 @@ func (s *Store) lockAll(ops []Op, lock bool) {
 }
 
 // decide sets op.Result and op.pass without changing any decision-relevant
-// state. Call with the op's shard locked.
+// state. Call with the op's shard locked. The log's ring is the key's own
+// or its shard's scratch ring, which the next op of the shard overwrites:
+// decide keeps nothing of it, and commit decodes the key again.
 func (s *Store) decide(op *Op, cost, now int64) error {
-	e := s.shards[op.shard].get(op.Key, now)
-	var st engine.State
+	sh := &s.shards[op.shard]
+	e := sh.get(op.Key, now)
 	if e != nil && e.algo != op.Algo && !op.Replace {
 		return &WrongTypeError{Held: e.algo, Want: op.Algo}
 	}
+	var st engine.State
 	if e != nil && e.algo == op.Algo {
 		st = e.st // a copy, except for the log's ring
+	} else {
+		st = sh.tab.fresh(op.Algo)
 	}
 	if op.Algo != engine.Log {
 		op.Result = engine.Check(op.Algo, &st, op.Params, cost, now)
@@ -150,7 +154,7 @@ func (s *Store) commit(op *Op, cost, now int64) {
 		e = nil
 	}
 	if e == nil {
-		var st engine.State
+		st := sh.tab.fresh(op.Algo)
 		op.Result = engine.Check(op.Algo, &st, op.Params, cost, now)
 		if exp := engine.ExpiresAt(op.Algo, &st, op.Params); exp > now {
 			sh.insert(op.Key, &entry{algo: op.Algo, expires: exp, st: st})

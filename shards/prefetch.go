@@ -13,13 +13,13 @@ const maxPrefetch = 32
 // state. Its point is memory-level parallelism: a check of one key waits
 // for two dependent cache misses (index slot, then record), and checks run
 // one after another, so a pipelined batch of n checks on cold keys waits
-// for 2n misses in a row (four for the log, whose ring is two pointers
-// further). Prefetch takes the locks of the keys' shards (in index order,
-// as CheckAll does), issues every slot load, then every record load, then
-// every ring load, with no locked instruction in between to serialise
-// them, and releases the locks. Only the first maxPrefetch keys are read. The
-// result is meaningless; it exists so that the loads are not optimised
-// away.
+// for 2n misses in a row (four for a long log, whose ring is two pointers
+// further; a short log's entries are in its record). Prefetch takes the
+// locks of the keys' shards (in index order, as CheckAll does), issues
+// every slot load, then every record load, then every ring load, with no
+// locked instruction in between to serialise them, and releases the
+// locks. Only the first maxPrefetch keys are read. The result is
+// meaningless; it exists so that the loads are not optimised away.
 //
 //go:noinline
 func (s *Store) Prefetch(keys [][]byte) uint64 {
@@ -61,16 +61,16 @@ func (s *Store) Prefetch(keys [][]byte) uint64 {
 			sink += uint64(rec[0])
 		}
 	}
-	// A log's entries live in a ring behind two more pointers: the ring
-	// struct, then its buffer, where a check reads the oldest entry and
-	// writes after the newest. Each pass issues one independent load per
-	// key, so that the misses of a pass overlap.
+	// A long log's entries live in a ring behind two more pointers: the
+	// ring struct, then its buffer, where a check reads the oldest entry
+	// and writes after the newest. Each pass issues one independent load
+	// per key, so that the misses of a pass overlap.
 	var ringIdx [maxPrefetch]int
 	logs := 0
 	for i := 0; i < n; i++ {
 		ringIdx[i] = -1
 		if recs[i] != nil {
-			if r, ok := recordRingIndex(recs[i]); ok {
+			if r, _, ok := spilledRing(recs[i]); ok {
 				ringIdx[i] = int(r)
 				logs++
 			}
@@ -122,20 +122,4 @@ func (t *table) prefetchRecord(tag uint32) []byte {
 		}
 	}
 	return nil
-}
-
-// recordRingIndex returns the ring index of a log record, and false for
-// other records.
-func recordRingIndex(rec []byte) (uint64, bool) {
-	_, pos := recKey(rec)
-	if engine.Algo(rec[pos]) != engine.Log {
-		return 0, false
-	}
-	pos += 9
-	for k := 0; k < 3; k++ {
-		_, n := varint(rec[pos:])
-		pos += n
-	}
-	r, _ := uvarint(rec[pos:])
-	return r, true
 }

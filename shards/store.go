@@ -3,7 +3,6 @@ package shards
 import (
 	"errors"
 	"fmt"
-	"math"
 	"sync"
 
 	"github.com/cespare/xxhash/v2"
@@ -41,8 +40,9 @@ type entry struct {
 	st      engine.State
 	slot    int    // the key's index slot, set by get, for update and drop
 	size    int    // the length of its record, set by get
-	ring    uint32 // log: the index of st.Log in the table's rings
-	ringCap int32  // log: the ring capacity its record accounts for
+	spilled bool   // log: st.Log is a ring of the table's rings, not inline
+	ring    uint32 // log, spilled: the index of st.Log in the table's rings
+	ringCap int32  // log, spilled: the ring capacity its record accounts for
 }
 
 // shard is one lock stripe. The padding keeps two shards' mutexes off the
@@ -65,9 +65,11 @@ func (sh *shard) tick(now int64) int64 {
 }
 
 // get returns the live entry for key, dropping it if it has expired. Call
-// with mu held. The entry is the shard's scratch copy of the key's state:
-// it stays valid until the next get on this shard and until the shard's
-// keys change; after changing it, write it back with update (or drop it).
+// with mu held. The entry is the shard's scratch copy of the key's state,
+// and a short log's entries are in the table's scratch ring: both stay
+// valid until the next get or fresh state on this shard and until the
+// shard's keys change; after changing it, write it back with update (or
+// drop it) before the next get.
 func (sh *shard) get(key []byte, now int64) *entry {
 	return sh.getTag(key, tagOf(xxhash.Sum64(key)), now)
 }
@@ -93,13 +95,14 @@ func (sh *shard) lookup(key []byte, tag uint32) *entry {
 	return e
 }
 
-// freshState returns the state of a fresh key, keeping st's log ring,
-// emptied, so that reusing an expired log key does not allocate.
+// freshState returns the state of a fresh key, keeping st's log ring (the
+// scratch ring or the key's own), emptied, so that reusing an expired log
+// key does not allocate.
 func freshState(st engine.State) engine.State {
 	if st.Log == nil {
 		return engine.State{}
 	}
-	st.Log.TrimBefore(math.MaxInt64)
+	st.Log.Reset()
 	return engine.State{Log: st.Log}
 }
 
@@ -137,8 +140,9 @@ func (s *Store) shardFor(key []byte) *shard {
 
 // Check charges cost against key with algorithm a and parameters p at time
 // now. The caller validates p and cost. It returns a *WrongTypeError if the
-// key holds another algorithm's state. It does not allocate unless the key
-// is new or a log grows.
+// key holds another algorithm's state. It does not allocate in steady
+// state: only a new key, to grow its shard's pages or index, and a log
+// that has spilled to a ring (see inline.go), to grow it.
 func (s *Store) Check(key []byte, a engine.Algo, p engine.Params, cost, now int64) (engine.Result, error) {
 	h := xxhash.Sum64(key)
 	sh := &s.shards[h&s.mask]
@@ -158,7 +162,7 @@ func (s *Store) Check(key []byte, a engine.Algo, p engine.Params, cost, now int6
 		}
 	}
 	if e == nil {
-		var st engine.State
+		st := sh.tab.fresh(a)
 		r := engine.Check(a, &st, p, cost, now)
 		if exp := engine.ExpiresAt(a, &st, p); exp > now {
 			sh.tab.add(key, tagOf(h), &entry{algo: a, expires: exp, st: st})

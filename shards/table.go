@@ -9,7 +9,8 @@ import (
 
 // table is the key state of one shard, laid out for memory: about 12 bytes
 // of index and a record of the key's name plus 20 to 30 bytes of state per
-// key, where a map of pointers to structs would take about 100.
+// key (a log key about 5 more per entry), where a map of pointers to
+// structs would take about 100.
 //
 // The index is an open-addressing hash table of uint64 slots, each the
 // key's 32-bit hash tag (high half, never 0) and the reference of its
@@ -22,13 +23,17 @@ import (
 // garbage collector never scans it. A record is
 //
 //	uvarint key length | key | algo | T (8 bytes LE) | varint expires-T
-//	| varint N | varint P | log only: uvarint ring index, uvarint capacity
-//	  of the ring accounted in ringBytes
+//	| varint N | varint P
 //
-// Freed records go to free lists by exact length, linked through their
-// first four bytes; when the free space exceeds half of the pages the arena
-// is compacted. Records longer than bigRecord get a page of their own. The
-// log's rings are Go pointers and live in rings, referenced by index.
+// except that a log's record holds its log part (see inline.go) in place
+// of N and P: its entries while it is short, else the index of its ring.
+//
+// Freed records go to free lists by exact length (a log record's length is
+// rounded up to a multiple of logAlign), linked through their first four
+// bytes; when the free space exceeds half of the pages the arena is
+// compacted. Records longer than bigRecord get a page of their own. The
+// rings of long logs are Go pointers and live in rings, referenced by
+// index; short logs are decoded into the scratch ring for a check.
 //
 // A table is not safe for concurrent use; its shard's mutex guards it.
 type table struct {
@@ -47,6 +52,10 @@ type table struct {
 	rings     []*engine.Ring
 	freeRings []uint32
 	ringBytes int64
+
+	scratch *engine.Ring   // the inline log decoded last; see inline.go
+	entries []engine.Entry // decodeLog's buffer
+	tail    []byte         // the log part of the record being written
 }
 
 const (
@@ -133,7 +142,8 @@ func (t *table) dist(i int, tag uint32) int {
 }
 
 // decode reads the record at slot i into e and returns the record's length
-// (also in e.size).
+// (also in e.size). An inline log is decoded into the scratch ring, which
+// the next decode reuses.
 func (t *table) decode(i int, e *entry) int {
 	rec := t.record(uint32(t.slots[i]))
 	_, pos := recKey(rec)
@@ -142,18 +152,16 @@ func (t *table) decode(i int, e *entry) int {
 	pos += 9
 	dexp, n1 := varint(rec[pos:])
 	pos += n1
-	n, n2 := varint(rec[pos:])
-	pos += n2
-	p, n3 := varint(rec[pos:])
-	pos += n3
-	e.expires, e.st.N, e.st.P = e.st.T+dexp, n, p
-	e.st.Log, e.ring, e.ringCap = nil, 0, 0
+	e.expires = e.st.T + dexp
 	if e.algo == engine.Log {
-		r, n1 := uvarint(rec[pos:])
-		c, n2 := uvarint(rec[pos+n1:])
-		e.ring, e.ringCap = uint32(r), int32(c)
-		e.st.Log = t.rings[r]
-		pos += n1 + n2
+		pos = logSize(t.decodeLog(rec, pos, e))
+	} else {
+		n, n2 := varint(rec[pos:])
+		pos += n2
+		p, n3 := varint(rec[pos:])
+		pos += n3
+		e.st.N, e.st.P = n, p
+		e.st.Log, e.spilled, e.ring, e.ringCap = nil, false, 0, 0
 	}
 	e.slot, e.size = i, pos
 	return pos
@@ -169,31 +177,39 @@ func (t *table) expiresAt(i int) int64 {
 }
 
 // encodedLen returns the length of the record of a key of keyLen bytes
-// holding e (with its ring fields, for the log).
-func encodedLen(keyLen int, e *entry) int {
-	n := uvarintLen(uint64(keyLen)) + keyLen + 9 + varintLen(e.expires-e.st.T) +
-		varintLen(e.st.N) + varintLen(e.st.P)
+// holding e, with tail, the log part from logTail, for the log.
+func encodedLen(keyLen int, e *entry, tail []byte) int {
+	n := uvarintLen(uint64(keyLen)) + keyLen + 9 + varintLen(e.expires-recordT(e))
 	if e.algo == engine.Log {
-		n += uvarintLen(uint64(e.ring)) + uvarintLen(uint64(e.ringCap))
+		return logSize(n + len(tail))
 	}
-	return n
+	return n + varintLen(e.st.N) + varintLen(e.st.P)
 }
 
-// encode writes the record of key and e into dst, which has exactly
-// encodedLen bytes.
-func encode(dst, key []byte, e *entry) {
+// encode writes the record of key and e, with tail for the log, into dst,
+// which has exactly encodedLen bytes.
+func encode(dst, key []byte, e *entry, tail []byte) {
 	pos := binary.PutUvarint(dst, uint64(len(key)))
 	pos += copy(dst[pos:], key)
 	dst[pos] = byte(e.algo)
-	binary.LittleEndian.PutUint64(dst[pos+1:], uint64(e.st.T))
+	at := recordT(e)
+	binary.LittleEndian.PutUint64(dst[pos+1:], uint64(at))
 	pos += 9
-	pos += binary.PutVarint(dst[pos:], e.expires-e.st.T)
-	pos += binary.PutVarint(dst[pos:], e.st.N)
-	pos += binary.PutVarint(dst[pos:], e.st.P)
+	pos += binary.PutVarint(dst[pos:], e.expires-at)
 	if e.algo == engine.Log {
-		pos += binary.PutUvarint(dst[pos:], uint64(e.ring))
-		binary.PutUvarint(dst[pos:], uint64(e.ringCap))
+		copy(dst[pos:], tail)
+		return
 	}
+	pos += binary.PutVarint(dst[pos:], e.st.N)
+	binary.PutVarint(dst[pos:], e.st.P)
+}
+
+// recordT returns the T field of the record of e.
+func recordT(e *entry) int64 {
+	if e.algo == engine.Log {
+		return logBase(e)
+	}
+	return e.st.T
 }
 
 func uvarintLen(v uint64) int {
@@ -214,15 +230,16 @@ func varintLen(v int64) int {
 }
 
 // add stores a new key, which must not be present, holding e (whose ring
-// fields it sets, for the log).
+// fields it sets, for the log, taking e.st.Log if it keeps it as a ring).
 func (t *table) add(key []byte, tag uint32, e *entry) {
+	var tail []byte
 	if e.algo == engine.Log {
-		e.ring = t.newRing(e.st.Log)
-		e.ringCap = t.accountRing(e.st.Log, 0)
+		e.spilled, e.ring, e.ringCap = false, 0, 0
+		tail = t.logTail(e)
 	}
-	size := encodedLen(len(key), e)
+	size := encodedLen(len(key), e, tail)
 	ref := t.alloc(size)
-	encode(t.record(ref)[:size], key, e)
+	encode(t.record(ref)[:size], key, e, tail)
 	if (t.n+1)*8 > len(t.slots)*7 {
 		t.resize(max(8, len(t.slots)*3/2))
 	}
@@ -263,21 +280,22 @@ func (t *table) resize(size int) {
 }
 
 // rewrite stores e, changed by a check, back into the record of slot i.
+// For the log it takes e.st.Log if it keeps it as a ring.
 func (t *table) rewrite(i int, key []byte, e *entry) {
 	ref := uint32(t.slots[i])
+	var tail []byte
 	if e.algo == engine.Log {
-		t.rings[e.ring] = e.st.Log
-		e.ringCap = t.accountRing(e.st.Log, e.ringCap)
+		tail = t.logTail(e)
 	}
 	oldLen := e.size
-	size := encodedLen(len(key), e)
+	size := encodedLen(len(key), e, tail)
 	e.size = size
 	if size == oldLen {
-		encode(t.record(ref)[:size], key, e)
+		encode(t.record(ref)[:size], key, e, tail)
 		return
 	}
 	nref := t.alloc(size)
-	encode(t.record(nref)[:size], key, e)
+	encode(t.record(nref)[:size], key, e, tail)
 	t.slots[i] = t.slots[i]&^(1<<32-1) | uint64(nref)
 	t.release(ref, oldLen)
 	t.maybeCompact()
@@ -287,11 +305,9 @@ func (t *table) rewrite(i int, key []byte, e *entry) {
 func (t *table) remove(i int) {
 	ref := uint32(t.slots[i])
 	rec := t.record(ref)
-	if _, pos := recKey(rec); engine.Algo(rec[pos]) == engine.Log {
-		var e entry
-		t.decode(i, &e)
-		t.accountRing(nil, e.ringCap)
-		t.freeRing(e.ring)
+	if ring, c, ok := spilledRing(rec); ok {
+		t.accountRing(nil, c)
+		t.freeRing(ring)
 	}
 	t.release(ref, recordLen(rec))
 	n := len(t.slots)
@@ -311,7 +327,7 @@ func (t *table) remove(i int) {
 	t.n--
 	switch {
 	case t.n == 0:
-		*t = table{}
+		*t = table{scratch: t.scratch, entries: t.entries, tail: t.tail}
 	case len(t.slots) > 8 && t.n*4 < len(t.slots):
 		t.resize(max(8, t.n*2))
 	}
@@ -389,7 +405,8 @@ func (t *table) maybeCompact() {
 	}
 	old := t.pages
 	*t = table{slots: t.slots, n: t.n, cursor: t.cursor, rings: t.rings,
-		freeRings: t.freeRings, ringBytes: t.ringBytes}
+		freeRings: t.freeRings, ringBytes: t.ringBytes,
+		scratch: t.scratch, entries: t.entries, tail: t.tail}
 	for i, s := range t.slots {
 		if s == 0 {
 			continue
@@ -408,15 +425,14 @@ func recordLen(rec []byte) int {
 	_, pos := recKey(rec)
 	algo := engine.Algo(rec[pos])
 	pos += 9
-	for k := 0; k < 3; k++ {
+	_, n := varint(rec[pos:])
+	pos += n
+	if algo == engine.Log {
+		return logSize(pos + logPartLen(rec[pos:]))
+	}
+	for k := 0; k < 2; k++ {
 		_, n := varint(rec[pos:])
 		pos += n
-	}
-	if algo == engine.Log {
-		for k := 0; k < 2; k++ {
-			_, n := uvarint(rec[pos:])
-			pos += n
-		}
 	}
 	return pos
 }

@@ -3,6 +3,7 @@ package shards
 import (
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -11,20 +12,65 @@ import (
 )
 
 // TestTableMatchesMap drives a table and a map with the same random adds,
-// rewrites (growing and shrinking records), removes and sweeps, over keys
-// of many lengths including ones that get their own page, and checks after
-// every step that both hold the same keys and states. It prints its seed;
-// replay one with -seed.
+// rewrites (growing and shrinking records, moving logs inline and out to
+// rings), removes and sweeps, over keys of many lengths including ones that
+// get their own page, and checks every few steps that both hold the same
+// keys and states. It runs seeds 1 to 5, each a subtest named for its seed;
+// run another with -seed (or RL_SEED).
 func TestTableMatchesMap(t *testing.T) {
-	for seed := uint64(1); seed <= 5; seed++ {
+	seeds := []uint64{1, 2, 3, 4, 5}
+	if s := testSeed(t); s != 0 {
+		seeds = []uint64{s}
+	}
+	for _, seed := range seeds {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) { tableModel(t, seed, 20000) })
 	}
+}
+
+// randLog returns a log of 0 to 3*spillAt entries with gaps and costs of
+// every width, and rarely (one gap of 2^61) a span too long to be inline.
+func randLog(r *rand.Rand) *engine.Ring {
+	log := &engine.Ring{}
+	at := r.Int64N(1<<62) - 1<<61
+	long := false
+	for n := r.IntN(3*spillAt + 1); n > 0; n-- {
+		log.Push(engine.Entry{At: at, Cost: 1 + r.Int64N(1<<uint(r.IntN(49)))})
+		gap := 1 + r.Int64N(1<<uint(r.IntN(56)))
+		if !long && r.IntN(200) == 0 {
+			gap, long = 1<<61, true
+		}
+		at += gap
+	}
+	return log
+}
+
+// logEntries returns the entries of l, oldest first.
+func logEntries(l *engine.Ring) []engine.Entry {
+	var out []engine.Entry
+	for i := 0; l != nil && i < l.Len(); i++ {
+		out = append(out, l.At(i))
+	}
+	return out
+}
+
+// modelEntry is what the table model expects of a key.
+type modelEntry struct {
+	algo    engine.Algo
+	expires int64
+	st      engine.State // without Log
+	log     []engine.Entry
+}
+
+func toModel(e *entry) modelEntry {
+	m := modelEntry{algo: e.algo, expires: e.expires, st: e.st, log: logEntries(e.st.Log)}
+	m.st.Log = nil
+	return m
 }
 
 func tableModel(t *testing.T, seed uint64, steps int) {
 	r := rand.New(rand.NewPCG(seed, 7))
 	var tab table
-	model := map[string]entry{}
+	model := map[string]modelEntry{}
 	var names []string
 	for i := 0; i < 3000; i++ {
 		n := r.IntN(40)
@@ -33,17 +79,31 @@ func tableModel(t *testing.T, seed uint64, steps int) {
 		}
 		names = append(names, fmt.Sprintf("%d:%s", i, strings.Repeat("k", n)))
 	}
-	randEntry := func() entry {
-		e := entry{algo: engine.Algo(1 + r.IntN(engine.NumAlgos-1))}
+	randEntry := func(a engine.Algo) entry {
+		e := entry{algo: a}
 		e.st.T = r.Int64N(1<<62) - 1<<61
 		e.expires = e.st.T + r.Int64N(1<<40)
 		e.st.N = r.Int64N(1 << uint(r.IntN(50)))
 		e.st.P = r.Int64N(1 << uint(r.IntN(50)))
-		if e.algo == engine.Log {
-			e.st.Log = &engine.Ring{}
-			e.st.Log.Push(engine.Entry{At: 1, Cost: 1})
+		if e.algo == engine.Log { // the engine uses none of T, N and P
+			e.st = engine.State{Log: randLog(r)}
 		}
 		return e
+	}
+	// changeLog changes a decoded log in place, as a check does: it trims
+	// the oldest entries and appends newer ones.
+	changeLog := func(l *engine.Ring) {
+		if l.Len() > 0 {
+			l.TrimBefore(l.At(r.IntN(l.Len())).At - 1 + r.Int64N(2))
+		}
+		at := int64(-1 << 61)
+		if l.Len() > 0 {
+			at = l.Last().At
+		}
+		for n := r.IntN(2 * spillAt); n > 0; n-- {
+			at += r.Int64N(1 << 30)
+			l.Push(engine.Entry{At: at, Cost: 1 + r.Int64N(3)})
+		}
 	}
 	for step := 0; step < steps; step++ {
 		key := names[r.IntN(len(names))]
@@ -55,17 +115,27 @@ func tableModel(t *testing.T, seed uint64, steps int) {
 		}
 		switch op := r.IntN(10); {
 		case !ok:
-			e := randEntry()
+			e := randEntry(engine.Algo(1 + r.IntN(engine.NumAlgos-1)))
+			m := toModel(&e)
 			tab.add([]byte(key), tag, &e)
-			model[key] = e
+			model[key] = m
 		case op < 5:
 			var got entry
 			tab.decode(i, &got)
-			e := randEntry()
-			e.algo, e.st.Log, e.ring, e.ringCap = got.algo, got.st.Log, got.ring, got.ringCap
-			e.slot = i
+			e := randEntry(got.algo)
+			e.spilled, e.ring, e.ringCap = got.spilled, got.ring, got.ringCap
+			e.slot, e.size = i, got.size
+			if e.algo == engine.Log {
+				e.st = got.st
+				if r.IntN(2) == 0 {
+					e.st.Log = randLog(r)
+				} else {
+					changeLog(e.st.Log)
+				}
+			}
+			m := toModel(&e)
 			tab.rewrite(i, []byte(key), &e)
-			model[key] = e
+			model[key] = m
 		case op < 9:
 			tab.remove(i)
 			delete(model, key)
@@ -87,7 +157,7 @@ func tableModel(t *testing.T, seed uint64, steps int) {
 	}
 }
 
-func checkTable(t *testing.T, tab *table, model map[string]entry, at string) {
+func checkTable(t *testing.T, tab *table, model map[string]modelEntry, at string) {
 	t.Helper()
 	if tab.n != len(model) {
 		t.Fatalf("%s: table has %d keys, model %d", at, tab.n, len(model))
@@ -97,32 +167,57 @@ func checkTable(t *testing.T, tab *table, model map[string]entry, at string) {
 		if i < 0 {
 			t.Fatalf("%s: %.20q missing", at, k)
 		}
-		var got entry
-		tab.decode(i, &got)
-		if got.algo != want.algo || got.expires != want.expires || got.st.T != want.st.T ||
-			got.st.N != want.st.N || got.st.P != want.st.P || got.st.Log != want.st.Log {
+		var e entry
+		tab.decode(i, &e)
+		if got := toModel(&e); !reflect.DeepEqual(got, want) {
 			t.Fatalf("%s: %.20q = %+v, want %+v", at, k, got, want)
 		}
 	}
-	var live int64
-	for _, s := range tab.slots {
-		if s != 0 {
-			live += int64(recordLen(tab.record(uint32(s))))
+	checkLayout(t, tab, at)
+}
+
+// checkLayout checks the table's accounting against its records: every
+// spilled log's ring and its capacity, no inline log longer than spillAt,
+// and the free and live bytes within the pages.
+func checkLayout(t *testing.T, tab *table, at string) {
+	t.Helper()
+	var live, rings int64
+	for i, s := range tab.slots {
+		if s == 0 {
+			continue
 		}
+		rec := tab.record(uint32(s))
+		live += int64(recordLen(rec))
+		var e entry
+		if tab.decode(i, &e) != recordLen(rec) {
+			t.Fatalf("%s: slot %d: decode and recordLen disagree", at, i)
+		}
+		switch n := logLen(&e); {
+		case e.spilled:
+			if e.st.Log != tab.rings[e.ring] || int(e.ringCap) != e.st.Log.Cap() {
+				t.Fatalf("%s: slot %d: ring %d, capacity %d, accounted %d", at, i, e.ring, e.st.Log.Cap(), e.ringCap)
+			}
+			rings += ringOverhead + int64(e.ringCap)*entryBytes
+		case n > spillAt:
+			t.Fatalf("%s: slot %d: %d entries inline", at, i, n)
+		}
+	}
+	if rings != tab.ringBytes {
+		t.Fatalf("%s: rings of the records take %d bytes, accounted %d", at, rings, tab.ringBytes)
 	}
 	if live+tab.freeBytes > tab.pageBytes {
 		t.Fatalf("%s: %d live + %d free bytes exceed %d page bytes", at, live, tab.freeBytes, tab.pageBytes)
 	}
-	if len(model) == 0 && tab.memory() != 0 {
+	if tab.n == 0 && tab.memory() != 0 {
 		t.Fatalf("%s: empty table holds %d bytes", at, tab.memory())
 	}
 }
 
 // TestMemoryPerKey reports the bytes per key of a store of 100,000 keys
 // per algorithm, as the benchmark comparison does for a million, and for
-// the log with one and with ten entries per key (six seconds apart, as
-// RL.CHECK key log 100 60 leaves them at 100,000 keys and about 16,000
-// checks a second).
+// the log with 1, 10 and 40 entries per key, spread over the window (ten
+// are six seconds apart, as RL.CHECK key log 100 60 leaves them at 100,000
+// keys and about 16,000 checks a second).
 func TestMemoryPerKey(t *testing.T) {
 	for _, c := range []struct {
 		a       engine.Algo
@@ -132,8 +227,9 @@ func TestMemoryPerKey(t *testing.T) {
 		{engine.Fixed, 1, 50},
 		{engine.Token, 1, 50},
 		{engine.GCRA, 1, 50},
-		{engine.Log, 1, 200},
-		{engine.Log, 10, 400},
+		{engine.Log, 1, 55},    // the entries inline in the record
+		{engine.Log, 10, 120},  // 80 bytes of record, the rest free space of growing them
+		{engine.Log, 40, 1250}, // spilled to a ring of 64 entries
 	} {
 		s := New(16) // 6,250 keys per shard: the partly filled last page is noise
 		p := engine.Params{Limit: 100, Window: 60e9}
@@ -141,7 +237,7 @@ func TestMemoryPerKey(t *testing.T) {
 		const n = 100000
 		for j := 0; j < c.entries; j++ {
 			for i := 0; i < n; i++ {
-				s.Check([]byte(fmt.Sprintf("key:%012d", i)), c.a, p, 1, now+int64(j)*6e9)
+				s.Check([]byte(fmt.Sprintf("key:%012d", i)), c.a, p, 1, now+int64(j)*(60e9/int64(c.entries)))
 			}
 		}
 		per := float64(s.MemoryBytes()) / n
@@ -197,12 +293,12 @@ func BenchmarkCheckRandom(b *testing.B) {
 // key keeps its state.
 func TestCompaction(t *testing.T) {
 	var tab table
-	model := map[string]entry{}
+	model := map[string]modelEntry{}
 	for i := 0; i < 5000; i++ {
 		key := fmt.Sprintf("%d:%s", i, strings.Repeat("x", i%40))
 		e := entry{algo: engine.Fixed, expires: int64(i) + 100, st: engine.State{T: int64(i), N: int64(i)}}
 		tab.add([]byte(key), tagOf(xxhash.Sum64String(key)), &e)
-		model[key] = e
+		model[key] = toModel(&e)
 	}
 	before := tab.pageBytes
 	for key := range model {
@@ -282,11 +378,48 @@ func BenchmarkLogBatch(b *testing.B) {
 	}
 }
 
+// BenchmarkLogBatchTen is BenchmarkLogBatch for keys of ten entries six
+// seconds apart, whose records are 88 bytes and often span two cache
+// lines.
+func BenchmarkLogBatchTen(b *testing.B) {
+	s := New(0)
+	p := engine.Params{Limit: 1000, Window: 3600e9}
+	now := int64(1_700_000_000e9)
+	keys := make([][]byte, 100000)
+	for i := range keys {
+		keys[i] = []byte(fmt.Sprintf("key:%012d", i))
+	}
+	for j := 0; j < 10; j++ {
+		for _, k := range keys {
+			s.Check(k, engine.Log, p, 1, now+int64(j)*6e9)
+		}
+	}
+	now += 60e9
+	order := rand.New(rand.NewPCG(1, 2)).Perm(len(keys))
+	for _, pre := range []bool{false, true} {
+		b.Run(fmt.Sprintf("prefetch=%v", pre), func(b *testing.B) {
+			batch := make([][]byte, 16)
+			for i := 0; i < b.N; i += 16 {
+				for j := range batch {
+					batch[j] = keys[order[(i+j)%len(order)]]
+				}
+				if pre {
+					s.Prefetch(batch)
+				}
+				for _, k := range batch {
+					s.Check(k, engine.Log, p, 0, now)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkLogRandom measures RL.CHECK key:N log 100 60 on 100,000 keys
 // in uniform random order, one check at a time, with the clock advancing
 // so that a key holds about the given number of entries in its window (the
 // server benchmark's workload). The store is warmed for two windows first
-// and stays warm across the benchmark's runs.
+// and stays warm across the benchmark's runs. It reports the store's
+// memory per key, free space not yet compacted included.
 func BenchmarkLogRandom(b *testing.B) {
 	for _, entries := range []int{1, 10} {
 		s := New(0)
@@ -310,6 +443,7 @@ func BenchmarkLogRandom(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				check()
 			}
+			b.ReportMetric(float64(s.MemoryBytes())/float64(len(keys)), "B/key")
 		})
 	}
 }
