@@ -25,8 +25,14 @@ type conn struct {
 	batch   [][][]byte // the requests of the batch being run
 	keys    [][]byte   // their keys, for prefetch
 	raw     *rawSocket // nc's descriptor, if it has one (see serveRaw)
-	w       io.Writer  // nc, or raw
+	w       io.Writer  // nc, or raw; nil on an event loop
 	out     []byte
+	// lp is the event loop serving the connection, if one does (see
+	// loop), on descriptor fd; nc is then nil. stuck says that the socket
+	// did not take all of out, so the loop must hand the connection over.
+	lp    *loop
+	fd    int
+	stuck bool
 	// onReadable is s.readable for this connection, made once so that
 	// serving allocates nothing; stop is why it ended the connection.
 	onReadable func(fd uintptr) bool
@@ -54,23 +60,52 @@ func (s *Server) newConn(nc net.Conn) *conn {
 		addr:    nc.RemoteAddr().String(),
 		laddr:   nc.LocalAddr().String(),
 		created: time.Now(),
+		fd:      -1,
 		proto:   2,
 		authed:  s.cfg.RequirePass == "",
 	}
-	var rw io.ReadWriter = nc
-	if c.raw = newRawSocket(nc); c.raw != nil {
-		rw = c.raw
-		c.onReadable = func(fd uintptr) bool { return s.readable(c, fd) }
-	}
-	c.rd = reader{r: rw, max: s.cfg.MaxRequest, buf: make([]byte, initialReadBuf)}
-	c.w = rw
+	c.rd = reader{max: s.cfg.MaxRequest, buf: make([]byte, initialReadBuf)}
 	s.totalConns.Add(1)
 	s.metrics.connections.Inc()
 	return c
 }
 
+// attach makes nc the connection's transport, for a goroutine of its own
+// (serveConn).
+func (c *conn) attach(nc net.Conn) {
+	var rw io.ReadWriter = nc
+	if c.raw = newRawSocket(nc); c.raw != nil {
+		rw = c.raw
+		c.onReadable = func(fd uintptr) bool { return c.s.readable(c, fd) }
+	}
+	c.rd.r, c.w, c.stuck = rw, rw, false
+}
+
+// serveConn serves c, which has a transport (attach), until it closes.
 func (s *Server) serveConn(c *conn) {
 	defer s.closeConn(c)
+	s.serveRest(c)
+}
+
+// resume serves a connection that an event loop handed over (see
+// loop.handoff): it writes the replies the loop could not, then answers
+// err and closes, or goes on serving if err is nil.
+func (s *Server) resume(c *conn, err error) {
+	defer s.closeConn(c)
+	if !c.flush() {
+		return
+	}
+	if err != nil {
+		c.readError(err)
+		return
+	}
+	if c.closing || s.closing.Load() {
+		return
+	}
+	s.serveRest(c)
+}
+
+func (s *Server) serveRest(c *conn) {
 	if c.raw != nil {
 		c.readError(s.serveRaw(c))
 		return
@@ -196,6 +231,12 @@ func (s *Server) prefetch(c *conn) {
 	c.keys = keys[:0]
 }
 
+// isProtocolError reports whether err is one of the reader's protocol
+// errors, which the client is told about before the connection closes.
+func isProtocolError(err error) bool {
+	return strings.HasPrefix(err.Error(), "Protocol error")
+}
+
 // readError answers a protocol error before the connection closes. Clean
 // disconnects and shutdown wake-ups close silently.
 func (c *conn) readError(err error) {
@@ -203,7 +244,7 @@ func (c *conn) readError(err error) {
 		return
 	}
 	msg := err.Error()
-	if !strings.HasPrefix(msg, "Protocol error") {
+	if !isProtocolError(err) {
 		if !errors.Is(err, io.EOF) && !c.s.closing.Load() {
 			c.s.log.Debug("connection read failed", "client", c.addr, "err", err)
 		}
@@ -229,11 +270,25 @@ func (c *conn) linger() {
 	io.CopyN(io.Discard, tc, 1<<20)
 }
 
+// flush writes the replies in out. It reports false if the connection
+// failed. On an event loop it never waits: what the socket does not take
+// stays in out, and stuck is set.
 func (c *conn) flush() bool {
 	if len(c.out) == 0 {
 		return true
 	}
-	_, err := c.w.Write(c.out)
+	var err error
+	if c.lp != nil {
+		var n int
+		n, err = rawWrite(c.raw.fd, c.out)
+		if err == errAgain {
+			c.out = c.out[:copy(c.out, c.out[n:])]
+			c.stuck = true
+			return true
+		}
+	} else {
+		_, err = c.w.Write(c.out)
+	}
 	if cap(c.out) > 64<<10 {
 		c.out = nil
 	} else {
@@ -243,7 +298,12 @@ func (c *conn) flush() bool {
 }
 
 func (s *Server) closeConn(c *conn) {
-	c.nc.Close()
+	if c.nc != nil {
+		c.nc.Close()
+	} else {
+		closeFD(c.fd)
+		c.fd = -1
+	}
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()

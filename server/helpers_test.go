@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -18,11 +19,22 @@ import (
 const t0 = int64(1_700_000_040) * 1e9
 
 // startServer runs a Server for cfg on a 127.0.0.1 port and stops it when
-// the test ends. A nil Limiter gets a fresh shards.Store.
+// the test ends. A nil Limiter gets a fresh shards.Store. A zero
+// cfg.IOLoops takes $RLSERVER_TEST_IOLOOPS, so that `make test` runs the
+// package once with event loops and once with a goroutine per connection.
 func startServer(t testing.TB, cfg Config) (*Server, string) {
 	t.Helper()
 	if cfg.Limiter == nil {
 		cfg.Limiter = shards.New(16)
+	}
+	if cfg.IOLoops == 0 {
+		if v := os.Getenv("RLSERVER_TEST_IOLOOPS"); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatalf("RLSERVER_TEST_IOLOOPS=%q: %v", v, err)
+			}
+			cfg.IOLoops = n
+		}
 	}
 	s := New(cfg)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -86,6 +86,7 @@ func TestConnWithoutDescriptor(t *testing.T) {
 	client, server := net.Pipe()
 	defer client.Close()
 	c := s.newConn(server)
+	c.attach(server)
 	if c.raw != nil {
 		t.Fatal("a pipe got a raw socket")
 	}

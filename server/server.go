@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,6 +41,11 @@ type Config struct {
 	// Rules serves RL.CHECKRULES and RL.RULE.*; nil means the Limiter if it
 	// implements RuleStore, else those commands answer an error.
 	Rules RuleStore
+	// IOLoops is the number of event loops that serve plain TCP
+	// connections (see loop): 0 means one per GOMAXPROCS, a negative
+	// number none, and then every connection has a goroutine of its own,
+	// as connections other than TCP (TLS, pipes) always do.
+	IOLoops int
 	// DisableMetrics skips every per-command metric update (command and
 	// check counters, the latency histogram, INFO's check counts); for
 	// measuring what metrics cost.
@@ -66,12 +72,15 @@ type Server struct {
 	// prefetcher is cfg.Limiter if it implements Prefetcher.
 	prefetcher Prefetcher
 
-	mu      sync.Mutex
-	ln      net.Listener
-	conns   map[*conn]struct{}
-	wg      sync.WaitGroup
-	closing atomic.Bool
-	nextID  atomic.Int64
+	mu       sync.Mutex
+	ln       net.Listener
+	loops    []*loop // started by the first Serve
+	loopsRan bool
+	nextLoop atomic.Uint32
+	conns    map[*conn]struct{}
+	wg       sync.WaitGroup
+	closing  atomic.Bool
+	nextID   atomic.Int64
 
 	totalConns    atomic.Int64
 	totalCommands atomic.Int64 // commands of closed connections
@@ -124,6 +133,18 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
 	s.ln = ln
 	closed := s.closing.Load() // Shutdown ran before ln was known to it
+	if !closed && !s.loopsRan {
+		s.loopsRan = true
+		n := s.cfg.IOLoops
+		if n == 0 {
+			n = runtime.GOMAXPROCS(0)
+		}
+		if n > 0 {
+			if err := s.startLoops(n); err != nil {
+				s.log.Warn("no event loops; serving each connection with a goroutine", "err", err)
+			}
+		}
+	}
 	s.mu.Unlock()
 	if closed {
 		ln.Close()
@@ -151,8 +172,13 @@ func (s *Server) Serve(ln net.Listener) error {
 		}
 		s.conns[c] = struct{}{}
 		s.wg.Add(1)
+		// Adopted under mu, so that Shutdown's wake-up finds it.
+		adopted := s.adopt(c, nc)
 		s.mu.Unlock()
-		go s.serveConn(c)
+		if !adopted {
+			c.attach(nc)
+			go s.serveConn(c)
+		}
 	}
 }
 
@@ -168,9 +194,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	for c := range s.conns {
 		// Wake connections blocked in Read; one in the middle of a batch
-		// finishes it first.
-		c.nc.SetReadDeadline(time.Now())
+		// finishes it first. Event loops never block: they finish their
+		// batch, and closing makes it close its connection.
+		if c.nc != nil {
+			c.nc.SetReadDeadline(time.Now())
+		}
 	}
+	s.wakeLoops()
 	s.mu.Unlock()
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
@@ -180,7 +210,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		s.mu.Lock()
 		for c := range s.conns {
-			c.nc.Close()
+			if c.nc != nil {
+				c.nc.Close()
+			}
 		}
 		s.mu.Unlock()
 		<-done

@@ -30,6 +30,7 @@ type Config struct {
 	RulesFile   string
 	Pprof       string
 	Procs       int
+	IOLoops     int
 }
 
 // flagSet declares every flag on a fresh FlagSet bound to cfg, with cfg's
@@ -49,6 +50,7 @@ func flagSet(cfg *Config) *flag.FlagSet {
 	fs.StringVar(&cfg.ConfigFile, "config", "", "YAML file of flag values (keys are flag names)")
 	fs.StringVar(&cfg.RulesFile, "rules", "", "YAML file of rules loaded at start: a list of {id, target, tier, key_type, algo, limit, window, burst, shadow}")
 	fs.IntVar(&cfg.Procs, "procs", 0, "CPU cores the server runs Go code on at once (GOMAXPROCS); 0 means all")
+	fs.IntVar(&cfg.IOLoops, "io-loops", 0, "event loops serving client connections (Linux); 0 means one per --procs, -1 a goroutine per connection")
 	fs.StringVar(&cfg.Pprof, "pprof", "", `address for Go's /debug/pprof profiles (e.g. 127.0.0.1:6060); "" disables it`)
 	return fs
 }
@@ -153,6 +155,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--shards %d: want 1 to 65536", c.Shards)
 	case c.Procs < 0 || c.Procs > 1<<12:
 		return fmt.Errorf("--procs %d: want 0 (all cores) to 4096", c.Procs)
+	case c.IOLoops < -1 || c.IOLoops > 1<<12:
+		return fmt.Errorf("--io-loops %d: want -1 (none), 0 (one per core) to 4096", c.IOLoops)
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		return err

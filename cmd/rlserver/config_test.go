@@ -58,6 +58,7 @@ func TestConfigErrors(t *testing.T) {
 		{[]string{"--bogus"}, nil, "flag provided but not defined: -bogus (see --help)"},
 		{[]string{"--max-key-bytes", "abc"}, nil, `invalid value "abc" for flag -max-key-bytes`},
 		{[]string{"--max-key-bytes", "0"}, nil, "--max-key-bytes 0: want 1 to 1048576"},
+		{[]string{"--io-loops", "-2"}, nil, "--io-loops -2: want -1 (none), 0 (one per core) to 4096"},
 		{[]string{"--log-level", "loud"}, nil, `--log-level "loud": want debug, info, warn or error`},
 		{[]string{"extra"}, nil, `unexpected argument "extra"`},
 		{nil, map[string]string{"RLSERVER_SHARDS": "x"}, `invalid value "x" for RLSERVER_SHARDS`},
@@ -84,7 +85,7 @@ func TestHelpListsEveryFlag(t *testing.T) {
 	}
 	for _, f := range []string{"--listen (default \"127.0.0.1:6379\"", "--http", "--data-dir (default \"./data\"",
 		"--requirepass", "--admin-token", "--max-key-bytes (default \"1024\"", "--max-log-limit (default \"10000\"",
-		"--log-level", "--config", "RLSERVER_MAX_KEY_BYTES"} {
+		"--log-level", "--config", "--io-loops (default \"0\"", "RLSERVER_MAX_KEY_BYTES"} {
 		if !strings.Contains(out.String(), f) {
 			t.Errorf("--help lacks %q:\n%s", f, out.String())
 		}

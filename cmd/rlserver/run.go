@@ -49,7 +49,7 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 	srv := server.New(server.Config{
 		Limiter: store, RequirePass: cfg.RequirePass, AdminToken: cfg.AdminToken,
 		MaxKeyBytes: cfg.MaxKeyBytes, MaxLogLimit: cfg.MaxLogLimit,
-		Logger: log, Registerer: reg, Version: version,
+		Logger: log, Registerer: reg, Version: version, IOLoops: cfg.IOLoops,
 	})
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {

@@ -1,0 +1,301 @@
+package server
+
+import (
+	"net"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+// loop is an event loop: one goroutine serving many plain TCP connections
+// through an epoll instance of its own, as Redis does, instead of a
+// goroutine per connection. At one request per round trip that saves the
+// park and wake of a goroutine per request (see bench/results/README.md).
+//
+// The loop's goroutine waits for its epoll descriptor with the runtime's
+// netpoller (an epoll descriptor is readable while it has ready events),
+// so it parks like any goroutine and lets others run. When woken it asks
+// the kernel for every ready connection, without blocking, and for each
+// reads once, runs the batch read and writes the replies, until no
+// connection is ready.
+//
+// A loop must never block. A connection that would make it block — its
+// replies do not fit the socket's send buffer, or it must linger after a
+// protocol error — is handed over to a goroutine of its own for the rest
+// of its life (handoff); so would a command that must wait, such as one
+// that waits for a replicated commit. Connections are registered
+// level-triggered, so bytes left unread simply show up again.
+type loop struct {
+	s      *Server
+	epfd   int
+	file   *os.File        // epfd, for the netpoller and Shutdown's deadline
+	rc     syscall.RawConn // of file
+	events [256]syscall.EpollEvent
+	batch  [256]*conn
+	onWake func(fd uintptr) bool // l.wake, made once
+
+	mu    sync.Mutex
+	conns []*conn // by descriptor
+}
+
+// startLoops starts n event loops; it returns an error if the system
+// refuses an epoll instance, and the server then serves every connection
+// with a goroutine. Call with s.mu held.
+func (s *Server) startLoops(n int) error {
+	for i := 0; i < n; i++ {
+		l, err := newLoop(s)
+		if err != nil {
+			for _, l := range s.loops {
+				l.file.Close()
+			}
+			s.loops = nil
+			return err
+		}
+		s.loops = append(s.loops, l)
+	}
+	for _, l := range s.loops {
+		s.wg.Add(1)
+		go l.run()
+	}
+	return nil
+}
+
+func newLoop(s *Server) (*loop, error) {
+	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	// Non-blocking, so that os.NewFile hands it to the netpoller.
+	if err := syscall.SetNonblock(epfd, true); err != nil {
+		syscall.Close(epfd)
+		return nil, err
+	}
+	f := os.NewFile(uintptr(epfd), "epoll")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	l := &loop{s: s, epfd: epfd, file: f, rc: rc}
+	l.onWake = l.wake
+	return l, nil
+}
+
+// adopt moves a new TCP connection onto one of the loops, round robin, and
+// reports whether it did; if not, c is untouched and nc still open. The
+// loop serves a duplicate of nc's descriptor: nc is closed, which takes
+// the original out of the runtime's netpoller, so that readiness is
+// reported once, to the loop.
+func (s *Server) adopt(c *conn, nc net.Conn) bool {
+	if len(s.loops) == 0 {
+		return false
+	}
+	tc, ok := nc.(*net.TCPConn)
+	if !ok {
+		return false
+	}
+	rc, err := tc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	fd := -1
+	var derr error
+	if err := rc.Control(func(ofd uintptr) { fd, derr = dupCloexec(int(ofd)) }); err != nil || derr != nil {
+		return false
+	}
+	l := s.loops[s.nextLoop.Add(1)%uint32(len(s.loops))]
+	// Set up c before add: the loop may serve it at once.
+	c.lp, c.fd, c.nc = l, fd, nil
+	c.raw = &rawSocket{fd: uintptr(fd)}
+	c.rd.r = c.raw
+	if err := l.add(c, fd); err != nil {
+		syscall.Close(fd)
+		c.lp, c.fd, c.nc, c.raw, c.rd.r = nil, -1, nc, nil, nil
+		return false
+	}
+	nc.Close()
+	return true
+}
+
+func dupCloexec(fd int) (int, error) {
+	nfd, _, e := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), syscall.F_DUPFD_CLOEXEC, 0)
+	if e != 0 {
+		return -1, e
+	}
+	return int(nfd), nil
+}
+
+// add registers c, whose descriptor is fd, with the loop. The loop may
+// serve, and even close, c before add returns.
+func (l *loop) add(c *conn, fd int) error {
+	l.mu.Lock()
+	if fd >= len(l.conns) {
+		l.conns = append(l.conns, make([]*conn, fd+1-len(l.conns)+len(l.conns)/2)...)
+	}
+	l.conns[fd] = c
+	l.mu.Unlock()
+	ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP, Fd: int32(fd)}
+	if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, fd, &ev); err != nil {
+		l.mu.Lock()
+		l.conns[fd] = nil
+		l.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+// forget takes c off the loop: its descriptor stays open.
+func (l *loop) forget(c *conn) {
+	l.mu.Lock()
+	if c.fd < len(l.conns) && l.conns[c.fd] == c {
+		l.conns[c.fd] = nil
+	}
+	l.mu.Unlock()
+	syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_DEL, c.fd, nil)
+	c.lp = nil
+}
+
+// run serves the loop's connections until Shutdown sets a deadline on its
+// descriptor, then closes the connections left.
+func (l *loop) run() {
+	defer l.s.wg.Done()
+	l.rc.Read(l.onWake)
+	l.mu.Lock()
+	left := make([]*conn, 0, len(l.conns))
+	for _, c := range l.conns {
+		if c != nil {
+			left = append(left, c)
+		}
+	}
+	l.mu.Unlock()
+	for _, c := range left {
+		l.close(c)
+	}
+	l.file.Close()
+}
+
+// wake is the RawConn.Read callback of the epoll descriptor: it serves
+// ready connections until there are none, then returns false to park
+// until there are.
+func (l *loop) wake(uintptr) bool {
+	for {
+		n := l.wait()
+		if n == 0 {
+			return false
+		}
+		// Resolve descriptors to connections first: a connection closed
+		// by this batch may see its descriptor number reused at once.
+		l.mu.Lock()
+		for i := 0; i < n; i++ {
+			if fd := int(l.events[i].Fd); fd < len(l.conns) {
+				l.batch[i] = l.conns[fd]
+			}
+		}
+		l.mu.Unlock()
+		for i := 0; i < n; i++ {
+			if c := l.batch[i]; c != nil && c.lp == l {
+				l.serve(c)
+			}
+		}
+		clear(l.batch[:n])
+	}
+}
+
+// wait returns the number of ready events, without blocking.
+func (l *loop) wait() int {
+	for {
+		n, _, e := syscall.RawSyscall6(syscall.SYS_EPOLL_PWAIT, uintptr(l.epfd),
+			uintptr(unsafe.Pointer(&l.events[0])), uintptr(len(l.events)), 0, 0, 0)
+		if e == syscall.EINTR {
+			continue
+		}
+		if e != 0 {
+			l.s.log.Error("event loop: epoll_wait failed", "err", e)
+			return 0
+		}
+		return int(n)
+	}
+}
+
+// serve reads once from a ready connection and runs what it read.
+func (l *loop) serve(c *conn) {
+	err := c.rd.fill()
+	if err == errAgain {
+		return
+	}
+	if err == nil {
+		err = l.s.runBatch(c)
+	}
+	switch {
+	case c.stuck || (err != nil && isProtocolError(err)):
+		l.handoff(c, err)
+	case err != nil:
+		c.readError(err)
+		l.close(c)
+	}
+}
+
+// close ends a connection of the loop.
+func (l *loop) close(c *conn) {
+	l.forget(c)
+	l.s.closeConn(c)
+}
+
+// handoff moves c to a goroutine of its own, which writes the replies the
+// socket did not take, then answers err (a protocol error, or errClose
+// after QUIT) or goes on serving c if err is nil.
+func (l *loop) handoff(c *conn, err error) {
+	l.forget(c)
+	f := os.NewFile(uintptr(c.fd), "")
+	nc, ferr := net.FileConn(f) // duplicates the descriptor
+	f.Close()
+	c.fd = -1
+	if ferr != nil {
+		l.s.log.Warn("event loop: handing a connection to a goroutine failed", "client", c.addr, "err", ferr)
+		l.s.closeConn(c)
+		return
+	}
+	l.s.mu.Lock()
+	c.nc = nc
+	l.s.mu.Unlock()
+	c.attach(nc)
+	go l.s.resume(c, err)
+}
+
+// rawWrite writes p to fd without waiting: it returns how much the socket
+// took, and errAgain if that is not all of p.
+func rawWrite(fd uintptr, p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		m, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[n])), uintptr(len(p)-n))
+		switch e {
+		case 0:
+			n += int(m)
+		case syscall.EINTR:
+		case syscall.EAGAIN:
+			return n, errAgain
+		default:
+			return n, e
+		}
+	}
+	return n, nil
+}
+
+// closeFD closes a descriptor served by a loop.
+func closeFD(fd int) {
+	if fd >= 0 {
+		syscall.Close(fd)
+	}
+}
+
+// wakeLoops makes every loop return from its wait, for Shutdown.
+func (s *Server) wakeLoops() {
+	for _, l := range s.loops {
+		l.file.SetReadDeadline(aLongTimeAgo)
+	}
+}
+
+// aLongTimeAgo is a deadline that has passed.
+var aLongTimeAgo = time.Unix(1, 0)

@@ -1,0 +1,162 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestLoopHandsOverAClientThatDoesNotRead: a client that pipelines far
+// more replies than the socket buffers hold, without reading, makes the
+// event loop hand its connection to a goroutine; it then gets every reply
+// in order, the connection keeps working, and another client is served
+// all along.
+func TestLoopHandsOverAClientThatDoesNotRead(t *testing.T) {
+	s, addr := startServer(t, Config{Clock: fakeClock(), IOLoops: 1})
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(20 * time.Second))
+	// 64 KiB replies, 200 of them: 12.8 MB, more than loopback buffers.
+	payload := strings.Repeat("x", 64<<10)
+	const n = 200
+	writeDone := make(chan error, 1)
+	go func() {
+		var err error
+		for i := 0; i < n && err == nil; i++ {
+			_, err = io.WriteString(nc, resp("ECHO", fmt.Sprintf("%04d", i)+payload))
+		}
+		writeDone <- err
+	}()
+	// Wait until the loop gave the connection away, not reading meanwhile.
+	deadline := time.Now().Add(10 * time.Second)
+	for !handedOver(s) {
+		if time.Now().After(deadline) {
+			t.Fatal("the connection was never handed over to a goroutine")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	other := dialRaw(t, addr)
+	other.roundTrip(resp("PING"), "+PONG\r\n")
+	rd := bufio.NewReaderSize(nc, 128<<10)
+	for i := 0; i < n; i++ {
+		want := fmt.Sprintf("$%d\r\n%04d%s\r\n", 4+len(payload), i, payload)
+		got := make([]byte, len(want))
+		if _, err := io.ReadFull(rd, got); err != nil || string(got) != want {
+			t.Fatalf("reply %d: %v, %.40q", i, err, got)
+		}
+	}
+	if err := <-writeDone; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(nc, resp("RL.CHECK", "k", "fixed", "10", "1m")+resp("QUIT")); err != nil {
+		t.Fatal(err)
+	}
+	want := ints(1, 10, 9, 0, 60000) + "+OK\r\n"
+	got := make([]byte, len(want))
+	if _, err := io.ReadFull(rd, got); err != nil || string(got) != want {
+		t.Fatalf("after the hand-over: %q, %v; want %q", got, err, want)
+	}
+	if _, err := rd.ReadByte(); err != io.EOF {
+		t.Fatalf("after QUIT: %v, want EOF", err)
+	}
+}
+
+// handedOver reports whether some connection of s has left its event loop.
+func handedOver(s *Server) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		if c.nc != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// TestLoopsServeManyShortConnections: connections opened, used and closed
+// from many goroutines at once, so that descriptor numbers are reused
+// while other connections are being served, each get their own replies.
+func TestLoopsServeManyShortConnections(t *testing.T) {
+	s, addr := startServer(t, Config{Clock: fakeClock(), IOLoops: 2})
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < 100; i++ {
+				if err := shortConn(addr, fmt.Sprintf("g%d-%d", g, i)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for s.ConnCount() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections still open after their clients closed", s.ConnCount())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func shortConn(addr, key string) error {
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(10 * time.Second))
+	req := resp("ECHO", key) + resp("RL.CHECK", key, "fixed", "3", "1m") + resp("RL.CHECK", key, "fixed", "3", "1m")
+	if _, err := io.WriteString(nc, req); err != nil {
+		return err
+	}
+	want := fmt.Sprintf("$%d\r\n%s\r\n", len(key), key) + ints(1, 3, 2, 0, 60000) + ints(1, 3, 1, 0, 60000)
+	got := make([]byte, len(want))
+	if _, err := io.ReadFull(nc, got); err != nil || string(got) != want {
+		return fmt.Errorf("%s: got %q, %v; want %q", key, got, err, want)
+	}
+	return nil
+}
+
+// TestShutdownClosesLoopConnections: Shutdown returns promptly with idle
+// and busy connections on the loops, and each client sees its connection
+// closed after the replies it was owed.
+func TestShutdownClosesLoopConnections(t *testing.T) {
+	s, addr := startServer(t, Config{Clock: fakeClock(), IOLoops: 2})
+	var conns []*rawConn
+	for i := 0; i < 20; i++ {
+		c := dialRaw(t, addr)
+		c.roundTrip(resp("PING"), "+PONG\r\n")
+		conns = append(conns, c)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	for i, c := range conns {
+		c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if b, err := c.rd.ReadByte(); err != io.EOF {
+			t.Fatalf("connection %d after Shutdown: %q, %v; want EOF", i, b, err)
+		}
+	}
+	if n := s.ConnCount(); n != 0 {
+		t.Fatalf("%d connections left after Shutdown", n)
+	}
+}

@@ -1,0 +1,24 @@
+//go:build !linux
+
+package server
+
+import (
+	"errors"
+	"net"
+)
+
+// loop is an event loop; there are none outside Linux, where every
+// connection has a goroutine of its own.
+type loop struct{}
+
+func (s *Server) startLoops(n int) error {
+	return errors.New("event loops need Linux's epoll")
+}
+
+func (s *Server) adopt(c *conn, nc net.Conn) bool { return false }
+
+func (s *Server) wakeLoops() {}
+
+func closeFD(fd int) {}
+
+func rawWrite(fd uintptr, p []byte) (int, error) { return 0, errors.New("no raw writes here") }
