@@ -10,7 +10,9 @@
 // nothing), so that it can bound request sizes, parse a whole pipelined
 // batch and stamp it with one clock reading, let the Limiter prefetch the
 // batch's keys (Prefetcher), do socket I/O with raw system calls inside the
-// netpoller (rawio.go), and drain connections on shutdown. Limiter state
+// netpoller (rawio.go), serve plain TCP connections from a few epoll event
+// loops rather than a goroutine each (loop_linux.go), and drain
+// connections on shutdown. Limiter state
 // lives behind the Limiter interface declared here; a single-node
 // shards.Store or a cluster node satisfies it. Errors become RESP errors in
 // one place, replyError.
