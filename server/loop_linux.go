@@ -25,8 +25,7 @@ import (
 // replies do not fit the socket's send buffer, or it must linger after a
 // protocol error — is handed over to a goroutine of its own for the rest
 // of its life (handoff); so would a command that must wait, such as one
-// that waits for a replicated commit. Connections are registered
-// level-triggered, so bytes left unread simply show up again.
+// that waits for a replicated commit.
 type loop struct {
 	s      *Server
 	epfd   int
@@ -34,6 +33,8 @@ type loop struct {
 	rc     syscall.RawConn // of file
 	events [256]syscall.EpollEvent
 	batch  [256]*conn
+	more   []*conn               // to read again: their last read filled the buffer
+	spare  []*conn               // more's other buffer
 	onWake func(fd uintptr) bool // l.wake, made once
 
 	mu    sync.Mutex
@@ -136,7 +137,7 @@ func (l *loop) add(c *conn, fd int) error {
 	}
 	l.conns[fd] = c
 	l.mu.Unlock()
-	ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP, Fd: int32(fd)}
+	ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP | epollET, Fd: int32(fd)}
 	if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, fd, &ev); err != nil {
 		l.mu.Lock()
 		l.conns[fd] = nil
@@ -179,12 +180,17 @@ func (l *loop) run() {
 // wake is the RawConn.Read callback of the epoll descriptor: it serves
 // ready connections until there are none, then returns false to park
 // until there are.
+//
+// Connections are registered edge-triggered: epoll reports new bytes
+// once, so a connection whose read filled the buffer may hold more and is
+// read again in the next round (more), after the connections that became
+// ready meanwhile. The loop parks when a wait returned fewer events than
+// it asked for and no connection has more: the epoll descriptor is
+// edge-triggered in the netpoller too, and readiness that arrives while
+// the loop runs is kept for its next wait, so nothing is missed.
 func (l *loop) wake(uintptr) bool {
 	for {
 		n := l.wait()
-		if n == 0 {
-			return false
-		}
 		// Resolve descriptors to connections first: a connection closed
 		// by this batch may see its descriptor number reused at once.
 		l.mu.Lock()
@@ -194,12 +200,24 @@ func (l *loop) wake(uintptr) bool {
 			}
 		}
 		l.mu.Unlock()
+		again := l.more
+		l.more = l.spare[:0]
 		for i := 0; i < n; i++ {
 			if c := l.batch[i]; c != nil && c.lp == l {
 				l.serve(c)
 			}
 		}
 		clear(l.batch[:n])
+		for _, c := range again {
+			if c.lp == l {
+				l.serve(c)
+			}
+		}
+		clear(again)
+		l.spare = again[:0]
+		if n < len(l.events) && len(l.more) == 0 {
+			return false
+		}
 	}
 }
 
@@ -234,6 +252,8 @@ func (l *loop) serve(c *conn) {
 	case err != nil:
 		c.readError(err)
 		l.close(c)
+	case !c.raw.drained:
+		l.more = append(l.more, c) // the read filled the buffer
 	}
 }
 
@@ -296,6 +316,10 @@ func (s *Server) wakeLoops() {
 		l.file.SetReadDeadline(aLongTimeAgo)
 	}
 }
+
+// epollET is EPOLLET as the uint32 of an EpollEvent (the syscall
+// package declares it negative).
+const epollET = 1 << 31
 
 // aLongTimeAgo is a deadline that has passed.
 var aLongTimeAgo = time.Unix(1, 0)
