@@ -99,13 +99,22 @@ func run(o options) error {
 		return err
 	}
 	defer rl.stop()
-	var rlAll *server
+	// Other configurations of rlserver, run on the RL.CHECK token rows.
+	var variants []variant
 	if o.procs != 0 {
-		if rlAll, err = startRLServer("rlserver-all", o.rlserver, dir, 0, logf); err != nil {
+		rlAll, err := startRLServer("rlserver-all", o.rlserver, dir, 0, logf)
+		if err != nil {
 			return err
 		}
 		defer rlAll.stop()
+		variants = append(variants, variant{", all cores", rlAll})
 	}
+	rlGo, err := startRLServer("rlserver-gor", o.rlserver, dir, o.procs, logf, "--io-loops", "-1")
+	if err != nil {
+		return err
+	}
+	defer rlGo.stop()
+	variants = append(variants, variant{", goroutine per connection", rlGo})
 	rd, err := startRedis(o.redisServer, dir, logf)
 	if err != nil {
 		return err
@@ -118,7 +127,7 @@ func run(o options) error {
 	ctx := context.Background()
 	for _, pipeline := range []int{16, 1} {
 		fmt.Printf("== throughput, %d connections, pipeline %d, %d rounds\n", o.conns, pipeline, o.rounds)
-		runs, err := throughput(ctx, o, rl, rlAll, rd, scripts, pipeline)
+		runs, err := throughput(ctx, o, rl, variants, rd, scripts, pipeline)
 		if err != nil {
 			return err
 		}
@@ -126,7 +135,7 @@ func run(o options) error {
 	}
 	if o.redisBenchmark != "" {
 		fmt.Println("== redis-benchmark")
-		if rep.RedisBenchmark, err = redisBenchmarks(o, rl, rlAll, rd, scripts); err != nil {
+		if rep.RedisBenchmark, err = redisBenchmarks(o, rl, variants, rd, scripts); err != nil {
 			return err
 		}
 	}

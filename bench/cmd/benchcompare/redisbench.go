@@ -32,16 +32,16 @@ type rbSpec struct {
 
 // redisBenchmarks runs the headline comparisons with redis-benchmark, so
 // that they can be reproduced with the standard tool alone.
-func redisBenchmarks(o options, rl, rlAll, rd *server, shas map[string]string) ([]RBRun, error) {
+func redisBenchmarks(o options, rl *server, variants []variant, rd *server, shas map[string]string) ([]RBRun, error) {
 	check := "RL.CHECK key:__rand_int__ token 100 60"
 	incr := "INCR key:__rand_int__"
 	specs := []rbSpec{
 		{"RL.CHECK token", rl, 16, 1000000, check}, {"INCR", rd, 16, 1000000, incr},
 		{"RL.CHECK token", rl, 1, 200000, check}, {"INCR", rd, 1, 200000, incr},
 	}
-	if rlAll != nil {
-		specs = append(specs, rbSpec{"RL.CHECK token, all cores", rlAll, 16, 1000000, check},
-			rbSpec{"RL.CHECK token, all cores", rlAll, 1, 200000, check})
+	for _, v := range variants {
+		specs = append(specs, rbSpec{"RL.CHECK token" + v.suffix, v.srv, 16, 1000000, check},
+			rbSpec{"RL.CHECK token" + v.suffix, v.srv, 1, 200000, check})
 	}
 	// redis-benchmark cannot send the current time: the scripts get a
 	// fixed clock, which admits as much as a moving one over so few calls

@@ -211,7 +211,9 @@ func (r *report) markdown() string {
 		"The machine's cores are split as evenly as the tools allow: rlserver runs with `--procs %s` "+
 		"(GOMAXPROCS), one core, as Redis runs its commands on one thread; the load generator too (rlbench "+
 		"with GOMAXPROCS=%s, redis-benchmark is single-threaded). The rows marked *all cores* are a second "+
-		"rlserver with the default `--procs 0`, which competes with the client for both cores.\n\n",
+		"rlserver with the default `--procs 0`, which competes with the client for both cores; the rows marked "+
+		"*goroutine per connection* a third, with `--io-loops -1`: connections served by a goroutine each instead "+
+		"of event loops.\n\n",
 		o["rounds"], o["duration"], o["warmup"], o["connections"], o["keys"], o["procs"], o["client_procs"])
 	b.WriteString("## Targets\n\n| target | goal | measured | met |\n|---|---|---|---|\n")
 	for _, t := range r.Targets {
@@ -251,7 +253,7 @@ func (r *report) throughputTable(b *strings.Builder, p int) {
 		if incr != nil && incr.RPS > 0 {
 			xIncr = fmt.Sprintf("%.2f", rn.RPS/incr.RPS)
 		}
-		algo := strings.TrimSuffix(strings.TrimPrefix(rn.Label, "RL.CHECK "), ", all cores")
+		algo, _, _ := strings.Cut(strings.TrimPrefix(rn.Label, "RL.CHECK "), ",")
 		if rn.Label == "CL.THROTTLE" {
 			algo = "gcra"
 		}
@@ -326,6 +328,8 @@ func (r *report) chart(f *os.File) error {
 			return chart.Bar{Color: chart.Blue}
 		case "rlserver-all":
 			return chart.Bar{Color: chart.LightBlue}
+		case "rlserver-gor":
+			return chart.Bar{Color: chart.Grey}
 		}
 		return chart.Bar{Color: chart.Red}
 	}
@@ -364,5 +368,6 @@ func (r *report) chart(f *os.File) error {
 		"client and servers share the cores; medians of alternating rounds, " + m["date"]}
 	return chart.Render(f, "rlserver vs Redis on the same machine", notes,
 		[]chart.Legend{{Name: "rlserver --procs " + r.Options["procs"], Color: chart.Blue},
-			{Name: "rlserver, all cores", Color: chart.LightBlue}, {Name: "redis-server", Color: chart.Red}}, panels)
+			{Name: "rlserver, all cores", Color: chart.LightBlue},
+			{Name: "rlserver, goroutine per connection", Color: chart.Grey}, {Name: "redis-server", Color: chart.Red}}, panels)
 }

@@ -67,15 +67,15 @@ func startServer(name string, dir string, logw io.Writer, argv func(port, pprofP
 }
 
 // startRLServer starts rlserver with --procs procs under name.
-func startRLServer(name, bin, dir string, procs int, logw io.Writer) (*server, error) {
+func startRLServer(name, bin, dir string, procs int, logw io.Writer, extra ...string) (*server, error) {
 	abs, err := filepath.Abs(bin)
 	if err != nil {
 		return nil, err
 	}
 	return startServer(name, dir, logw, func(port, pport int) []string {
-		return []string{abs, "--listen", "127.0.0.1:" + strconv.Itoa(port), "--http", "",
+		return append([]string{abs, "--listen", "127.0.0.1:" + strconv.Itoa(port), "--http", "",
 			"--data-dir", filepath.Join(dir, name+"-data"), "--log-level", "warn",
-			"--pprof", "127.0.0.1:" + strconv.Itoa(pport), "--procs", strconv.Itoa(procs)}
+			"--pprof", "127.0.0.1:" + strconv.Itoa(pport), "--procs", strconv.Itoa(procs)}, extra...)
 	})
 }
 

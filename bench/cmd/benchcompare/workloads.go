@@ -69,9 +69,16 @@ func luaCmd(sha string, limit, windowSec int) string {
 	return fmt.Sprintf("EVALSHA %s 1 key:%s %d %d %s 1 0", sha, load.RandInt, limit, windowSec*1_000_000, load.NowMicros)
 }
 
+// variant is another configuration of rlserver, run on the RL.CHECK token
+// rows only; suffix is added to their labels.
+type variant struct {
+	suffix string
+	srv    *server
+}
+
 // pairedWorkloads lists the workloads in the order a round runs them, each
 // rlserver workload next to its Redis counterpart.
-func pairedWorkloads(rl, rlAll, rd *server, shas map[string]string) []workload {
+func pairedWorkloads(rl *server, variants []variant, rd *server, shas map[string]string) []workload {
 	rlCheck := func(a string) workload {
 		return workload{"RL.CHECK " + a, rl, fmt.Sprintf("RL.CHECK key:%s %s 100 60", load.RandInt, a)}
 	}
@@ -82,8 +89,8 @@ func pairedWorkloads(rl, rlAll, rd *server, shas map[string]string) []workload {
 		return nil
 	}
 	ws := []workload{rlCheck("token")}
-	if rlAll != nil {
-		ws = append(ws, workload{"RL.CHECK token, all cores", rlAll, rlCheck("token").Cmd})
+	for _, v := range variants {
+		ws = append(ws, workload{"RL.CHECK token" + v.suffix, v.srv, rlCheck("token").Cmd})
 	}
 	ws = append(ws, workload{"INCR", rd, "INCR key:" + load.RandInt})
 	ws = append(ws, lua("token")...)
@@ -98,8 +105,8 @@ func pairedWorkloads(rl, rlAll, rd *server, shas map[string]string) []workload {
 
 // throughput runs every workload o.rounds times at one pipeline depth,
 // alternating servers, and returns the medians.
-func throughput(ctx context.Context, o options, rl, rlAll, rd *server, shas map[string]string, pipeline int) ([]Run, error) {
-	ws := pairedWorkloads(rl, rlAll, rd, shas)
+func throughput(ctx context.Context, o options, rl *server, variants []variant, rd *server, shas map[string]string, pipeline int) ([]Run, error) {
+	ws := pairedWorkloads(rl, variants, rd, shas)
 	results := make([][]*load.Result, len(ws))
 	cpu := make([][]float64, len(ws))
 	for round := 0; round < o.rounds; round++ {
