@@ -25,9 +25,11 @@ func TestLoopHandsOverAClientThatDoesNotRead(t *testing.T) {
 	}
 	defer nc.Close()
 	nc.SetDeadline(time.Now().Add(20 * time.Second))
-	// 64 KiB replies, 200 of them: 12.8 MB, more than loopback buffers.
+	// 64 KiB replies, 400 of them: 26 MB, more than the socket buffers
+	// hold (the send buffer grows to tcp_wmem's 4 MiB at most, and a
+	// receive buffer its reader does not drain does not grow).
 	payload := strings.Repeat("x", 64<<10)
-	const n = 200
+	const n = 400
 	writeDone := make(chan error, 1)
 	go func() {
 		var err error
