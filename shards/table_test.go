@@ -346,8 +346,8 @@ func BenchmarkCheckBatch(b *testing.B) {
 	}
 }
 
-// BenchmarkLogBatch is BenchmarkCheckBatch for the log algorithm, whose
-// entries are two pointers away from the record.
+// BenchmarkLogBatch is BenchmarkCheckBatch for the log algorithm, on keys
+// of five entries, kept inline in their records.
 func BenchmarkLogBatch(b *testing.B) {
 	s := New(0)
 	p := engine.Params{Limit: 1000, Window: 3600e9}
@@ -359,23 +359,7 @@ func BenchmarkLogBatch(b *testing.B) {
 			s.Check(keys[i], engine.Log, p, 1, now+int64(j))
 		}
 	}
-	order := rand.New(rand.NewPCG(1, 2)).Perm(len(keys))
-	for _, pre := range []bool{false, true} {
-		b.Run(fmt.Sprintf("prefetch=%v", pre), func(b *testing.B) {
-			batch := make([][]byte, 16)
-			for i := 0; i < b.N; i += 16 {
-				for j := range batch {
-					batch[j] = keys[order[(i+j)%len(order)]]
-				}
-				if pre {
-					s.Prefetch(batch)
-				}
-				for _, k := range batch {
-					s.Check(k, engine.Log, p, 0, now+10)
-				}
-			}
-		})
-	}
+	benchLogBatches(b, s, keys, p, now+10)
 }
 
 // BenchmarkLogBatchTen is BenchmarkLogBatch for keys of ten entries six
@@ -395,6 +379,12 @@ func BenchmarkLogBatchTen(b *testing.B) {
 		}
 	}
 	now += 60e9
+	benchLogBatches(b, s, keys, p, now)
+}
+
+// benchLogBatches peeks (cost 0) at the log keys in batches of 16 in a
+// fixed random order, with and without Prefetch, at time now.
+func benchLogBatches(b *testing.B, s *Store, keys [][]byte, p engine.Params, now int64) {
 	order := rand.New(rand.NewPCG(1, 2)).Perm(len(keys))
 	for _, pre := range []bool{false, true} {
 		b.Run(fmt.Sprintf("prefetch=%v", pre), func(b *testing.B) {
