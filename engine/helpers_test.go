@@ -1,12 +1,12 @@
 package engine
 
 import (
-	"flag"
 	"math/rand/v2"
-	"os"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/rlserver/rlserver/internal/testseed"
 )
 
 const (
@@ -21,24 +21,11 @@ const base = 20000 * day
 
 var allAlgos = []Algo{Fixed, Sliding, Log, Token, Leaky, GCRA}
 
-var seedFlag = flag.Uint64("seed", 0, "seed for the randomized engine tests (also RL_SEED)")
-
 // newRand returns a generator seeded from -seed, RL_SEED or the clock, and
 // logs the seed so that a failure can be replayed.
 func newRand(t testing.TB) *rand.Rand {
-	seed := *seedFlag
-	if s := os.Getenv("RL_SEED"); seed == 0 && s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("RL_SEED=%q: %v", s, err)
-		}
-		seed = v
-	}
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (replay with -seed=%d or RL_SEED=%d)", seed, seed, seed)
-	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	t.Helper()
+	return testseed.Rand(t)
 }
 
 // step is one row of a time-stepped table: advance the fake clock, charge
