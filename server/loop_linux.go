@@ -284,25 +284,6 @@ func (l *loop) handoff(c *conn, err error) {
 	go l.s.resume(c, err)
 }
 
-// rawWrite writes p to fd without waiting: it returns how much the socket
-// took, and errAgain if that is not all of p.
-func rawWrite(fd uintptr, p []byte) (int, error) {
-	n := 0
-	for n < len(p) {
-		m, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[n])), uintptr(len(p)-n))
-		switch e {
-		case 0:
-			n += int(m)
-		case syscall.EINTR:
-		case syscall.EAGAIN:
-			return n, errAgain
-		default:
-			return n, e
-		}
-	}
-	return n, nil
-}
-
 // closeFD closes a descriptor served by a loop.
 func closeFD(fd int) {
 	if fd >= 0 {

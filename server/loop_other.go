@@ -20,5 +20,3 @@ func (s *Server) adopt(c *conn, nc net.Conn) bool { return false }
 func (s *Server) wakeLoops() {}
 
 func closeFD(fd int) {}
-
-func rawWrite(fd uintptr, p []byte) (int, error) { return 0, errors.New("no raw writes here") }

@@ -39,7 +39,7 @@ type rawSocket struct {
 
 	p       []byte // the buffer of the write in progress
 	n       int
-	errno   syscall.Errno
+	err     error // of the write in progress
 	writeFn func(fd uintptr) bool
 }
 
@@ -90,20 +90,32 @@ func (r *rawSocket) Read(p []byte) (int, error) {
 }
 
 func (r *rawSocket) write(fd uintptr) bool {
-	for r.n < len(r.p) {
-		n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&r.p[r.n])), uintptr(len(r.p)-r.n))
+	n, err := rawWrite(fd, r.p[r.n:])
+	r.n += n
+	if err == errAgain {
+		return false // wait until writable
+	}
+	r.err = err
+	return true
+}
+
+// rawWrite writes p to fd without waiting: it returns how much the socket
+// took, and errAgain if that is not all of p.
+func rawWrite(fd uintptr, p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		m, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[n])), uintptr(len(p)-n))
 		switch e {
 		case 0:
-			r.n += int(n)
+			n += int(m)
 		case syscall.EINTR:
 		case syscall.EAGAIN:
-			return false // wait until writable
+			return n, errAgain
 		default:
-			r.errno = e
-			return true
+			return n, e
 		}
 	}
-	return true
+	return n, nil
 }
 
 // Write writes all of p, like net.Conn's Write, waiting with the
@@ -112,15 +124,15 @@ func (r *rawSocket) Write(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	r.p, r.n, r.errno = p, 0, 0
+	r.p, r.n, r.err = p, 0, nil
 	err := r.rc.Write(r.writeFn)
 	n := r.n
 	r.p = nil
 	switch {
 	case err != nil:
 		return n, err
-	case r.errno != 0:
-		return n, r.errno
+	case r.err != nil:
+		return n, r.err
 	}
 	return n, nil
 }
