@@ -161,6 +161,19 @@ func Check(a Algo, st *State, p Params, cost, now int64) Result {
 	panic("engine: invalid algorithm " + a.String())
 }
 
+// Peek returns what Check with cost 0 returns, without changing st in any
+// way, whatever p is: a peek with other parameters than the key's state
+// was written with must leave that state for the next check. Check with
+// cost 0 may rewrite st (the log trims entries that have left the
+// window, and the window is p's).
+func Peek(a Algo, st *State, p Params, now int64) Result {
+	if a == Log {
+		return peekLog(st, p, now)
+	}
+	cp := *st
+	return Check(a, &cp, p, 0, now)
+}
+
 // ExpiresAt returns the time from which st, written under parameters p, is
 // indistinguishable from a fresh key, so the caller may drop it. A result
 // <= now means st may be dropped now.

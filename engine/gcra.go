@@ -27,30 +27,52 @@ type gcraStep struct {
 	retry   int64 // when limited and not never: ns until allowed
 	ttl     int64 // ns until the TAT, after the decision
 	newTAT  int64 // the TAT to store when allowed
+	next    int64 // the tolerance left after the decision (DVT - ttl), ns
 }
 
-// gcra runs redis-cell's rate_limit arithmetic.
-func gcra(tat, interval, dvt, quantity, now int64) gcraStep {
+// gcra runs redis-cell's rate_limit arithmetic for a request of quantity
+// against a tolerance of limit emission intervals. It saturates at the
+// int64 bounds where redis-cell's would overflow (its 64-bit products
+// wrap around, and its time library panics, which takes Redis down), and
+// groups the terms so that saturating one never flips a decision: a
+// quantity above the limit is never allowed, and a tolerance beyond 292
+// years is as good as unlimited. Within the range the results are
+// redis-cell's, bit for bit.
+func gcra(tat, interval, limit, quantity, now int64) gcraStep {
 	tat = max(tat, now)
-	inc := interval * quantity
-	newTAT := tat + inc
-	diff := now - (newTAT - dvt)
-	if diff < 0 {
-		return gcraStep{limited: true, never: inc > dvt, retry: -diff, ttl: tat - now}
+	// The request fits from TAT + interval*quantity - DVT on.
+	allowAt := satAdd(tat, satMul(interval, satSub(quantity, limit)))
+	if diff := satSub(now, allowAt); diff < 0 {
+		ttl := tat - now
+		return gcraStep{limited: true, never: mulGreater(interval, quantity, limit), retry: satSub(0, diff),
+			ttl: ttl, next: satSub(satMul(interval, limit), ttl)}
 	}
-	return gcraStep{ttl: newTAT - now, newTAT: newTAT}
+	newTAT := satAdd(tat, satMul(interval, quantity))
+	return gcraStep{ttl: satSub(newTAT, now), newTAT: newTAT,
+		next: satSub(satMul(interval, satSub(limit, quantity)), tat-now)}
+}
+
+// mulGreater reports whether interval*a > interval*b, exactly.
+func mulGreater(interval, a, b int64) bool {
+	switch {
+	case interval > 0:
+		return a > b
+	case interval < 0:
+		return a < b
+	}
+	return false
 }
 
 func checkGCRA(st *State, p Params, cost, now int64) Result {
 	capa := p.Capacity(GCRA)
 	interval := Interval(p.Limit, p.Window)
-	dvt := interval * capa
 	r := Result{Limit: capa}
 	var s gcraStep
 	if cost > capa {
-		s = gcraStep{limited: true, never: true, ttl: max(st.T, now) - now}
+		ttl := max(st.T, now) - now
+		s = gcraStep{limited: true, never: true, ttl: ttl, next: interval*capa - ttl}
 	} else {
-		s = gcra(st.T, interval, dvt, cost, now)
+		s = gcra(st.T, interval, capa, cost, now)
 	}
 	switch {
 	case s.never:
@@ -63,8 +85,8 @@ func checkGCRA(st *State, p Params, cost, now int64) Result {
 			st.T = s.newTAT
 		}
 	}
-	if next := dvt - s.ttl; next > 0 {
-		r.Remaining = next / interval
+	if s.next > 0 {
+		r.Remaining = s.next / interval
 	}
 	r.ResetAfter = s.ttl
 	return r
@@ -89,24 +111,25 @@ func (e errorString) Error() string { return string(e) }
 
 // CellThrottle runs CL.THROTTLE key max_burst count period quantity on st at
 // time now, with redis-cell's arithmetic exactly, including its handling of
-// quantity 0 (a peek) and of quantities above the burst (limited, retry -1).
-// period is in seconds.
+// quantity 0 (a peek) and of quantities above the burst (limited, retry -1),
+// except that it saturates where redis-cell's would overflow (see gcra;
+// the limit max_burst+1 too). period is in seconds.
 func CellThrottle(st *State, maxBurst, count, period, quantity, now int64) (CellResult, error) {
 	interval := Interval(count, period*1e9)
 	if interval == 0 {
 		return CellResult{}, ErrZeroRate
 	}
-	dvt := interval * (maxBurst + 1)
-	s := gcra(st.T, interval, dvt, quantity, now)
-	res := CellResult{Limited: s.limited, Limit: maxBurst + 1, RetryAfter: -1e9, ResetAfter: s.ttl}
+	limit := satAdd(maxBurst, 1)
+	s := gcra(st.T, interval, limit, quantity, now)
+	res := CellResult{Limited: s.limited, Limit: limit, RetryAfter: -1e9, ResetAfter: s.ttl}
 	if s.limited && !s.never {
 		res.RetryAfter = s.retry
 	}
 	if !s.limited && quantity != 0 {
 		st.T = s.newTAT
 	}
-	if next := dvt - s.ttl; next > -interval {
-		res.Remaining = cellDiv(next/1000, interval/1000)
+	if s.next > -interval {
+		res.Remaining = cellDiv(s.next/1000, interval/1000)
 	}
 	return res, nil
 }

@@ -98,37 +98,61 @@ func (r *Ring) TrimBefore(t int64) {
 }
 
 func checkLog(st *State, p Params, cost, now int64) Result {
-	r := Result{Limit: p.Limit}
 	ring := st.Log
 	if ring == nil {
 		ring = &Ring{}
 	}
 	ring.TrimBefore(now - p.Window)
 	sum := ring.Sum()
-	if sum+cost <= p.Limit {
+	if sum+cost <= p.Limit && cost > 0 {
+		ring.Push(Entry{At: now, Cost: cost})
+		st.Log = ring
+		r := logResult(ring, 0, sum+cost, p, 0, now)
 		r.Allowed = true
-		if cost > 0 {
-			ring.Push(Entry{At: now, Cost: cost})
-			st.Log = ring
-			sum += cost
-		}
-	} else if cost > p.Limit {
+		return r
+	}
+	return logResult(ring, 0, sum, p, cost, now)
+}
+
+// peekLog is checkLog with cost 0 that leaves st as it is: the entries
+// that have left the window are skipped, not trimmed.
+func peekLog(st *State, p Params, now int64) Result {
+	if st.Log == nil {
+		return logResult(nil, 0, 0, p, 0, now)
+	}
+	ring, from, sum := st.Log, 0, st.Log.Sum()
+	for from < ring.Len() && ring.At(from).At <= now-p.Window {
+		sum -= ring.At(from).Cost
+		from++
+	}
+	return logResult(ring, from, sum, p, 0, now)
+}
+
+// logResult is the decision for cost on a log whose entries in the window
+// are ring's from index from on (ring may be nil when there are none),
+// costing sum together. It changes nothing.
+func logResult(ring *Ring, from int, sum int64, p Params, cost, now int64) Result {
+	r := Result{Limit: p.Limit}
+	switch {
+	case sum+cost <= p.Limit:
+		r.Allowed = true
+	case cost > p.Limit:
 		r.RetryAfter = -1
-	} else {
-		r.RetryAfter = logRetry(ring, p, cost, now)
+	default:
+		r.RetryAfter = logRetry(ring, from, sum, p, cost, now)
 	}
 	r.Remaining = max(p.Limit-sum, 0)
-	if ring.Len() > 0 {
+	if ring != nil && ring.Len() > from {
 		r.ResetAfter = ring.Last().At + p.Window - now
 	}
 	return r
 }
 
-// logRetry returns the time until enough of the oldest entries have left
-// the window for cost to fit: entry e leaves it at e.At + W.
-func logRetry(ring *Ring, p Params, cost, now int64) int64 {
-	sum := ring.Sum()
-	for i := 0; i < ring.Len(); i++ {
+// logRetry returns the time until enough of the oldest entries in the
+// window (ring's from index from on, costing sum) have left it for cost
+// to fit: entry e leaves it at e.At + W.
+func logRetry(ring *Ring, from int, sum int64, p Params, cost, now int64) int64 {
+	for i := from; ring != nil && i < ring.Len(); i++ {
 		e := ring.At(i)
 		sum -= e.Cost
 		if sum+cost <= p.Limit {

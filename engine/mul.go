@@ -33,6 +33,60 @@ func mulLE(a, b, c, d uint64) bool {
 	return h1 < h2 || (h1 == h2 && l1 <= l2)
 }
 
+// Saturating int64 arithmetic, for CL.THROTTLE, whose arguments may be
+// anything in the int64 range: a result beyond it is the nearest bound.
+
+const (
+	maxInt64 = 1<<63 - 1
+	minInt64 = -1 << 63
+)
+
+// satAdd returns a+b, saturated.
+func satAdd(a, b int64) int64 {
+	c := a + b
+	switch {
+	case a > 0 && b > 0 && c < 0:
+		return maxInt64
+	case a < 0 && b < 0 && c >= 0:
+		return minInt64
+	}
+	return c
+}
+
+// satSub returns a-b, saturated.
+func satSub(a, b int64) int64 {
+	if b == minInt64 {
+		if a >= 0 {
+			return maxInt64
+		}
+		return a - b
+	}
+	return satAdd(a, -b)
+}
+
+// satMul returns a*b, saturated.
+func satMul(a, b int64) int64 {
+	neg := (a < 0) != (b < 0)
+	hi, lo := bits.Mul64(absU(a), absU(b))
+	switch {
+	case neg && (hi != 0 || lo > 1<<63):
+		return minInt64
+	case neg:
+		return int64(-lo) // -2^63 included
+	case hi != 0 || lo > maxInt64:
+		return maxInt64
+	}
+	return int64(lo)
+}
+
+// absU returns |a| as a uint64 (2^63 for the smallest int64).
+func absU(a int64) uint64 {
+	if a < 0 {
+		return uint64(-a)
+	}
+	return uint64(a)
+}
+
 // u128 is an unsigned 128-bit integer for the bucket arithmetic.
 type u128 struct{ hi, lo uint64 }
 
