@@ -7,9 +7,10 @@ import (
 	"github.com/rlserver/rlserver/internal/strictjson"
 )
 
-// DecodeJSON decodes one rule from a JSON object. Unknown fields, wrong
-// types, malformed JSON and trailing data are *ValidationErrors naming the
-// field (ErrUnknown, ErrType, ErrSyntax). It does not validate the values:
+// DecodeJSON decodes one rule from a JSON object. Unknown fields, fields
+// given twice, wrong types, malformed JSON and trailing data are
+// *ValidationErrors naming the field (ErrUnknown, ErrTwice, ErrType,
+// ErrSyntax). It does not validate the values:
 // call Validate or Compile.
 func DecodeJSON(data []byte) (Rule, error) {
 	var r Rule
@@ -21,6 +22,8 @@ func DecodeJSON(data []byte) (Rule, error) {
 	switch {
 	case se.Unknown:
 		return r, invalid(r.ID, se.Field, ErrUnknown, "")
+	case se.Duplicate:
+		return r, invalid(r.ID, se.Field, ErrTwice, "")
 	case se.Field != "":
 		return r, invalid(r.ID, se.Field, ErrType, se.Reason)
 	}

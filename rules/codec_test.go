@@ -32,6 +32,8 @@ func TestDecodeJSONErrorsNameTheField(t *testing.T) {
 		{`{"id":"a","limit":1.5}`, "limit", ErrType, "want an integer"},
 		{`{"id":"a","window":60}`, "window", ErrType, "want a string, got number"},
 		{`{"id":"a","shadow":"yes"}`, "shadow", ErrType, "want true or false"},
+		{`{"id":"a","limit":5,"limit":500}`, "limit", ErrTwice, "limit: is given twice"},
+		{`{"id":"a","limit":5,"LIMIT":500}`, "LIMIT", ErrTwice, "LIMIT: is given twice"},
 		{`{"id":"a",`, "", ErrSyntax, "unexpected end"},
 		{`{"id":"a"} {}`, "", ErrSyntax, "after the object"},
 		{`[1]`, "", ErrSyntax, "want a JSON object"},
@@ -70,6 +72,34 @@ func FuzzDecodeJSON(f *testing.F) {
 		back, err := DecodeJSON(EncodeJSON(c.Rule))
 		if err != nil || back != c.Rule {
 			t.Fatalf("round trip of %+v: %+v, %v", c.Rule, back, err)
+		}
+	})
+}
+
+// FuzzRuleJSON: whatever the input, DecodeJSON does not panic; it fails
+// with a *ValidationError naming the reason, or it decodes a rule that
+// encodes back to JSON decoding to the same rule, whose validation does
+// not panic either. Its corpus (testdata/fuzz/FuzzRuleJSON) holds the
+// documents of issue 10: keys given twice, in other cases, escaped.
+func FuzzRuleJSON(f *testing.F) {
+	f.Add([]byte(`{"id":"a","target":"*","tier":"*","key_type":"ip","algo":"gcra","limit":5,"window":"1m","burst":10}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := DecodeJSON(data)
+		if err != nil {
+			var ve *ValidationError
+			if !errors.As(err, &ve) || !errors.Is(err, ErrInvalid) {
+				t.Fatalf("%q: error %v is not a *ValidationError", data, err)
+			}
+			return
+		}
+		back, err := DecodeJSON(EncodeJSON(r))
+		if err != nil || back != r {
+			t.Fatalf("%q: decoded %+v, which round-trips to %+v, %v", data, r, back, err)
+		}
+		if err := r.Validate(10000); err == nil {
+			if _, err := Compile(r, 10000); err != nil {
+				t.Fatalf("%q: valid, but Compile fails: %v", data, err)
+			}
 		}
 	})
 }

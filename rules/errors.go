@@ -24,6 +24,7 @@ var (
 	ErrBurst   = errors.New("must be a non-negative integer no larger than 2^48, and is for token, leaky and gcra only")
 	ErrType    = errors.New("has the wrong type")
 	ErrUnknown = errors.New("is not a rule field (fields are id, target, tier, key_type, algo, limit, window, burst, shadow)")
+	ErrTwice   = errors.New("is given twice")
 	ErrSyntax  = errors.New("is not valid JSON")
 )
 

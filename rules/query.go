@@ -25,7 +25,19 @@ type Query struct {
 	Best    int    // index in Evals of the most restrictive rule; -1 if none matched
 
 	keys []byte // backing store of the Evals' keys
+	// index finds an identifier's position in IDs by type once there are
+	// more than smallQuery of them, so that adding and matching n
+	// identifiers is not quadratic in n; nil below that.
+	index map[string]int
 }
+
+// smallQuery is the number of identifiers up to which a Query finds a
+// type by scanning IDs, which allocates nothing.
+const smallQuery = 8
+
+// keptIDs is the IDs capacity a Query keeps across Reset; a larger one,
+// grown for one large request, is let go.
+const keptIDs = 64
 
 // Eval is one matching rule and its result.
 type Eval struct {
@@ -40,22 +52,43 @@ func (q *Query) Reset() {
 	clear(q.Evals)
 	q.Target, q.Tier, q.Cost = nil, nil, 0
 	q.IDs = q.IDs[:0]
+	if cap(q.IDs) > keptIDs {
+		q.IDs = nil
+	}
+	q.index = nil
 	q.Evals = q.Evals[:0]
 	q.Allowed, q.Best = false, -1
 	q.keys = q.keys[:0]
 }
 
 // AddID adds an identifier and reports false, adding nothing, if q already
-// has one of that type.
+// has one of that type. It takes constant time on average, however many
+// identifiers q has.
 func (q *Query) AddID(typ, value []byte) bool {
 	if _, dup := q.value(string(typ)); dup {
 		return false
 	}
 	q.IDs = append(q.IDs, ID{Type: typ, Value: value})
+	if len(q.IDs) > smallQuery {
+		if q.index == nil {
+			q.index = make(map[string]int, 2*len(q.IDs))
+			for i, id := range q.IDs {
+				q.index[string(id.Type)] = i
+			}
+		}
+		q.index[string(typ)] = len(q.IDs) - 1
+	}
 	return true
 }
 
 func (q *Query) value(typ string) ([]byte, bool) {
+	if q.index != nil {
+		i, ok := q.index[typ]
+		if !ok {
+			return nil, false
+		}
+		return q.IDs[i].Value, true
+	}
 	for i := range q.IDs {
 		if string(q.IDs[i].Type) == typ {
 			return q.IDs[i].Value, true

@@ -1,6 +1,6 @@
 // Package strictjson decodes one JSON document into a struct, rejecting
-// unknown fields, wrong types and trailing data, with errors that name the
-// offending field. rules and httpapi share it so that a bad request body
+// unknown fields, duplicate keys, wrong types and trailing data, with
+// errors that name the offending field. rules and httpapi share it so that a bad request body
 // and a bad rule read the same way.
 package strictjson
 
@@ -22,6 +22,8 @@ type Error struct {
 	Reason string
 	// Unknown is true when Field is not a field of the target struct.
 	Unknown bool
+	// Duplicate is true when Field appears twice in one object.
+	Duplicate bool
 }
 
 // Error returns "field: reason", or the reason alone for the document.
@@ -34,8 +36,21 @@ func (e *Error) Error() string {
 
 // Decode decodes exactly one JSON value from data into v, which must be a
 // pointer to a struct. It returns an *Error for malformed JSON, a value
-// that is not an object, unknown fields, wrong types and trailing data.
+// that is not an object, unknown fields, a key given twice in one object
+// (keys that differ only in case count as the same: encoding/json would
+// give both to one field, the last one winning), wrong types and trailing
+// data.
 func Decode(data []byte, v any) error {
+	if err := decode(data, v); err != nil {
+		return err
+	}
+	if key, ok := duplicateKey(data); ok {
+		return &Error{Field: key, Reason: "is given twice", Duplicate: true}
+	}
+	return nil
+}
+
+func decode(data []byte, v any) error {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return &Error{Reason: "empty body: want a JSON object"}
 	}
@@ -48,6 +63,51 @@ func Decode(data []byte, v any) error {
 		return &Error{Reason: fmt.Sprintf("malformed JSON: unexpected data after the object at offset %d", dec.InputOffset())}
 	}
 	return nil
+}
+
+// duplicateKey returns the first key of data, a valid JSON document, that
+// appears twice in one object, ignoring case.
+func duplicateKey(data []byte) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	// One frame per open object or array: an object's keys so far, and
+	// whether its next string is a key.
+	type frame struct {
+		keys map[string]bool
+		key  bool
+	}
+	var stack []frame
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		top := len(stack) - 1
+		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
+			stack = stack[:top]
+			if top > 0 && stack[top-1].keys != nil {
+				stack[top-1].key = true
+			}
+			continue
+		}
+		if s, ok := tok.(string); ok && top >= 0 && stack[top].key {
+			folded := strings.ToLower(s)
+			if stack[top].keys[folded] {
+				return s, true
+			}
+			stack[top].keys[folded], stack[top].key = true, false
+			continue
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, frame{keys: map[string]bool{}, key: true})
+		case json.Delim('['):
+			stack = append(stack, frame{})
+		default: // a value in an object: a key comes next
+			if top >= 0 && stack[top].keys != nil {
+				stack[top].key = true
+			}
+		}
+	}
 }
 
 func describe(err error) error {

@@ -6,6 +6,7 @@ package testserver
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"net/http"
 	"sync"
@@ -27,6 +28,9 @@ type Options struct {
 	MaxLogLimit    int64
 	DisableMetrics bool
 	Shards         int
+	Logger         *slog.Logger // nil discards the log
+	MaxMemory      int64        // bytes; 0 is unbounded
+	Policy         shards.Policy
 }
 
 // Node is a running single-node rlserver.
@@ -44,11 +48,12 @@ type Node struct {
 // Start runs a Node for opt and stops it when t ends.
 func Start(t testing.TB, opt Options) *Node {
 	t.Helper()
-	n := &Node{Store: shards.New(opt.Shards), Registry: prometheus.NewRegistry()}
+	n := &Node{Store: shards.NewStore(shards.Options{Shards: opt.Shards, MaxMemory: opt.MaxMemory, Policy: opt.Policy}),
+		Registry: prometheus.NewRegistry()}
 	n.Server = server.New(server.Config{
 		Limiter: n.Store, RequirePass: opt.RequirePass, AdminToken: opt.AdminToken,
 		MaxLogLimit: opt.MaxLogLimit, Clock: opt.Clock, Registerer: n.Registry,
-		DisableMetrics: opt.DisableMetrics,
+		DisableMetrics: opt.DisableMetrics, Logger: opt.Logger,
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -61,6 +66,7 @@ func Start(t testing.TB, opt Options) *Node {
 	hs := &http.Server{Handler: httpapi.New(httpapi.Config{
 		Gatherer: n.Registry, Checker: n.Store, Rules: n.Store, AdminToken: opt.AdminToken,
 		CheckToken: opt.RequirePass, Clock: opt.Clock, MaxLogLimit: opt.MaxLogLimit, Registerer: n.Registry,
+		Metrics: n.Server, Logger: opt.Logger,
 	})}
 	n.Addr, n.URL = ln.Addr().String(), "http://"+hln.Addr().String()
 	var wg sync.WaitGroup
