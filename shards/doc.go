@@ -14,7 +14,8 @@
 //
 // CheckAll (multi.go) charges several keys all or nothing, holding their
 // shards' locks in index order; CheckRules runs it for the rules that
-// match a request. The rule table (rules.go) is part of the Store's state,
+// match a request. Transact (tx.go) holds the shards of a group of commands'
+// keys, in the same order, while they run through a Tx (for EXEC). The rule table (rules.go) is part of the Store's state,
 // changed only through SetRule, CreateRule and DeleteRule, so that rules
 // travel with the counters.
 package shards

@@ -278,7 +278,7 @@ func logPart(rec []byte) int {
 // record whose log has spilled, and false for other records.
 func spilledRing(rec []byte) (uint32, int32, bool) {
 	_, pos := recKey(rec)
-	if engine.Algo(rec[pos]) != engine.Log {
+	if engine.Algo(rec[pos]&^dirtyBit) != engine.Log {
 		return 0, 0, false
 	}
 	pos = logPart(rec)

@@ -77,7 +77,10 @@ func runLogSteps(t *testing.T, p engine.Params, steps []logStep) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := engine.Check(engine.Log, &st, p, c.cost, now)
+		want := engine.Peek(engine.Log, &st, p, now) // a peek changes nothing
+		if c.cost > 0 {
+			want = engine.Check(engine.Log, &st, p, c.cost, now)
+		}
 		if got != want || got.Allowed != c.allowed || got.Remaining != c.remaining {
 			t.Fatalf("step %d: store %+v, engine %+v, want allowed %v remaining %d", i, got, want, c.allowed, c.remaining)
 		}
@@ -98,8 +101,9 @@ func TestLogInlineSteps(t *testing.T) {
 	const sec = int64(1e9)
 	p10 := engine.Params{Limit: 10, Window: 10 * sec}
 	// Crossing spillAt up, then unspillAt down as the window moves on: 40
-	// entries a second apart, then a peek when all but unspillAt+1 have
-	// left the window, and one a second later.
+	// entries a second apart, then a denied check (which trims; a peek
+	// changes nothing) when all but unspillAt+1 have left the window, and
+	// one a second later.
 	big := engine.Params{Limit: 100, Window: 100 * sec}
 	var cross []logStep
 	for i := 1; i <= 40; i++ {
@@ -107,9 +111,10 @@ func TestLogInlineSteps(t *testing.T) {
 	}
 	u := int64(unspillAt)
 	cross = append(cross,
-		logStep{(99 - u) * sec, 0, true, 100 - u - 1, unspillAt + 1, true, 0}, // the window has moved past all but unspillAt+1
-		logStep{sec, 0, true, 100 - u, unspillAt, false, 0},                   // back inline at unspillAt
-		logStep{0, 1, true, 100 - u - 1, unspillAt + 1, false, 0},             // and stays there
+		logStep{(99 - u) * sec, 0, true, 100 - u - 1, 40, true, 0},  // a peek trims nothing
+		logStep{0, 101, false, 100 - u - 1, unspillAt + 1, true, 0}, // the window has moved past all but unspillAt+1
+		logStep{sec, 101, false, 100 - u, unspillAt, false, 0},      // back inline at unspillAt
+		logStep{0, 1, true, 100 - u - 1, unspillAt + 1, false, 0},   // and stays there
 	)
 	// Gaps of every width up to MaxWindow: all gap words take the width
 	// of the longest. The log part is the count, the first cost, the width
@@ -143,7 +148,8 @@ func TestLogInlineSteps(t *testing.T) {
 		{"trimming every entry drops the key", p10, []logStep{
 			{0, 1, true, 9, 1, false, 0},
 			{sec, 2, true, 7, 2, false, 0},
-			{20 * sec, 0, true, 10, 0, false, 0},
+			{20 * sec, 0, true, 10, 2, false, 0}, // a peek leaves expired state to the sweep
+			{0, 11, false, 10, 0, false, 0},      // a denied check drops it
 			{0, 1, true, 9, 1, false, 2},
 			{10 * sec, 1, true, 9, 1, false, 2}, // the old entry leaves as the new one comes
 		}},
@@ -280,11 +286,10 @@ func logDifferential(t *testing.T, rng *rand.Rand, steps int) (ups, downs int) {
 		case n < 80:
 			cost := diffCost(rng, k.p)
 			got, err := s.Check(k.key, k.algo, k.p, cost, now)
-			want := engine.Check(k.algo, &k.st, k.p, cost, now)
+			want := k.check(cost, now)
 			if err != nil || got != want {
 				t.Fatalf("%s: cost %d at %d: store %+v (%v), engine %+v", at, cost, now, got, err, want)
 			}
-			k.exp = engine.ExpiresAt(k.algo, &k.st, k.p)
 		case n < 92:
 			diffCheckAll(t, rng, s, keys, now, at)
 		case n < 95:
@@ -355,8 +360,7 @@ func diffCheckAll(t *testing.T, rng *rand.Rand, s *Store, keys []*diffKey, now i
 		var want engine.Result
 		switch {
 		case wantAllowed:
-			want = engine.Check(k.algo, &k.st, k.p, cost, now)
-			k.exp = engine.ExpiresAt(k.algo, &k.st, k.p)
+			want = k.check(cost, now)
 		case pass[i]:
 			c := cloneState(&k.st)
 			want = engine.Check(k.algo, &c, k.p, 0, now)
@@ -368,6 +372,17 @@ func diffCheckAll(t *testing.T, rng *rand.Rand, s *Store, keys []*diffKey, now i
 			t.Fatalf("%s: CheckAll cost %d, op %s: %+v, engine %+v", at, cost, k.key, ops[i].Result, want)
 		}
 	}
+}
+
+// check charges cost to the engine's model of k at now, as the store
+// does: a check of cost 0 is a peek and changes nothing.
+func (k *diffKey) check(cost, now int64) engine.Result {
+	if cost == 0 {
+		return engine.Peek(k.algo, &k.st, k.p, now)
+	}
+	r := engine.Check(k.algo, &k.st, k.p, cost, now)
+	k.exp = engine.ExpiresAt(k.algo, &k.st, k.p)
+	return r
 }
 
 // cloneState returns a deep copy of st.
@@ -472,7 +487,7 @@ func TestCheckAllTwoLogsInOneShard(t *testing.T) {
 		}
 		if allowed {
 			for _, k := range ks {
-				engine.Check(engine.Log, &k.st, p, c.cost, now)
+				k.check(c.cost, now)
 			}
 		}
 		for _, k := range []*diffKey{short, long} {

@@ -42,8 +42,8 @@ type Op struct {
 // order, for the whole decision, so that concurrent calls and Check never
 // see half of it. Each op is decided first on a copy of its state (the log
 // algorithm, whose entries are in a ring shared with the table, is decided
-// with a cost-0 check that only trims entries outside the window), then
-// committed only if the whole check passes. now is as for Check; all
+// with a peek), then committed only if the whole check passes; a check of
+// cost 0 commits nothing. now is as for Check; all
 // shards involved move to the latest clock among them.
 //
 // It returns a *WrongTypeError (nothing charged) if a key holds another
@@ -55,6 +55,12 @@ func (s *Store) CheckAll(ops []Op, cost, now int64) (bool, error) {
 	}
 	s.lockAll(ops, true)
 	defer s.lockAll(ops, false)
+	return s.checkLocked(ops, cost, now)
+}
+
+// checkLocked is CheckAll on prepared ops whose shards the caller has
+// locked.
+func (s *Store) checkLocked(ops []Op, cost, now int64) (bool, error) {
 	for i := range ops {
 		now = max(now, s.shards[ops[i].shard].clock)
 	}
@@ -68,6 +74,7 @@ func (s *Store) CheckAll(ops []Op, cost, now int64) (bool, error) {
 	}
 	for i := range ops {
 		switch op := &ops[i]; {
+		case cost == 0: // a peek: decide's result is the answer
 		case op.pass && allowed:
 			s.commit(op, cost, now)
 		case op.pass:
@@ -112,8 +119,7 @@ func (s *Store) lockAll(ops []Op, lock bool) {
 	}
 }
 
-// decide sets op.Result and op.pass without changing any decision-relevant
-// state. Call with the op's shard locked. The log's ring is the key's own
+// decide sets op.Result and op.pass without changing any state. Call with the op's shard locked. The log's ring is the key's own
 // or its shard's scratch ring, which the next op of the shard overwrites:
 // decide keeps nothing of it, and commit decodes the key again.
 func (s *Store) decide(op *Op, cost, now int64) error {
@@ -121,6 +127,11 @@ func (s *Store) decide(op *Op, cost, now int64) error {
 	e := sh.get(op.Key, now)
 	if e != nil && e.algo != op.Algo && !op.Replace {
 		return &WrongTypeError{Held: e.algo, Want: op.Algo}
+	}
+	if (e == nil || e.algo != op.Algo) && cost > 0 && s.limits.policy == NoEviction {
+		if err := sh.room(); err != nil {
+			return err // a new key, and no room: nothing is charged
+		}
 	}
 	var st engine.State
 	if e != nil && e.algo == op.Algo {
@@ -133,10 +144,10 @@ func (s *Store) decide(op *Op, cost, now int64) error {
 		op.pass = op.Result.Allowed
 		return nil
 	}
-	// A cost-0 check never adds to the ring; it only trims entries that
-	// have left the window, which changes no future decision. The request
-	// fits iff that check allows and leaves at least cost remaining.
-	r := engine.Check(engine.Log, &st, op.Params, 0, now)
+	// A peek changes nothing, not even the ring shared with the table.
+	// The request fits iff the peek allows and shows at least cost
+	// remaining.
+	r := engine.Peek(engine.Log, &st, op.Params, now)
 	op.pass = r.Allowed && r.Remaining >= cost
 	if !op.pass && cost > 0 {
 		r = engine.Check(engine.Log, &st, op.Params, cost, now) // denies: adds nothing
@@ -150,10 +161,11 @@ func (s *Store) commit(op *Op, cost, now int64) {
 	sh := &s.shards[op.shard]
 	e := sh.get(op.Key, now)
 	if e != nil && e.algo != op.Algo {
-		sh.drop(e)
+		sh.remove(op.Key, e)
 		e = nil
 	}
 	if e == nil {
+		sh.room() // VolatileTTL: NoEviction refused in decide
 		st := sh.tab.fresh(op.Algo)
 		op.Result = engine.Check(op.Algo, &st, op.Params, cost, now)
 		if exp := engine.ExpiresAt(op.Algo, &st, op.Params); exp > now {

@@ -15,6 +15,12 @@ type ruleTable struct {
 	mu  sync.Mutex
 	set atomic.Pointer[rules.Set]
 	ops sync.Pool // *[]Op, scratch for CheckRules
+
+	// With the journal on, every change is appended to changes as a
+	// record (see records.go), in the order made, under mu.
+	journal  bool
+	changes  []byte
+	nchanges int
 }
 
 // The rule mutations below (SetRule, CreateRule, DeleteRule) are, like
@@ -29,16 +35,18 @@ type ruleTable struct {
 // are *rules.ValidationError. It does not apply --max-log-limit: the
 // caller, which knows it, calls r.Validate first.
 func (s *Store) SetRule(r rules.Rule) (bool, error) {
-	return s.putRule(r, false)
+	return s.putRule(r, false, true)
 }
 
 // CreateRule is SetRule that fails with rules.ErrExists if the id is taken.
 func (s *Store) CreateRule(r rules.Rule) error {
-	_, err := s.putRule(r, true)
+	_, err := s.putRule(r, true, true)
 	return err
 }
 
-func (s *Store) putRule(r rules.Rule, onlyNew bool) (bool, error) {
+// putRule stores r (if onlyNew, only if its id is free), listing the
+// change in the journal if note is set and the journal is on.
+func (s *Store) putRule(r rules.Rule, onlyNew, note bool) (bool, error) {
 	c, err := rules.Compile(r, 0)
 	if err != nil {
 		return false, err
@@ -52,6 +60,10 @@ func (s *Store) putRule(r rules.Rule, onlyNew bool) (bool, error) {
 	}
 	next, added := cur.With(c)
 	t.set.Store(next)
+	if note && t.journal {
+		t.changes = appendRuleSet(t.changes, c.Rule)
+		t.nchanges++
+	}
 	return added, nil
 }
 
@@ -59,14 +71,40 @@ func (s *Store) putRule(r rules.Rule, onlyNew bool) (bool, error) {
 // existed. Its counters are left to expire. The error is always nil (see
 // Reset).
 func (s *Store) DeleteRule(id string) (bool, error) {
-	t := &s.rules
+	return s.rules.remove(id, true), nil
+}
+
+// remove deletes rule id and reports whether it existed, listing the
+// change in the journal if note is set and the journal is on.
+func (t *ruleTable) remove(id string, note bool) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	next, ok := t.set.Load().Without(id)
 	if ok {
 		t.set.Store(next)
+		if note && t.journal {
+			t.changes = appendRuleDel(t.changes, id)
+			t.nchanges++
+		}
 	}
-	return ok, nil
+	return ok
+}
+
+// takeChanges appends the listed rule changes to dst and empties the list.
+func (t *ruleTable) takeChanges(dst []byte) ([]byte, int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	dst, n := append(dst, t.changes...), t.nchanges
+	t.changes, t.nchanges = t.changes[:0], 0
+	return dst, n
+}
+
+// reset removes every rule and the listed changes.
+func (t *ruleTable) reset() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.set.Store(nil)
+	t.changes, t.nchanges = t.changes[:0], 0
 }
 
 // Rule returns the rule with the given id.
@@ -98,7 +136,13 @@ func (s *Store) RuleCount() int { return s.rules.set.Load().Len() }
 // limit. It does not allocate once q and the Store's scratch have grown,
 // unless a counter is new.
 func (s *Store) CheckRules(q *rules.Query, now int64) error {
-	s.rules.set.Load().Match(q)
+	return s.checkRules(s.rules.set.Load(), q, now, s.CheckAll)
+}
+
+// checkRules evaluates q against set, charging its counters with checkAll
+// (CheckAll, or a transaction's check on shards it holds).
+func (s *Store) checkRules(set *rules.Set, q *rules.Query, now int64, checkAll func([]Op, int64, int64) (bool, error)) error {
+	set.Match(q)
 	q.Allowed, q.Best = true, -1
 	if len(q.Evals) == 0 {
 		return nil
@@ -112,7 +156,7 @@ func (s *Store) CheckRules(q *rules.Query, now int64) error {
 		c := q.Evals[i].Rule
 		ops = append(ops, Op{Key: q.Evals[i].Key, Algo: c.Algo, Params: c.Params, Shadow: c.Rule.Shadow, Replace: true})
 	}
-	allowed, err := s.CheckAll(ops, q.Cost, now)
+	allowed, err := checkAll(ops, q.Cost, now)
 	for i := range ops {
 		q.Evals[i].Result = ops[i].Result
 	}

@@ -38,6 +38,7 @@ type entry struct {
 	algo    engine.Algo
 	expires int64 // ns; the state may be dropped from then on
 	st      engine.State
+	dirty   bool   // listed in the shard's journal since it was last collected
 	slot    int    // the key's index slot, set by get, for update and drop
 	size    int    // the length of its record, set by get
 	spilled bool   // log: st.Log is a ring of the table's rings, not inline
@@ -50,9 +51,18 @@ type entry struct {
 type shard struct {
 	mu      sync.Mutex
 	tab     table
-	clock   int64 // the latest time seen, ns
-	scratch entry // returned by get
-	_       [40]byte
+	clock   int64   // the latest time seen, ns
+	scratch entry   // returned by get
+	journal bool    // record changes (see journal.go)
+	jbuf    []byte  // eager records since the last collection
+	jbase   int64   // the time jbuf's relative records are relative to
+	based   bool    // jbuf holds jbase's record
+	nrec    int     // records in jbuf
+	lazy    bool    // jbuf is full: record by listing keys
+	jkeys   []byte  // the keys listed since the last collection
+	evicted int64   // keys evicted (see evict)
+	lim     *limits // the Store's memory bound (see room)
+	rng     uint64  // xorshift state for choosing victims
 }
 
 // tick returns max(now, latest time seen) and records it. Call with mu held.
@@ -117,21 +127,40 @@ type Store struct {
 	shards []shard
 	mask   uint64
 	rules  ruleTable // see rules.go
+	limits limits    // see evict.go
+
+	// The journal (see journal.go): jmu serialises collections with
+	// Flush, which sets flushed.
+	journal bool
+	jmu     sync.Mutex
+	flushed bool
 }
 
 // DefaultShards is the shard count New uses for n <= 0.
 const DefaultShards = 256
 
-// New returns an empty Store with n shards, rounded up to a power of two.
-func New(n int) *Store {
+// New returns an empty Store with n shards, rounded up to a power of two,
+// and no memory bound.
+func New(n int) *Store { return NewStore(Options{Shards: n}) }
+
+// NewStore returns an empty Store configured by o.
+func NewStore(o Options) *Store {
+	n := o.Shards
 	if n <= 0 {
 		n = DefaultShards
 	}
-	size := 1
+	size, shift := 1, uint(0)
 	for size < n {
 		size <<= 1
+		shift++
 	}
-	return &Store{shards: make([]shard, size), mask: uint64(size - 1)}
+	s := &Store{shards: make([]shard, size), mask: uint64(size - 1),
+		limits: limits{max: o.MaxMemory, policy: o.Policy, other: o.Other, shift: shift}}
+	for i := range s.shards {
+		s.shards[i].rng = uint64(i+1) * 0x9e3779b97f4a7c15
+		s.shards[i].lim = &s.limits
+	}
+	return s
 }
 
 func (s *Store) shardFor(key []byte) *shard {
@@ -140,17 +169,30 @@ func (s *Store) shardFor(key []byte) *shard {
 
 // Check charges cost against key with algorithm a and parameters p at time
 // now. The caller validates p and cost. It returns a *WrongTypeError if the
-// key holds another algorithm's state. It does not allocate in steady
-// state: only a new key, to grow its shard's pages or index, and a log
-// that has spilled to a ring (see inline.go), to grow it.
+// key holds another algorithm's state. A check of cost 0 (RL.PEEK) changes
+// nothing, whatever its parameters (see peek). A new key may first evict
+// others, or be refused with ErrOOM, under Options.MaxMemory (see room).
+// It does not allocate in steady state: only a new key, to grow its
+// shard's pages or index, and a log that has spilled to a ring (see
+// inline.go), to grow it.
 func (s *Store) Check(key []byte, a engine.Algo, p engine.Params, cost, now int64) (engine.Result, error) {
 	h := xxhash.Sum64(key)
 	sh := &s.shards[h&s.mask]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	return sh.check(key, h, a, p, cost, now)
+}
+
+// check is Check on the key's shard, whose lock the caller holds; h is
+// the key's hash.
+func (sh *shard) check(key []byte, h uint64, a engine.Algo, p engine.Params, cost, now int64) (engine.Result, error) {
 	now = sh.tick(now)
 	e := sh.lookup(key, tagOf(h))
-	if e != nil && e.expires <= now {
+	if cost == 0 {
+		return peek(e, a, p, now)
+	}
+	expired := e != nil && e.expires <= now
+	if expired {
 		// Expired state is a fresh key: another algorithm may take the
 		// key; the same algorithm reuses its record in place instead of
 		// a removal and an insertion.
@@ -162,10 +204,13 @@ func (s *Store) Check(key []byte, a engine.Algo, p engine.Params, cost, now int6
 		}
 	}
 	if e == nil {
+		if err := sh.room(); err != nil {
+			return engine.Result{}, err
+		}
 		st := sh.tab.fresh(a)
 		r := engine.Check(a, &st, p, cost, now)
 		if exp := engine.ExpiresAt(a, &st, p); exp > now {
-			sh.tab.add(key, tagOf(h), &entry{algo: a, expires: exp, st: st})
+			sh.insertTag(key, tagOf(h), &entry{algo: a, expires: exp, st: st})
 		}
 		return r, nil
 	}
@@ -173,14 +218,40 @@ func (s *Store) Check(key []byte, a engine.Algo, p engine.Params, cost, now int6
 		return engine.Result{}, &WrongTypeError{Held: e.algo, Want: a}
 	}
 	r := engine.Check(a, &e.st, p, cost, now)
-	sh.update(key, e, engine.ExpiresAt(a, &e.st, p), now)
+	exp := engine.ExpiresAt(a, &e.st, p)
+	if expired && exp <= now {
+		sh.drop(e) // expired state that stays fresh: no change to list
+		return r, nil
+	}
+	sh.update(key, e, exp, now)
 	return r, nil
+}
+
+// peek answers a check of cost 0 on e, the key's entry (nil if it has
+// none), without changing the key: a peek with parameters other than the
+// ones its state was written with must neither rewrite nor drop that
+// state. Expired state reads as a fresh key and is left to the sweep.
+func peek(e *entry, a engine.Algo, p engine.Params, now int64) (engine.Result, error) {
+	var st engine.State
+	if e != nil && e.expires > now {
+		if e.algo != a {
+			return engine.Result{}, &WrongTypeError{Held: e.algo, Want: a}
+		}
+		st = e.st
+	}
+	return engine.Peek(a, &st, p, now), nil
 }
 
 // insert stores e as the state of key, which must have no live state (get
 // returned nil). Call with mu held.
 func (sh *shard) insert(key []byte, e *entry) {
-	sh.tab.add(key, tagOf(xxhash.Sum64(key)), e)
+	sh.insertTag(key, tagOf(xxhash.Sum64(key)), e)
+}
+
+// insertTag is insert for a key whose tag the caller has.
+func (sh *shard) insertTag(key []byte, tag uint32, e *entry) {
+	sh.noteSet(key, e)
+	sh.tab.add(key, tag, e)
 }
 
 // update writes back e, an entry returned by get and changed since, with
@@ -188,11 +259,20 @@ func (sh *shard) insert(key []byte, e *entry) {
 // key. Call with mu held.
 func (sh *shard) update(key []byte, e *entry, exp, now int64) {
 	if exp <= now {
-		sh.drop(e)
+		sh.remove(key, e)
 		return
 	}
 	e.expires = exp
+	sh.noteSet(key, e)
 	sh.tab.rewrite(e.slot, key, e)
+}
+
+// remove deletes the live key of e, an entry returned by get, as a change
+// of its state (listed in the journal), where drop forgets state that has
+// expired. Call with mu held.
+func (sh *shard) remove(key []byte, e *entry) {
+	sh.noteDelete(key, e)
+	sh.drop(e)
 }
 
 // Throttle runs CL.THROTTLE on key (GCRA state) at time now; see
@@ -201,6 +281,11 @@ func (s *Store) Throttle(key []byte, maxBurst, count, period, quantity, now int6
 	sh := s.shardFor(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	return sh.throttle(key, maxBurst, count, period, quantity, now)
+}
+
+// throttle is Throttle on the key's shard, whose lock the caller holds.
+func (sh *shard) throttle(key []byte, maxBurst, count, period, quantity, now int64) (engine.CellResult, error) {
 	now = sh.tick(now)
 	e := sh.get(key, now)
 	if e != nil && e.algo != engine.GCRA {
@@ -209,12 +294,17 @@ func (s *Store) Throttle(key []byte, maxBurst, count, period, quantity, now int6
 	var st engine.State
 	if e != nil {
 		st = e.st
+	} else if quantity != 0 {
+		if err := sh.room(); err != nil {
+			return engine.CellResult{}, err
+		}
 	}
 	res, err := engine.CellThrottle(&st, maxBurst, count, period, quantity, now)
 	if err != nil {
 		return res, err
 	}
 	switch {
+	case quantity == 0: // a peek changes nothing
 	case e == nil && st.T > now:
 		sh.insert(key, &entry{algo: engine.GCRA, expires: st.T, st: st})
 	case e != nil:
@@ -231,13 +321,17 @@ func (s *Store) Reset(key []byte, now int64) (bool, error) {
 	sh := s.shardFor(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	now = sh.tick(now)
-	e := sh.get(key, now)
+	return sh.reset(key, now), nil
+}
+
+// reset is Reset on the key's shard, whose lock the caller holds.
+func (sh *shard) reset(key []byte, now int64) bool {
+	e := sh.get(key, sh.tick(now))
 	if e == nil {
-		return false, nil
+		return false
 	}
-	sh.drop(e)
-	return true, nil
+	sh.remove(key, e)
+	return true
 }
 
 // Len returns the number of keys held, including expired keys that have not
@@ -266,14 +360,15 @@ func (s *Store) MemoryBytes() int64 {
 	return n
 }
 
-// Flush drops every key. The error is always nil (see Reset).
+// Flush drops every key (not the rules). The error is always nil (see
+// Reset). With the journal on, the next AppendChanges begins with a
+// flush-all record, and a change made while Flush runs either is wiped
+// by it or is collected after that record.
 func (s *Store) Flush() error {
-	for i := range s.shards {
-		sh := &s.shards[i]
-		sh.mu.Lock()
-		sh.tab = table{}
-		sh.mu.Unlock()
-	}
+	s.jmu.Lock()
+	defer s.jmu.Unlock()
+	s.clearKeys()
+	s.flushed = s.journal
 	return nil
 }
 

@@ -25,6 +25,8 @@ import (
 //	uvarint key length | key | algo | T (8 bytes LE) | varint expires-T
 //	| varint N | varint P
 //
+// where the algo byte's high bit (dirtyBit) says that the key has changed
+// since the journal last collected it (see journal.go),
 // except that a log's record holds its log part (see inline.go) in place
 // of N and P: its entries while it is short, else the index of its ring.
 //
@@ -147,7 +149,7 @@ func (t *table) dist(i int, tag uint32) int {
 func (t *table) decode(i int, e *entry) int {
 	rec := t.record(uint32(t.slots[i]))
 	_, pos := recKey(rec)
-	e.algo = engine.Algo(rec[pos])
+	e.algo, e.dirty = engine.Algo(rec[pos]&^dirtyBit), rec[pos]&dirtyBit != 0
 	e.st.T = int64(binary.LittleEndian.Uint64(rec[pos+1:]))
 	pos += 9
 	dexp, n1 := varint(rec[pos:])
@@ -192,6 +194,9 @@ func encode(dst, key []byte, e *entry, tail []byte) {
 	pos := binary.PutUvarint(dst, uint64(len(key)))
 	pos += copy(dst[pos:], key)
 	dst[pos] = byte(e.algo)
+	if e.dirty {
+		dst[pos] |= dirtyBit
+	}
 	at := recordT(e)
 	binary.LittleEndian.PutUint64(dst[pos+1:], uint64(at))
 	pos += 9
@@ -403,6 +408,12 @@ func (t *table) maybeCompact() {
 	if t.freeBytes <= 4*pageSize || t.freeBytes*2 <= t.pageBytes {
 		return
 	}
+	t.compact()
+}
+
+// compact copies every record into fresh pages, dropping the free space.
+// Call it only when every slot references its record.
+func (t *table) compact() {
 	old := t.pages
 	*t = table{slots: t.slots, n: t.n, cursor: t.cursor, rings: t.rings,
 		freeRings: t.freeRings, ringBytes: t.ringBytes,
@@ -423,7 +434,7 @@ func (t *table) maybeCompact() {
 // recordLen returns the length of the record rec starts with.
 func recordLen(rec []byte) int {
 	_, pos := recKey(rec)
-	algo := engine.Algo(rec[pos])
+	algo := engine.Algo(rec[pos] &^ dirtyBit)
 	pos += 9
 	_, n := varint(rec[pos:])
 	pos += n
