@@ -1,0 +1,526 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/rules"
+	"github.com/rlserver/rlserver/shards"
+)
+
+// Consistency says when a reply may be sent.
+type Consistency int
+
+const (
+	// Fast: the node decides in memory and replies at once; the journal
+	// is flushed into the log every flush interval. A crash forgets at
+	// most the changes of the last interval (and of the entry being
+	// written); a clean stop forgets nothing.
+	Fast Consistency = iota
+	// Strong: a reply that depends on state is sent only after every
+	// change made before it is committed in the log.
+	Strong
+)
+
+// String returns "fast" or "strong".
+func (c Consistency) String() string {
+	if c == Strong {
+		return "strong"
+	}
+	return "fast"
+}
+
+// Errors of a Node. Their first word is a Redis error code, so the server
+// passes them on as they are.
+var (
+	// ErrPersistence: the log refuses writes (a full or failing disk);
+	// state-changing commands are refused until it takes them again, as
+	// Redis refuses writes when it cannot write its AOF.
+	ErrPersistence = errors.New("MISCONF the log refuses writes, so state changes are refused")
+	// ErrBroken: an entry of the log could not be applied; the node no
+	// longer serves (its state would not follow its log).
+	ErrBroken = errors.New("ERR the node stopped serving: its log could not be applied")
+	// ErrClosed: the node is stopping.
+	ErrClosed = errors.New("ERR the node is shutting down")
+)
+
+// Config configures a Node. Store, Logs, Stable and Snapshots are
+// required; zero values of the rest take the documented defaults.
+type Config struct {
+	// Store is the shard state; Open enables its journal.
+	Store *shards.Store
+	// The Raft group's storage (raftlog and snapshot on Pebble, or
+	// raft's in-memory stores in tests).
+	Logs      raft.LogStore
+	Stable    raft.StableStore
+	Snapshots raft.SnapshotStore
+	// NodeID names this node in the Raft configuration; default "node1".
+	NodeID string
+	// Consistency is Fast or Strong.
+	Consistency Consistency
+	// FlushInterval is how often the journal becomes a log entry (fast
+	// mode's bound on what a crash forgets); default 10ms.
+	FlushInterval time.Duration
+	// SnapshotEntries, SnapshotBytes: a snapshot is taken once this many
+	// log entries (raft's SnapshotThreshold; default 4096) or bytes of
+	// entries (default 64 MiB) were applied since the last, checked every
+	// SnapshotInterval (default 10s). TrailingLogs entries are kept after
+	// a snapshot (default 64).
+	SnapshotEntries  uint64
+	SnapshotBytes    int64
+	SnapshotInterval time.Duration
+	TrailingLogs     uint64
+	// Clock stamps log entries; default time.Now.
+	Clock func() int64
+	// Logger receives the node's and raft's logs; default discards.
+	Logger *slog.Logger
+	// Registerer receives the node's metrics; default a private registry.
+	Registerer prometheus.Registerer
+	// LogStats, when set, adds the log store's counters (fsyncs, bytes)
+	// to INFO persistence and the metrics.
+	LogStats func() LogStats
+	// ReuseEntries says that Logs keeps no reference to the entries'
+	// data once StoreLogs returns (raftlog.Store encodes a copy; raft's
+	// in-memory store keeps the slices), so the applier may reuse an
+	// entry's buffer once it is committed.
+	ReuseEntries bool
+}
+
+// LogStats are the counters of a log store that a Node reports.
+type LogStats struct {
+	Fsyncs       uint64
+	EntriesBytes uint64
+}
+
+// Defaults of Config.
+const (
+	DefaultFlushInterval    = 10 * time.Millisecond
+	DefaultSnapshotEntries  = 4096
+	DefaultSnapshotBytes    = 64 << 20
+	DefaultSnapshotInterval = 10 * time.Second
+	DefaultTrailingLogs     = 64
+)
+
+// Node is one durable node: the shard state as the FSM of a one-voter
+// Raft group. It satisfies the server's Limiter, RuleStore and Committer
+// interfaces. All methods are safe for concurrent use.
+type Node struct {
+	cfg     Config
+	store   *shards.Store
+	raft    *raft.Raft
+	fsm     *fsm
+	app     *applier
+	origin  uint64
+	log     *slog.Logger
+	clock   func() int64
+	metrics *metrics
+
+	broken     atomic.Pointer[error]
+	shutdownCh chan struct{}
+	closeOnce  sync.Once
+	snapMu     sync.Mutex // one user snapshot at a time
+	lastSnap   atomic.Pointer[snapInfo]
+}
+
+// snapInfo describes the last snapshot taken.
+type snapInfo struct {
+	at       time.Time
+	records  int64
+	bytes    int64
+	duration time.Duration
+}
+
+// Open starts the node: it restores the latest snapshot, replays the log
+// after it, becomes leader of its one-voter group and returns once every
+// committed entry is applied, so the state is complete before the first
+// check. It bootstraps the group on empty storage.
+func Open(ctx context.Context, cfg Config) (*Node, error) {
+	cfg = withDefaults(cfg)
+	n := &Node{cfg: cfg, store: cfg.Store, log: cfg.Logger, clock: cfg.Clock, shutdownCh: make(chan struct{})}
+	n.origin = randomOrigin()
+	n.store.EnableJournal()
+	n.fsm = &fsm{store: n.store, origin: n.origin, fail: n.fail, onSnapshot: n.snapshotDone}
+	n.metrics = newMetrics(cfg.Registerer, n)
+	_, trans := raft.NewInmemTransport(raft.ServerAddress(cfg.NodeID))
+	r, err := raft.NewRaft(raftConfig(cfg), n.fsm, cfg.Logs, cfg.Stable, cfg.Snapshots, trans)
+	if err != nil {
+		return nil, fmt.Errorf("start raft: %w", err)
+	}
+	n.raft = r
+	if err := n.bootstrap(); err != nil {
+		r.Shutdown()
+		return nil, err
+	}
+	if err := n.waitReady(ctx); err != nil {
+		r.Shutdown()
+		return nil, err
+	}
+	n.app = newApplier(n, cfg.FlushInterval)
+	n.app.strong = cfg.Consistency == Strong
+	go n.app.run()
+	go n.snapshotLoop()
+	return n, nil
+}
+
+func withDefaults(cfg Config) Config {
+	if cfg.NodeID == "" {
+		cfg.NodeID = "node1"
+	}
+	if cfg.FlushInterval <= 0 {
+		cfg.FlushInterval = DefaultFlushInterval
+	}
+	if cfg.SnapshotEntries == 0 {
+		cfg.SnapshotEntries = DefaultSnapshotEntries
+	}
+	if cfg.SnapshotBytes <= 0 {
+		cfg.SnapshotBytes = DefaultSnapshotBytes
+	}
+	if cfg.SnapshotInterval <= 0 {
+		cfg.SnapshotInterval = DefaultSnapshotInterval
+	}
+	if cfg.TrailingLogs == 0 {
+		cfg.TrailingLogs = DefaultTrailingLogs
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = func() int64 { return time.Now().UnixNano() }
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Registerer == nil {
+		cfg.Registerer = prometheus.NewRegistry()
+	}
+	return cfg
+}
+
+// raftConfig tunes raft for a group whose only voter is this node: there
+// is no network, so the timeouts only delay the first election.
+func raftConfig(cfg Config) *raft.Config {
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.NodeID)
+	rc.HeartbeatTimeout = 50 * time.Millisecond
+	rc.ElectionTimeout = 50 * time.Millisecond
+	rc.LeaderLeaseTimeout = 50 * time.Millisecond
+	rc.CommitTimeout = 5 * time.Millisecond
+	rc.MaxAppendEntries = 256
+	rc.BatchApplyCh = true
+	rc.SnapshotThreshold = cfg.SnapshotEntries
+	rc.SnapshotInterval = cfg.SnapshotInterval
+	rc.TrailingLogs = cfg.TrailingLogs
+	rc.Logger = newRaftLogger(cfg.Logger)
+	return rc
+}
+
+// randomOrigin draws the number that marks this process's entries.
+func randomOrigin() uint64 {
+	var b [8]byte
+	rand.Read(b[:])
+	return binary.LittleEndian.Uint64(b[:]) | 1
+}
+
+// bootstrap makes this node the only voter of a group with no state.
+func (n *Node) bootstrap() error {
+	has, err := raft.HasExistingState(n.cfg.Logs, n.cfg.Stable, n.cfg.Snapshots)
+	if err != nil {
+		return fmt.Errorf("read raft state: %w", err)
+	}
+	if has {
+		return nil
+	}
+	conf := raft.Configuration{Servers: []raft.Server{{
+		ID: raft.ServerID(n.cfg.NodeID), Address: raft.ServerAddress(n.cfg.NodeID), Suffrage: raft.Voter,
+	}}}
+	if err := n.raft.BootstrapCluster(conf).Error(); err != nil {
+		return fmt.Errorf("bootstrap raft group: %w", err)
+	}
+	return nil
+}
+
+// waitReady waits for leadership, then for every committed entry to be
+// applied (a barrier).
+func (n *Node) waitReady(ctx context.Context) error {
+	for n.raft.State() != raft.Leader {
+		if err := n.brokenErr(); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting to lead the raft group: %w", ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	if err := n.raft.Barrier(0).Error(); err != nil {
+		return fmt.Errorf("replay the log: %w", err)
+	}
+	return n.brokenErr()
+}
+
+// fail is called by the FSM for an entry it cannot apply.
+func (n *Node) fail(index uint64, err error) {
+	werr := fmt.Errorf("%w: entry %d: %v", ErrBroken, index, err)
+	if n.broken.CompareAndSwap(nil, &werr) {
+		n.log.Error("a log entry cannot be applied; the node stops serving", "index", index, "err", err)
+	}
+}
+
+func (n *Node) brokenErr() error {
+	if err := n.broken.Load(); err != nil {
+		return *err
+	}
+	return nil
+}
+
+// refuse returns the error that stops a state change now, or nil.
+func (n *Node) refuse() error {
+	if err := n.app.failed.Load(); err != nil {
+		return *err
+	}
+	return n.brokenErr()
+}
+
+// Close flushes the journal, waits for it to commit and stops raft. Its
+// caller has stopped sending commands. It does not close the storage.
+func (n *Node) Close(ctx context.Context) error {
+	var err error
+	n.closeOnce.Do(func() {
+		close(n.app.stop)
+		select {
+		case <-n.app.done:
+		case <-ctx.Done():
+			err = fmt.Errorf("flush before stop: %w", ctx.Err())
+		}
+		if f := n.app.failed.Load(); f != nil && err == nil {
+			err = *f
+		}
+		close(n.shutdownCh)
+		if serr := n.raft.Shutdown().Error(); serr != nil && err == nil {
+			err = serr
+		}
+	})
+	return err
+}
+
+// Check is shards.Store.Check, refused while the log refuses writes.
+func (n *Node) Check(key []byte, a engine.Algo, p engine.Params, cost, now int64) (engine.Result, error) {
+	if err := n.refuse(); err != nil {
+		return engine.Result{}, err
+	}
+	return n.store.Check(key, a, p, cost, now)
+}
+
+// Throttle is shards.Store.Throttle, refused while the log refuses writes.
+func (n *Node) Throttle(key []byte, maxBurst, count, period, quantity, now int64) (engine.CellResult, error) {
+	if err := n.refuse(); err != nil {
+		return engine.CellResult{}, err
+	}
+	return n.store.Throttle(key, maxBurst, count, period, quantity, now)
+}
+
+// Reset is shards.Store.Reset, refused while the log refuses writes.
+func (n *Node) Reset(key []byte, now int64) (bool, error) {
+	if err := n.refuse(); err != nil {
+		return false, err
+	}
+	return n.store.Reset(key, now)
+}
+
+// Flush is shards.Store.Flush, refused while the log refuses writes.
+func (n *Node) Flush() error {
+	if err := n.refuse(); err != nil {
+		return err
+	}
+	return n.store.Flush()
+}
+
+// CheckRules is shards.Store.CheckRules, refused while the log refuses
+// writes.
+func (n *Node) CheckRules(q *rules.Query, now int64) error {
+	if err := n.refuse(); err != nil {
+		return err
+	}
+	return n.store.CheckRules(q, now)
+}
+
+// SetRule is shards.Store.SetRule, refused while the log refuses writes.
+func (n *Node) SetRule(r rules.Rule) (bool, error) {
+	if err := n.refuse(); err != nil {
+		return false, err
+	}
+	return n.store.SetRule(r)
+}
+
+// CreateRule is shards.Store.CreateRule, refused while the log refuses
+// writes.
+func (n *Node) CreateRule(r rules.Rule) error {
+	if err := n.refuse(); err != nil {
+		return err
+	}
+	return n.store.CreateRule(r)
+}
+
+// DeleteRule is shards.Store.DeleteRule, refused while the log refuses
+// writes.
+func (n *Node) DeleteRule(id string) (bool, error) {
+	if err := n.refuse(); err != nil {
+		return false, err
+	}
+	return n.store.DeleteRule(id)
+}
+
+// Transact is shards.Store.Transact (MULTI/EXEC): the commands run on
+// the store's locked shards, and their changes are journaled like any
+// other. While the log refuses writes, their replies, which wait for a
+// commit in strong mode, become the error; in fast mode they are kept in
+// memory and logged once the log takes writes again.
+func (n *Node) Transact(plan shards.TxPlan, run func(tx *shards.Tx)) {
+	n.store.Transact(plan, run)
+}
+
+// Rule returns the rule with the given id.
+func (n *Node) Rule(id string) (rules.Rule, bool) { return n.store.Rule(id) }
+
+// Rules returns every rule in id order.
+func (n *Node) Rules() []rules.Rule { return n.store.Rules() }
+
+// RuleCount returns the number of rules.
+func (n *Node) RuleCount() int { return n.store.RuleCount() }
+
+// Len returns the number of keys held.
+func (n *Node) Len() int { return n.store.Len() }
+
+// MemoryBytes returns the memory the keys take.
+func (n *Node) MemoryBytes() int64 { return n.store.MemoryBytes() }
+
+// MaxMemory returns the store's memory bound (shards.Store.MaxMemory).
+func (n *Node) MaxMemory() int64 { return n.store.MaxMemory() }
+
+// MaxMemoryPolicy returns the store's policy at its memory bound.
+func (n *Node) MaxMemoryPolicy() string { return n.store.MaxMemoryPolicy() }
+
+// Evicted returns the keys evicted under the memory bound so far.
+func (n *Node) Evicted() int64 { return n.store.Evicted() }
+
+// Prefetch is shards.Store.Prefetch.
+func (n *Node) Prefetch(keys [][]byte) uint64 { return n.store.Prefetch(keys) }
+
+// Digest returns the state digest at now (shards.Store.Digest).
+func (n *Node) Digest(now int64) uint64 { return n.store.Digest(now) }
+
+// Strong reports whether every reply waits for its changes to commit.
+func (n *Node) Strong() bool { return n.cfg.Consistency == Strong }
+
+// Pending returns the sequence number that covers every change made so
+// far, for Committed.
+func (n *Node) Pending() uint64 { return n.app.Pending() }
+
+// Committed reports whether every change covered by seq is in the log, or
+// the error that keeps it out.
+func (n *Node) Committed(seq uint64) (bool, error) { return n.app.Committed(seq) }
+
+// Kick asks for the changes made so far to be written to the log now.
+func (n *Node) Kick() { n.app.Kick() }
+
+// Lagging reports whether the log is so far behind that fast-mode replies
+// must wait, and the sequence number to wait for.
+func (n *Node) Lagging() (uint64, bool) { return n.app.Lagging() }
+
+// OnCommit registers fn, called (from one goroutine, which it must not
+// block) whenever more changes are committed or the log fails.
+func (n *Node) OnCommit(fn func()) { n.app.OnCommit(fn) }
+
+// Sync waits until every change made before it is committed, for callers
+// that may block (HTTP handlers): an error says why they are not.
+func (n *Node) Sync(ctx context.Context) error {
+	err := n.app.wait(n.app.Pending(), ctx.Done())
+	if errors.Is(err, errWaitAbandoned) {
+		return ctx.Err()
+	}
+	return err
+}
+
+// Settle waits until an answer may go out, for callers that may block
+// (HTTP handlers): after a change (change true) or any answer in strong
+// mode, until every change made so far is committed; after a check in
+// fast mode, only while the log lags (see Lagging). An error says why the
+// changes are not committed.
+func (n *Node) Settle(ctx context.Context, change bool) error {
+	seq := n.app.Pending()
+	if !change && !n.Strong() {
+		var lagging bool
+		if seq, lagging = n.app.Lagging(); !lagging {
+			return nil
+		}
+	}
+	err := n.app.wait(seq, ctx.Done())
+	if errors.Is(err, errWaitAbandoned) {
+		return ctx.Err()
+	}
+	return err
+}
+
+// Snapshot takes a snapshot now and compacts the log.
+func (n *Node) Snapshot() error {
+	n.snapMu.Lock()
+	defer n.snapMu.Unlock()
+	err := n.raft.Snapshot().Error()
+	if errors.Is(err, raft.ErrNothingNewToSnapshot) {
+		return nil
+	}
+	return err
+}
+
+// LastSnapshot returns the Unix time of the last snapshot this process
+// wrote, or 0.
+func (n *Node) LastSnapshot() int64 {
+	if s := n.lastSnap.Load(); s != nil {
+		return s.at.Unix()
+	}
+	return 0
+}
+
+// snapshotLoop takes a snapshot when the entries applied since the last
+// one pass SnapshotBytes, or twice the size of the last snapshot if that
+// is more, so that writing snapshots never costs more than half of what
+// writing the log costs, and a restart replays at most about twice the
+// state (raft itself counts entries).
+func (n *Node) snapshotLoop() {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.shutdownCh:
+			return
+		case <-t.C:
+			limit := n.cfg.SnapshotBytes
+			if s := n.lastSnap.Load(); s != nil {
+				limit = max(limit, 2*s.bytes)
+			}
+			if n.fsm.sinceSnap.Load() >= limit {
+				if err := n.Snapshot(); err != nil {
+					n.log.Warn("snapshot failed", "err", err)
+				}
+			}
+		}
+	}
+}
+
+// snapshotDone records a snapshot's outcome (called from Persist).
+func (n *Node) snapshotDone(d time.Duration, records, bytes int64, err error) {
+	n.metrics.snapshot(d, err)
+	if err != nil {
+		n.log.Warn("snapshot failed", "err", err, "duration", d)
+		return
+	}
+	n.lastSnap.Store(&snapInfo{at: time.Now(), records: records, bytes: bytes, duration: d})
+	n.log.Info("snapshot written", "records", records, "bytes", bytes, "duration", d.Round(time.Millisecond))
+}

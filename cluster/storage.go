@@ -1,0 +1,195 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/rlserver/rlserver/raftlog"
+	"github.com/rlserver/rlserver/snapshot"
+)
+
+// Storage is a node's data directory: one Pebble database (dir/db) that
+// holds the Raft log, stable store and snapshots of the node's groups, and
+// an identity file (dir/rlserver.id) written once the database holds a
+// group, so that a directory whose database has gone missing is refused
+// instead of started empty.
+type Storage struct {
+	DB     *pebble.DB
+	Logs   *raftlog.Store
+	Snaps  *snapshot.Store
+	NodeID string
+	dir    string
+	fs     vfs.FS
+}
+
+// StorageOptions configures OpenStorage.
+type StorageOptions struct {
+	// NodeID is the node's id; "" takes the one the directory holds, or
+	// "node1" for a new directory. A different id than the directory's
+	// is refused.
+	NodeID string
+	// FS is the file system; nil means the disk.
+	FS vfs.FS
+	// Logger receives Pebble's log.
+	Logger *slog.Logger
+	// RetainSnapshots is how many snapshots are kept (default 1: raft
+	// truncates the log behind the newest, so an older one could not be
+	// brought up to date anyway).
+	RetainSnapshots int
+}
+
+// Errors of OpenStorage.
+var (
+	ErrNodeID      = errors.New("the data directory belongs to another node")
+	ErrLostStorage = errors.New("the data directory lost its database")
+)
+
+const (
+	idFile  = "rlserver.id"
+	dbDir   = "db"
+	groupID = 0 // the one group of a single node
+)
+
+// OpenStorage opens the data directory dir, creating it if it is new.
+func OpenStorage(dir string, o StorageOptions) (*Storage, error) {
+	if o.FS == nil {
+		o.FS = vfs.Default
+	}
+	if o.RetainSnapshots <= 0 {
+		o.RetainSnapshots = 1
+	}
+	// The directory's own entry, and later its database's, must survive a
+	// crash: sync the directories that hold them.
+	if err := o.FS.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("data directory: %w", err)
+	}
+	if err := syncDir(o.FS, filepath.Dir(filepath.Clean(dir))); err != nil {
+		return nil, fmt.Errorf("data directory: %w", err)
+	}
+	known, err := readID(o.FS, dir)
+	if err != nil {
+		return nil, err
+	}
+	id := o.NodeID
+	switch {
+	case known != "" && id != "" && id != known:
+		return nil, fmt.Errorf("%w: %s holds node %q, not %q (--node-id)", ErrNodeID, dir, known, id)
+	case known != "":
+		id = known
+	case id == "":
+		id = "node1"
+	}
+	db, err := raftlog.OpenDB(filepath.Join(dir, dbDir), raftlog.Options{FS: o.FS, Logger: o.Logger, MustExist: known != ""})
+	if err != nil {
+		if known != "" {
+			return nil, fmt.Errorf("%w: %s was node %q's, but its database cannot be opened: %v", ErrLostStorage, dir, known, err)
+		}
+		return nil, fmt.Errorf("open database in %s: %w", dir, err)
+	}
+	st := &Storage{DB: db, NodeID: id, dir: dir, fs: o.FS}
+	if err = syncDir(o.FS, dir); err != nil {
+		err = fmt.Errorf("data directory: %w", err)
+	} else if st.Logs, err = raftlog.New(db, groupID); err == nil {
+		st.Snaps, err = snapshot.NewStore(db, groupID, o.RetainSnapshots, o.Logger)
+	}
+	if err == nil && known != "" {
+		err = st.checkNotEmpty()
+	}
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return st, nil
+}
+
+// checkNotEmpty refuses a database that holds no Raft state although the
+// directory says it did.
+func (st *Storage) checkNotEmpty() error {
+	last, err := st.Logs.LastIndex()
+	if err != nil {
+		return err
+	}
+	snaps, err := st.Snaps.List()
+	if err != nil {
+		return err
+	}
+	if last == 0 && len(snaps) == 0 {
+		return fmt.Errorf("%w: %s was node %q's, but its database holds no log and no snapshot", ErrLostStorage, st.dir, st.NodeID)
+	}
+	return nil
+}
+
+// MarkInitialised writes the identity file, once the node's group has been
+// bootstrapped into the database; from then on OpenStorage refuses the
+// directory if the database is missing or empty.
+func (st *Storage) MarkInitialised() error {
+	path := filepath.Join(st.dir, idFile)
+	if _, err := st.fs.Stat(path); err == nil {
+		return nil
+	}
+	f, err := st.fs.Create(path+".tmp", vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write([]byte(st.NodeID + "\n"))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = st.fs.Rename(path+".tmp", path)
+	}
+	if err == nil {
+		err = syncDir(st.fs, st.dir)
+	}
+	return err
+}
+
+// syncDir makes the entries of directory path durable.
+func syncDir(fs vfs.FS, path string) error {
+	d, err := fs.OpenDir(path)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// LogStats returns the log store's counters for the node's metrics.
+func (st *Storage) LogStats() LogStats {
+	s := st.Logs.Stats()
+	return LogStats{Fsyncs: s.Syncs, EntriesBytes: s.Bytes}
+}
+
+// Close closes the database.
+func (st *Storage) Close() error { return st.DB.Close() }
+
+// readID returns the node id the directory holds, or "" for a new one.
+func readID(fs vfs.FS, dir string) (string, error) {
+	f, err := fs.Open(filepath.Join(dir, idFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("data directory: %w", err)
+	}
+	defer f.Close()
+	buf := make([]byte, 128)
+	n, _ := f.Read(buf)
+	id := strings.TrimSpace(string(buf[:n]))
+	if id == "" {
+		return "", fmt.Errorf("data directory: %s is empty", filepath.Join(dir, idFile))
+	}
+	return id, nil
+}
