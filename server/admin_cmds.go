@@ -1,6 +1,7 @@
 package server
 
 import (
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -32,7 +33,7 @@ func adminCommands() []*command {
 
 // DBSIZE
 func cmdDBSize(s *Server, c *conn, args [][]byte, now int64) {
-	c.writeInt(int64(s.cfg.Limiter.Len()))
+	c.writeInt(int64(c.limiter().Len()))
 }
 
 // FLUSHALL [ASYNC|SYNC]
@@ -46,7 +47,7 @@ func cmdFlushAll(s *Server, c *conn, args [][]byte, now int64) {
 			"(AUTH admin <admin-token> first)")
 		return
 	}
-	if err := s.cfg.Limiter.Flush(); err != nil {
+	if err := c.limiter().Flush(); err != nil {
 		c.writeErr(err)
 		return
 	}
@@ -81,6 +82,7 @@ func cmdConfig(s *Server, c *conn, args [][]byte, now int64) {
 // configParams lists what CONFIG GET answers: the keys redis-benchmark and
 // clients ask for, and rlserver's own limits.
 func (s *Server) configParams() []string {
+	maxMem, policy, _ := s.memoryBound()
 	addr := ""
 	if a := s.Addr(); a != nil {
 		addr = a.String()
@@ -91,11 +93,11 @@ func (s *Server) configParams() []string {
 	}
 	return []string{
 		"appendonly", "no", "bind", host, "cluster-enabled", "no", "databases", "1",
-		"maxclients", "10000", "maxmemory", "0", "maxmemory-policy", "noeviction",
+		"maxclients", strconv.Itoa(s.cfg.MaxClients), "maxmemory", strconv.FormatInt(maxMem, 10), "maxmemory-policy", policy,
 		"max-key-bytes", strconv.Itoa(s.cfg.MaxKeyBytes),
 		"max-log-limit", strconv.FormatInt(s.cfg.MaxLogLimit, 10),
 		"port", port, "proto-max-bulk-len", strconv.Itoa(s.cfg.MaxRequest),
-		"save", "", "timeout", "0",
+		"save", "", "timeout", strconv.FormatInt(int64(s.cfg.IdleTimeout/time.Second), 10),
 	}
 }
 
@@ -109,7 +111,7 @@ func cmdInfo(s *Server, c *conn, args [][]byte, now int64) {
 	}
 	all := len(want) == 0 || want["all"] || want["everything"] || want["default"]
 	var b strings.Builder
-	for _, sec := range s.infoSections(now) {
+	for _, sec := range s.infoSections(c.limiter(), now) {
 		if !all && !want[sec.name] {
 			continue
 		}
@@ -129,11 +131,13 @@ type infoSection struct {
 	fields []string
 }
 
-func (s *Server) infoSections(now int64) []infoSection {
+func (s *Server) infoSections(lim Limiter, now int64) []infoSection {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	itoa := func(n int64) string { return strconv.FormatInt(n, 10) }
-	keys := int64(s.cfg.Limiter.Len())
+	state, clients := lim.MemoryBytes(), s.ConnMemory()
+	maxMem, policy, evicted := s.memoryBound()
+	keys := int64(lim.Len())
 	port := ""
 	if a := s.Addr(); a != nil {
 		port = a.String()[strings.LastIndexByte(a.String(), ':')+1:]
@@ -144,18 +148,43 @@ func (s *Server) infoSections(now int64) []infoSection {
 			"redis_mode", "standalone", "os", runtime.GOOS + " " + runtime.GOARCH, "arch_bits", "64",
 			"go_version", runtime.Version(), "process_id", itoa(int64(processID())), "tcp_port", port,
 			"uptime_in_seconds", itoa(uptime), "uptime_in_days", itoa(uptime / 86400)}},
-		{"clients", []string{"connected_clients", itoa(int64(s.ConnCount())), "maxclients", "10000"}},
+		{"clients", []string{"connected_clients", itoa(int64(s.ConnCount())), "maxclients", itoa(int64(s.cfg.MaxClients))}},
 		{"stats", []string{"total_connections_received", itoa(s.totalConns.Load()),
 			"total_commands_processed", itoa(s.commandsProcessed()),
-			"rejected_connections", itoa(s.rejected.Load())}},
-		{"memory", []string{"used_memory", itoa(int64(ms.HeapAlloc)), "used_memory_rss", itoa(int64(ms.Sys)),
-			"used_memory_state", itoa(s.cfg.Limiter.MemoryBytes()), "maxmemory", "0",
-			"maxmemory_policy", "noeviction"}},
-		{"persistence", []string{"loading", "0", "rdb_changes_since_last_save", "0", "aof_enabled", "0"}},
+			"rejected_connections", itoa(s.rejected.Load()), "evicted_keys", itoa(evicted)}},
+		{"memory", []string{"used_memory", itoa(state + clients), "used_memory_state", itoa(state),
+			"used_memory_clients", itoa(clients), "used_memory_heap", itoa(int64(ms.HeapAlloc)),
+			"used_memory_rss", itoa(residentBytes(&ms)), "maxmemory", itoa(maxMem), "maxmemory_policy", policy}},
+		{"persistence", s.persistenceInfo()},
 		{"replication", []string{"role", "master", "connected_slaves", "0"}},
+		{"cluster", []string{"cluster_enabled", "0"}},
 		{"keyspace", keyspace(keys)},
-		{"rlserver", s.rlserverInfo(keys)},
+		{"rlserver", s.rlserverInfo(keys, lim.MemoryBytes())},
 	}
+}
+
+// memoryBound returns the limiter's memory bound, its policy and the keys
+// evicted so far: 0, "noeviction" and 0 for a limiter without one.
+func (s *Server) memoryBound() (int64, string, int64) {
+	if s.bound == nil {
+		return 0, "noeviction", 0
+	}
+	return s.bound.MaxMemory(), s.bound.MaxMemoryPolicy(), s.bound.Evicted()
+}
+
+// residentBytes returns the process's resident memory, from
+// /proc/self/statm, or the memory the Go runtime holds where there is
+// no such file.
+func residentBytes(ms *runtime.MemStats) int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err == nil {
+		if f := strings.Fields(string(b)); len(f) > 1 {
+			if pages, err := strconv.ParseInt(f[1], 10, 64); err == nil {
+				return pages * int64(os.Getpagesize())
+			}
+		}
+	}
+	return int64(ms.Sys)
 }
 
 func keyspace(keys int64) []string {
@@ -165,9 +194,9 @@ func keyspace(keys int64) []string {
 	return []string{"db0", "keys=" + strconv.FormatInt(keys, 10) + ",expires=" + strconv.FormatInt(keys, 10) + ",avg_ttl=0"}
 }
 
-func (s *Server) rlserverInfo(keys int64) []string {
+func (s *Server) rlserverInfo(keys, stateBytes int64) []string {
 	out := []string{"keys", strconv.FormatInt(keys, 10),
-		"state_bytes", strconv.FormatInt(s.cfg.Limiter.MemoryBytes(), 10),
+		"state_bytes", strconv.FormatInt(stateBytes, 10),
 		"max_key_bytes", strconv.Itoa(s.cfg.MaxKeyBytes),
 		"max_log_limit", strconv.FormatInt(s.cfg.MaxLogLimit, 10)}
 	return append(out, s.metrics.checkFields()...)
@@ -181,4 +210,18 @@ func (s *Server) commandsProcessed() int64 {
 	}
 	s.mu.Unlock()
 	return n
+}
+
+// PersistenceReporter is implemented by a Limiter that keeps its state on
+// disk (cluster.Node): it gives the fields of INFO persistence, as
+// alternating names and values.
+type PersistenceReporter interface {
+	PersistenceInfo() []string
+}
+
+func (s *Server) persistenceInfo() []string {
+	if p, ok := s.cfg.Limiter.(PersistenceReporter); ok {
+		return p.PersistenceInfo()
+	}
+	return []string{"loading", "0", "rdb_changes_since_last_save", "0", "aof_enabled", "0", "rl_durable", "0"}
 }

@@ -39,7 +39,7 @@ func cmdCheckRules(s *Server, c *conn, args [][]byte, now int64) {
 		c.writeError(msg)
 		return
 	}
-	if err := s.cfg.Rules.CheckRules(q, now); err != nil {
+	if err := c.ruleStore().CheckRules(q, now); err != nil {
 		c.writeErr(err)
 		return
 	}

@@ -1,6 +1,9 @@
 package server
 
-import "sort"
+import (
+	"log/slog"
+	"sort"
+)
 
 // command is one entry of the command table: what COMMAND reports about it
 // and the handler that runs it.
@@ -17,7 +20,8 @@ type command struct {
 	args       []argDoc
 	noAuth     bool // may run before AUTH
 	handler    func(s *Server, c *conn, args [][]byte, now int64)
-	idx        int // position in the sorted table, for per-command counters
+	idx        int       // position in the sorted table, for per-command counters
+	wait       waitClass // what its reply waits for (see durable.go)
 }
 
 // argDoc describes one argument for COMMAND DOCS.
@@ -35,10 +39,13 @@ func commandTable() (map[string]*command, []*command) {
 	list := append(limiterCommands(), connectionCommands()...)
 	list = append(list, adminCommands()...)
 	list = append(list, ruleCommands()...)
+	list = append(list, persistenceCommands()...)
+	list = append(list, multiCommands()...)
 	sort.Slice(list, func(i, j int) bool { return list[i].name < list[j].name })
 	m := make(map[string]*command, len(list))
 	for i, c := range list {
 		c.idx = i
+		c.wait = commandWaits[c.name]
 		m[c.name] = c
 	}
 	return m, list
@@ -61,9 +68,17 @@ func (s *Server) lookup(b []byte) *command {
 
 // dispatch runs one command. now is the batch's clock reading.
 func (s *Server) dispatch(c *conn, args [][]byte, now int64) {
-	c.commands.Add(1)
+	c.nreplies++
 	cmd := s.lookup(args[0])
+	if c.multi != nil && s.queue(c, cmd, args) {
+		return
+	}
+	c.commands.Add(1)
 	if cmd == nil {
+		if equalFold(args[0], "POST") || equalFold(args[0], "HOST:") {
+			s.crossProtocol(c)
+			return
+		}
 		c.writeError(unknownCommand(args))
 		return
 	}
@@ -72,32 +87,55 @@ func (s *Server) dispatch(c *conn, args [][]byte, now int64) {
 		c.writeError("NOAUTH Authentication required.")
 		return
 	}
-	if (cmd.arity > 0 && len(args) != cmd.arity) || (cmd.arity < 0 && len(args) < -cmd.arity) {
+	if !cmd.arityOK(len(args)) {
 		c.writeError("ERR wrong number of arguments for '" + cmd.name + "' command")
 		return
 	}
 	s.metrics.call(c, cmd)
 	cmd.handler(s, c, args, now)
+	c.wait = max(c.wait, cmd.wait)
 }
 
-// unknownCommand builds Redis's reply for an unknown command, quoting the
-// first arguments up to 128 bytes.
+// crossProtocol ends a connection that sends an HTTP request line (POST)
+// or header (Host:), as Redis does: a web page can make a browser send
+// HTTP to the RESP port, and each line of it, the body's included, would
+// otherwise run as a command. Nothing more is answered or run.
+func (s *Server) crossProtocol(c *conn) {
+	s.logThrottled(&s.throttle.security, slog.LevelWarn, "possible security attack: a client sent an HTTP "+
+		"request (POST or Host:) to the RESP port, as cross-protocol scripting from a web page does; "+
+		"connection closed", "client", c.addr)
+	s.metrics.errorCount("crossprotocol")
+	c.out = c.out[:0]
+	c.closing = true
+}
+
+// unknownCommand builds Redis's reply for an unknown command: the name cut
+// to 128 bytes, then the first arguments, each quoted and followed by a
+// space, until the quoted list reaches 128 bytes (an argument is cut to the
+// room left). Its cost is bounded whatever the number of arguments.
 func unknownCommand(args [][]byte) string {
 	name := args[0]
 	if len(name) > 128 {
 		name = name[:128]
 	}
-	msg := "ERR unknown command '" + string(name) + "', with args beginning with: "
-	used := 0
+	const head = "ERR unknown command '"
+	const mid = "', with args beginning with: "
+	msg := make([]byte, 0, len(head)+len(name)+len(mid)+128+3)
+	msg = append(msg, head...)
+	msg = append(msg, name...)
+	msg = append(msg, mid...)
+	start := len(msg)
 	for _, a := range args[1:] {
+		used := len(msg) - start
 		if used >= 128 {
 			break
 		}
 		if len(a) > 128-used {
 			a = a[:128-used]
 		}
-		used += len(a)
-		msg += "'" + string(a) + "' "
+		msg = append(msg, '\'')
+		msg = append(msg, a...)
+		msg = append(msg, '\'', ' ')
 	}
-	return msg
+	return string(msg)
 }

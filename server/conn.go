@@ -1,13 +1,18 @@
 package server
 
 import (
+	"context"
+	"crypto/tls"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
+	"os"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/rlserver/rlserver/shards"
 	"github.com/tidwall/redcon"
 )
 
@@ -23,25 +28,47 @@ type conn struct {
 	created time.Time
 	rd      reader
 	batch   [][][]byte // the requests of the batch being run
+	ends    []int      // the reader's position after each of them
 	keys    [][]byte   // their keys, for prefetch
+	// pending says that the last batch stopped early, its replies past
+	// maxBatchReplies: the rest of its requests are in the read buffer,
+	// to run before reading more.
+	pending bool
 	raw     *rawSocket // nc's descriptor, if it has one (see serveRaw)
 	w       io.Writer  // nc, or raw; nil on an event loop
 	out     []byte
+	mem     int64 // in Server.connMem (see account)
 	// lp is the event loop serving the connection, if one does (see
 	// loop), on descriptor fd; nc is then nil. stuck says that the socket
 	// did not take all of out, so the loop must hand the connection over.
 	lp    *loop
 	fd    int
 	stuck bool
+	hup   bool // the loop saw the peer hang up: read until EOF
 	// onReadable is s.readable for this connection, made once so that
 	// serving allocates nothing; stop is why it ended the connection.
 	onReadable func(fd uintptr) bool
 	stop       error
 
+	// The batch being run (see durable.go): where its replies start in
+	// out, how many there are, what they wait for, the protocol error
+	// that ended it; holding while an event loop keeps its replies until
+	// they commit, and readable if data arrived meanwhile.
+	batchStart int
+	nreplies   int
+	wait       waitClass
+	waitSeq    uint64
+	perr       error
+	holding    bool
+	readable   bool
+
 	proto   int  // 2 or 3
 	authed  bool // may run commands
 	admin   bool // may run FLUSHALL
 	closing bool // QUIT: close after this batch
+
+	multi *multiState // between MULTI and EXEC (see multi.go)
+	tx    *shards.Tx  // while EXEC runs: the locked state its commands use
 
 	// Read by other connections (CLIENT LIST), written here.
 	name     atomic.Pointer[string]
@@ -50,6 +77,9 @@ type conn struct {
 	lastCmd  atomic.Pointer[command]
 	lastSeen atomic.Int64 // unix ns of the last batch
 	commands atomic.Int64
+	queued   atomic.Int32  // commands queued since MULTI, plus one; 0 outside MULTI
+	shown    atomic.Uint32 // proto and admin, for CLIENT LIST (see publish)
+	fdShown  atomic.Int32  // the socket's descriptor, for CLIENT LIST
 }
 
 func (s *Server) newConn(nc net.Conn) *conn {
@@ -64,7 +94,11 @@ func (s *Server) newConn(nc net.Conn) *conn {
 		proto:   2,
 		authed:  s.cfg.RequirePass == "",
 	}
-	c.rd = reader{max: s.cfg.MaxRequest, buf: make([]byte, initialReadBuf)}
+	c.rd = reader{max: s.cfg.MaxRequest, budget: s.input, buf: make([]byte, initialReadBuf)}
+	c.lastSeen.Store(s.cfg.Clock())
+	c.fdShown.Store(int32(descriptor(nc)))
+	c.publish()
+	c.account()
 	s.totalConns.Add(1)
 	s.metrics.connections.Inc()
 	return c
@@ -84,7 +118,27 @@ func (c *conn) attach(nc net.Conn) {
 // serveConn serves c, which has a transport (attach), until it closes.
 func (s *Server) serveConn(c *conn) {
 	defer s.closeConn(c)
-	s.serveRest(c)
+	if s.handshake(c) {
+		s.serveRest(c)
+	}
+}
+
+// handshake runs the TLS handshake of a TLS connection, within
+// HandshakeTimeout (or until Shutdown), so that a client that connects
+// and says nothing does not hold a connection. It reports whether the
+// connection may be served.
+func (s *Server) handshake(c *conn) bool {
+	tc, ok := c.nc.(*tls.Conn)
+	if !ok {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.HandshakeTimeout)
+	defer cancel()
+	if err := tc.HandshakeContext(ctx); err != nil {
+		s.logThrottled(&s.throttle.client, slog.LevelDebug, "TLS handshake failed", "client", c.addr, "err", err)
+		return false
+	}
+	return true
 }
 
 // resume serves a connection that an event loop handed over (see
@@ -106,16 +160,17 @@ func (s *Server) resume(c *conn, err error) {
 }
 
 func (s *Server) serveRest(c *conn) {
+	s.armIdle(c, s.cfg.IdleTimeout)
 	if c.raw != nil {
 		c.readError(s.serveRaw(c))
 		return
 	}
 	for {
-		if err := c.rd.fill(); err != nil {
-			c.readError(err)
-			return
+		err := c.read()
+		if err == nil {
+			err = s.runBatch(c)
 		}
-		if err := s.runBatch(c); err != nil {
+		if err != nil && !s.stillActive(c, err) {
 			c.readError(err)
 			return
 		}
@@ -124,31 +179,63 @@ func (s *Server) serveRest(c *conn) {
 
 // serveRaw runs a connection that has a raw socket. Reads and batches run
 // inside one RawConn.Read (see rawSocket), which returns when a batch ends
-// the connection, when the descriptor's deadline passes (Shutdown) or when
-// it is closed. It returns why the connection ends, for readError, which
-// must run after the read lock is released: linger reads the descriptor.
+// the connection, when the descriptor's deadline passes (Shutdown, or a
+// check for idleness) or when it is closed. It returns why the connection
+// ends, for readError, which must run after the read lock is released:
+// linger reads the descriptor.
 func (s *Server) serveRaw(c *conn) error {
-	c.stop = nil
-	err := c.raw.rc.Read(c.onReadable)
-	if c.stop != nil {
-		return c.stop
+	for {
+		c.stop = nil
+		err := c.raw.rc.Read(c.onReadable)
+		if c.stop != nil {
+			return c.stop
+		}
+		if !s.stillActive(c, err) {
+			return err
+		}
 	}
-	return err
 }
 
-// readable is RawConn.Read's callback: it reads and runs batches until the
-// socket is empty, then returns false to wait for the next bytes, or true
-// with c.stop set to end the connection.
+// armIdle sets the read deadline of a connection served by a goroutine
+// d from now, for IdleTimeout (none if IdleTimeout is 0), or at once if
+// Shutdown has begun: its Shutdown's own wake-up must not be overridden.
+func (s *Server) armIdle(c *conn, d time.Duration) {
+	if s.cfg.IdleTimeout <= 0 {
+		return
+	}
+	c.nc.SetReadDeadline(time.Now().Add(d))
+	if s.closing.Load() {
+		c.nc.SetReadDeadline(aLongTimeAgo)
+	}
+}
+
+// stillActive reports whether a read that failed with err only reached
+// the idle deadline of a connection that has been active since it was
+// set; the deadline is then set again for the rest of IdleTimeout.
+// Otherwise (the client was idle for IdleTimeout, Shutdown, any other
+// error) the connection ends.
+func (s *Server) stillActive(c *conn, err error) bool {
+	if !errors.Is(err, os.ErrDeadlineExceeded) || s.closing.Load() || s.cfg.IdleTimeout <= 0 {
+		return false
+	}
+	left := s.cfg.IdleTimeout - time.Duration(s.cfg.Clock()-c.lastSeen.Load())
+	if left <= 0 {
+		return false
+	}
+	s.armIdle(c, left)
+	return true
+}
+
+// readable is RawConn.Read's callback: it reads and runs batches until a
+// read finds the socket empty, then returns false to wait for the next
+// bytes, or true with c.stop set to end the connection. A read that
+// emptied the socket is not taken as a sign to wait: the peer's FIN may
+// have arrived with its last bytes, and then no further readiness would
+// come to report it.
 func (s *Server) readable(c *conn, fd uintptr) bool {
 	c.raw.fd = fd
 	for {
-		if c.raw.drained {
-			// The last read emptied the socket: wait for the netpoller
-			// rather than make a read that would fail with EAGAIN.
-			c.raw.drained = false
-			return false
-		}
-		err := c.rd.fill()
+		err := c.read()
 		if err == errAgain {
 			return false
 		}
@@ -162,6 +249,21 @@ func (s *Server) readable(c *conn, fd uintptr) bool {
 	}
 }
 
+// read reads once from the connection, unless requests left by a batch
+// that stopped early are to run first.
+func (c *conn) read() error {
+	if c.pending {
+		return nil
+	}
+	return c.rd.fill()
+}
+
+// maxBatchReplies bounds the replies one batch adds before it stops and
+// sends them: 16 KiB of small requests with large replies (COMMAND DOCS)
+// would otherwise make a connection whose client does not read them hold
+// megabytes. The requests not run yet stay in the read buffer.
+const maxBatchReplies = 1 << 20
+
 // errClose ends a connection without an error reply: after QUIT, a failed
 // write, or when the server shuts down.
 var errClose = errors.New("connection closing")
@@ -174,7 +276,7 @@ func (s *Server) runBatch(c *conn) error {
 	// stamps the whole batch, and the limiter can fetch the batch's keys
 	// into the CPU caches together (see prefetch).
 	c.rd.reset()
-	c.batch = c.batch[:0]
+	c.batch, c.ends, c.pending = c.batch[:0], c.ends[:0], false
 	var perr error
 	for {
 		args, err := c.rd.next()
@@ -183,23 +285,61 @@ func (s *Server) runBatch(c *conn) error {
 			break
 		}
 		c.batch = append(c.batch, args)
+		c.ends = append(c.ends, c.rd.start)
 	}
 	now := s.cfg.Clock()
 	c.lastSeen.Store(now)
 	s.prefetch(c)
-	for _, args := range c.batch {
+	c.batchStart, c.nreplies, c.wait = len(c.out), 0, waitNone
+	for i, args := range c.batch {
 		if c.closing {
 			break
 		}
 		s.dispatch(c, args, now)
+		if len(c.out) > maxBatchReplies && i+1 < len(c.batch) {
+			// The rest runs once these replies are sent; a protocol
+			// error after it is found again then.
+			c.rd.rewind(c.ends[i])
+			c.pending, perr = true, nil
+			break
+		}
 	}
+	c.done()
+	c.perr = perr
+	if s.mustWait(c) {
+		if c.lp != nil {
+			return errHold // the loop parks c and calls finishBatch (loop.release)
+		}
+		s.waitCommit(c)
+	}
+	return s.finishBatch(c)
+}
+
+// finishBatch flushes the replies of the batch run last, once they may go
+// (see mustWait), and returns what runBatch returns.
+func (s *Server) finishBatch(c *conn) error {
+	perr := c.perr
+	c.perr = nil
 	if perr != nil && !c.closing {
 		return perr
 	}
-	if !c.flush() || c.closing || s.closing.Load() {
+	ok := c.flush()
+	c.account()
+	if !ok || c.closing || s.closing.Load() {
 		return errClose
 	}
 	return nil
+}
+
+// done lets go of a batch that has run: its arguments, which point into
+// the read buffer, and what a request larger than usual made the
+// connection hold.
+func (c *conn) done() {
+	clear(c.batch)
+	if cap(c.batch) > keptArgs {
+		c.batch, c.ends = nil, nil
+	}
+	c.rd.release()
 }
 
 // Prefetcher is implemented by a Limiter that can bring the state of keys
@@ -238,7 +378,8 @@ func isProtocolError(err error) bool {
 }
 
 // readError answers a protocol error before the connection closes. Clean
-// disconnects and shutdown wake-ups close silently.
+// disconnects and shutdown wake-ups close silently. Its log lines are
+// throttled: a client can cause as many as it likes.
 func (c *conn) readError(err error) {
 	if err == errClose {
 		return
@@ -246,11 +387,11 @@ func (c *conn) readError(err error) {
 	msg := err.Error()
 	if !isProtocolError(err) {
 		if !errors.Is(err, io.EOF) && !c.s.closing.Load() {
-			c.s.log.Debug("connection read failed", "client", c.addr, "err", err)
+			c.s.logThrottled(&c.s.throttle.client, slog.LevelDebug, "connection read failed", "client", c.addr, "err", err)
 		}
 		return
 	}
-	c.s.log.Info("closing connection after protocol error", "client", c.addr, "err", msg)
+	c.s.logThrottled(&c.s.throttle.client, slog.LevelInfo, "closing connection after protocol error", "client", c.addr, "err", msg)
 	c.s.metrics.errors.WithLabelValues("protocol").Inc()
 	c.out = redcon.AppendError(c.out, "ERR "+msg)
 	c.flush()
@@ -307,6 +448,8 @@ func (s *Server) closeConn(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()
+	s.cfg.OpenClients.Add(-1)
+	c.unaccount()
 	s.totalCommands.Add(c.commands.Load())
 	s.metrics.connections.Dec()
 	s.wg.Done()

@@ -103,6 +103,7 @@ func cmdHello(s *Server, c *conn, args [][]byte, now int64) {
 		}
 	}
 	c.proto = proto
+	c.publish()
 	c.writeValue(kv{
 		"server", "redis", "version", redisVersion, "proto", proto, "id", c.id,
 		"mode", "standalone", "role", "master", "modules", []any{},
@@ -124,7 +125,9 @@ func cmdAuth(s *Server, c *conn, args [][]byte, now int64) {
 	if len(args) == 3 {
 		user = args[1]
 	}
-	if s.cfg.RequirePass == "" && s.cfg.AdminToken == "" {
+	if len(args) == 2 && s.cfg.RequirePass == "" {
+		// As Redis 7: the one-argument form is an error when the default
+		// user has no password; AUTH default <anything> succeeds.
 		c.writeError("ERR AUTH <password> called without any password configured for the default user. " +
 			"Are you sure your configuration is correct?")
 		return
@@ -133,6 +136,7 @@ func cmdAuth(s *Server, c *conn, args [][]byte, now int64) {
 		c.writeError(msg)
 		return
 	}
+	c.publish()
 	c.writeOK()
 }
 
@@ -241,25 +245,6 @@ func (s *Server) clientList() string {
 	return b.String()
 }
 
-// describe returns the connection's CLIENT LIST line.
-func (c *conn) describe(t time.Time) string {
-	load := func(p *string) string {
-		if p == nil {
-			return ""
-		}
-		return *p
-	}
-	cmd := "NULL"
-	if lc := c.lastCmd.Load(); lc != nil {
-		cmd = lc.name
-	}
-	idle := (t.UnixNano() - c.lastSeen.Load()) / 1e9
-	return "id=" + strconv.FormatInt(c.id, 10) + " addr=" + c.addr + " laddr=" + c.laddr +
-		" name=" + load(c.name.Load()) + " age=" + strconv.FormatInt(int64(t.Sub(c.created)/time.Second), 10) +
-		" idle=" + strconv.FormatInt(max(idle, 0), 10) + " db=0 cmd=" + cmd +
-		" lib-name=" + load(c.libName.Load()) + " lib-ver=" + load(c.libVer.Load()) + "\n"
-}
-
 // SELECT index
 func cmdSelect(s *Server, c *conn, args [][]byte, now int64) {
 	n, ok := parseInt(args[1])
@@ -281,11 +266,13 @@ func cmdQuit(s *Server, c *conn, args [][]byte, now int64) {
 
 // RESET
 func cmdResetConn(s *Server, c *conn, args [][]byte, now int64) {
+	c.endMulti()
 	c.proto = 2
 	c.authed = s.cfg.RequirePass == ""
 	c.admin = false
 	empty := ""
 	c.name.Store(&empty)
+	c.publish()
 	c.writeStatus("RESET")
 }
 

@@ -2,7 +2,9 @@
 // rlserver's commands: RL.CHECK, RL.PEEK, RL.RESET, CL.THROTTLE,
 // RL.CHECKRULES and RL.RULE.SET/GET/DEL/LIST, plus the
 // connection and admin commands that redis-cli, go-redis and
-// redis-benchmark expect (PING, HELLO, AUTH, CLIENT, INFO, COMMAND, ...).
+// redis-benchmark expect (PING, HELLO, AUTH, CLIENT, INFO, COMMAND, ...),
+// and MULTI/EXEC/DISCARD (multi.go), whose queue runs inside the Limiter's
+// Transact with its keys locked (Transactor).
 //
 // It builds replies with github.com/tidwall/redcon's Append functions and
 // runs its own connection loop and RESP parser (resp.go: arguments are

@@ -136,7 +136,7 @@ func (s *Server) runCheck(c *conn, args [][]byte, now int64, charge bool) {
 		c.writeError(msg)
 		return
 	}
-	r, err := s.cfg.Limiter.Check(req.key, req.algo, req.p, req.cost, now)
+	r, err := c.limiter().Check(req.key, req.algo, req.p, req.cost, now)
 	if err != nil {
 		c.writeErr(err)
 		return
@@ -179,7 +179,7 @@ func cmdReset(s *Server, c *conn, args [][]byte, now int64) {
 		c.writeError(msg)
 		return
 	}
-	existed, err := s.cfg.Limiter.Reset(args[1], now)
+	existed, err := c.limiter().Reset(args[1], now)
 	if err != nil {
 		c.writeErr(err)
 		return
@@ -187,34 +187,41 @@ func cmdReset(s *Server, c *conn, args [][]byte, now int64) {
 	c.writeInt(b2i(existed))
 }
 
+// parseThrottle parses CL.THROTTLE's arguments into max_burst,
+// count_per_period, period and quantity (default 1). It returns an error
+// reply, in redis-cell's words where it has some, or "".
+func (s *Server) parseThrottle(args [][]byte) ([4]int64, string) {
+	n := [4]int64{3: 1}
+	if len(args) != 5 && len(args) != 6 {
+		return n, "Cell error: Usage: cl.throttle <key> <max_burst> <count per period> <period> [<quantity>]"
+	}
+	if msg := s.checkKey(args[1]); msg != "" {
+		return n, msg
+	}
+	for i := 2; i < len(args); i++ {
+		v, ok := parseCellInt(args[i])
+		if !ok {
+			return n, "Cell error: Couldn't parse as integer: " + string(args[i])
+		}
+		n[i-2] = v
+	}
+	if n[2] > 1<<33 || n[2] < -(1<<33) {
+		return n, "ERR invalid period " + quote(args[4]) + ": want at most 2^33 seconds"
+	}
+	return n, ""
+}
+
 // CL.THROTTLE key max_burst count_per_period period [quantity]
 //
 // Errors use redis-cell's texts, including its "Cell error: " prefix.
 func cmdThrottle(s *Server, c *conn, args [][]byte, now int64) {
 	start := s.metrics.start(c)
-	if len(args) != 5 && len(args) != 6 {
-		c.writeError("Cell error: Usage: cl.throttle <key> <max_burst> <count per period> <period> [<quantity>]")
-		return
-	}
-	if msg := s.checkKey(args[1]); msg != "" {
+	n, msg := s.parseThrottle(args)
+	if msg != "" {
 		c.writeError(msg)
 		return
 	}
-	var n [4]int64
-	n[3] = 1
-	for i := 2; i < len(args); i++ {
-		v, ok := parseCellInt(args[i])
-		if !ok {
-			c.writeError("Cell error: Couldn't parse as integer: " + string(args[i]))
-			return
-		}
-		n[i-2] = v
-	}
-	if n[2] > 1<<33 || n[2] < -(1<<33) {
-		c.writeError("ERR invalid period " + quote(args[4]) + ": want at most 2^33 seconds")
-		return
-	}
-	res, err := s.cfg.Limiter.Throttle(args[1], n[0], n[1], n[2], n[3], now)
+	res, err := c.limiter().Throttle(args[1], n[0], n[1], n[2], n[3], now)
 	if err != nil {
 		if err == engine.ErrZeroRate {
 			c.writeError("Cell error: " + err.Error())

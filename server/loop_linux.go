@@ -1,9 +1,11 @@
 package server
 
 import (
+	"errors"
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -35,7 +37,16 @@ type loop struct {
 	batch  [256]*conn
 	more   []*conn               // to read again: their last read filled the buffer
 	spare  []*conn               // more's other buffer
+	idle   []*conn               // reap's buffer
 	onWake func(fd uintptr) bool // l.wake, made once
+
+	// Connections whose replies wait for a commit (see durable.go), and
+	// the eventfd that the server's commit listener writes to wake the
+	// loop while nwaiting > 0.
+	evfd     int
+	waiting  []*conn
+	ready    []*conn // release's scratch
+	nwaiting atomic.Int32
 
 	mu    sync.Mutex
 	conns []*conn // by descriptor
@@ -56,6 +67,8 @@ func (s *Server) startLoops(n int) error {
 		}
 		s.loops = append(s.loops, l)
 	}
+	loops := s.loops
+	s.loopList.Store(&loops)
 	for _, l := range s.loops {
 		s.wg.Add(1)
 		go l.run()
@@ -79,9 +92,75 @@ func newLoop(s *Server) (*loop, error) {
 		f.Close()
 		return nil, err
 	}
-	l := &loop{s: s, epfd: epfd, file: f, rc: rc}
+	evfd, err := newEventFD()
+	if err == nil {
+		ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(evfd)}
+		if err = syscall.EpollCtl(epfd, syscall.EPOLL_CTL_ADD, evfd, &ev); err != nil {
+			syscall.Close(evfd)
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	l := &loop{s: s, epfd: epfd, file: f, rc: rc, evfd: evfd}
 	l.onWake = l.wake
 	return l, nil
+}
+
+// newEventFD returns a non-blocking eventfd.
+func newEventFD() (int, error) {
+	fd, _, e := syscall.Syscall(syscall.SYS_EVENTFD2, 0, syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if e != 0 {
+		return -1, e
+	}
+	return int(fd), nil
+}
+
+// signal wakes the loop to look at its waiting connections. Safe to call
+// from any goroutine.
+func (l *loop) signal() {
+	one := [8]byte{1}
+	syscall.Write(l.evfd, one[:]) // EAGAIN: the counter is full, the loop is woken anyway
+}
+
+// hold parks c, whose batch's replies wait for a commit, until release
+// finds it committed.
+func (l *loop) hold(c *conn) {
+	c.holding = true
+	l.waiting = append(l.waiting, c)
+	l.nwaiting.Add(1)
+	// A commit between runBatch's check and nwaiting's increment did not
+	// signal the loop: have it look once more.
+	if ok, err := l.s.committer.Committed(c.waitSeq); ok || err != nil {
+		l.signal()
+	}
+}
+
+// release finishes the batches of waiting connections whose changes are
+// committed (or will never be: their replies become the error).
+func (l *loop) release() {
+	var buf [8]byte
+	syscall.Read(l.evfd, buf[:])
+	keep, ready := l.waiting[:0], l.ready[:0]
+	for _, c := range l.waiting {
+		ok, err := l.s.committer.Committed(c.waitSeq)
+		if !ok && err == nil {
+			keep = append(keep, c)
+			continue
+		}
+		c.replaceReplies(err)
+		ready = append(ready, c)
+	}
+	clear(l.waiting[len(keep):])
+	l.waiting = keep
+	l.nwaiting.Store(int32(len(keep)))
+	for _, c := range ready {
+		c.holding = false
+		l.finish(c, l.s.finishBatch(c))
+	}
+	clear(ready)
+	l.ready = ready[:0]
 }
 
 // adopt moves a new TCP connection onto one of the loops, round robin, and
@@ -109,6 +188,7 @@ func (s *Server) adopt(c *conn, nc net.Conn) bool {
 	l := s.loops[s.nextLoop.Add(1)%uint32(len(s.loops))]
 	// Set up c before add: the loop may serve it at once.
 	c.lp, c.fd, c.nc = l, fd, nil
+	c.fdShown.Store(int32(fd))
 	c.raw = &rawSocket{fd: uintptr(fd)}
 	c.rd.r = c.raw
 	if err := l.add(c, fd); err != nil {
@@ -159,10 +239,18 @@ func (l *loop) forget(c *conn) {
 }
 
 // run serves the loop's connections until Shutdown sets a deadline on its
-// descriptor, then closes the connections left.
+// descriptor, then closes the connections left. With an IdleTimeout it
+// also wakes up regularly to close idle connections (reap).
 func (l *loop) run() {
 	defer l.s.wg.Done()
-	l.rc.Read(l.onWake)
+	for {
+		l.setTick()
+		err := l.rc.Read(l.onWake)
+		if l.s.closing.Load() || !errors.Is(err, os.ErrDeadlineExceeded) {
+			break
+		}
+		l.reap()
+	}
 	l.mu.Lock()
 	left := make([]*conn, 0, len(l.conns))
 	for _, c := range l.conns {
@@ -172,9 +260,53 @@ func (l *loop) run() {
 	}
 	l.mu.Unlock()
 	for _, c := range left {
+		if c.holding {
+			// Stopping: the replies still go out once committed.
+			l.s.waitCommit(c)
+			c.holding = false
+			l.s.finishBatch(c)
+		}
 		l.close(c)
 	}
 	l.file.Close()
+	syscall.Close(l.evfd)
+}
+
+// setTick sets the deadline of the loop's next wait, when connections
+// may time out: a fraction of IdleTimeout, at most a second away, or at
+// once if Shutdown has begun (under mu, as wakeLoops, so that neither
+// overrides the other's).
+func (l *loop) setTick() {
+	idle := l.s.cfg.IdleTimeout
+	if idle <= 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.s.closing.Load() {
+		l.file.SetReadDeadline(aLongTimeAgo)
+		return
+	}
+	l.file.SetReadDeadline(time.Now().Add(min(idle/4, time.Second)))
+}
+
+// reap closes the loop's connections that have sent nothing for
+// IdleTimeout.
+func (l *loop) reap() {
+	now, limit := l.s.cfg.Clock(), int64(l.s.cfg.IdleTimeout)
+	l.mu.Lock()
+	idle := l.idle[:0]
+	for _, c := range l.conns {
+		if c != nil && now-c.lastSeen.Load() >= limit {
+			idle = append(idle, c)
+		}
+	}
+	l.mu.Unlock()
+	for _, c := range idle {
+		l.close(c)
+	}
+	clear(idle)
+	l.idle = idle[:0]
 }
 
 // wake is the RawConn.Read callback of the epoll descriptor: it serves
@@ -184,26 +316,37 @@ func (l *loop) run() {
 // Connections are registered edge-triggered: epoll reports new bytes
 // once, so a connection whose read filled the buffer may hold more and is
 // read again in the next round (more), after the connections that became
-// ready meanwhile. The loop parks when a wait returned fewer events than
+// ready meanwhile. Once Shutdown has begun it stops between two rounds.
+// The loop parks when a wait returned fewer events than
 // it asked for and no connection has more: the epoll descriptor is
 // edge-triggered in the netpoller too, and readiness that arrives while
 // the loop runs is kept for its next wait, so nothing is missed.
 func (l *loop) wake(uintptr) bool {
 	for {
+		if l.s.closing.Load() {
+			return true // Shutdown: run closes the connections
+		}
 		n := l.wait()
 		// Resolve descriptors to connections first: a connection closed
 		// by this batch may see its descriptor number reused at once.
+		wake := false
 		l.mu.Lock()
 		for i := 0; i < n; i++ {
-			if fd := int(l.events[i].Fd); fd < len(l.conns) {
+			if fd := int(l.events[i].Fd); fd == l.evfd {
+				wake = true
+			} else if fd < len(l.conns) {
 				l.batch[i] = l.conns[fd]
 			}
 		}
 		l.mu.Unlock()
+		if wake {
+			l.release()
+		}
 		again := l.more
 		l.more = l.spare[:0]
 		for i := 0; i < n; i++ {
 			if c := l.batch[i]; c != nil && c.lp == l {
+				c.hup = c.hup || l.events[i].Events&hangUp != 0
 				l.serve(c)
 			}
 		}
@@ -237,23 +380,41 @@ func (l *loop) wait() int {
 	}
 }
 
-// serve reads once from a ready connection and runs what it read.
+// serve reads once from a ready connection and runs what it read. A
+// connection whose replies wait for a commit is not read until release
+// lets them go.
 func (l *loop) serve(c *conn) {
-	err := c.rd.fill()
+	if c.holding {
+		c.readable = true
+		return
+	}
+	err := c.read()
 	if err == errAgain {
+		c.hup = false
 		return
 	}
 	if err == nil {
 		err = l.s.runBatch(c)
 	}
+	if err == errHold {
+		l.hold(c)
+		return
+	}
+	l.finish(c, err)
+}
+
+// finish ends a batch that runBatch or finishBatch returned err for: it
+// hands the connection over, closes it, or has it read again.
+func (l *loop) finish(c *conn, err error) {
 	switch {
 	case c.stuck || (err != nil && isProtocolError(err)):
 		l.handoff(c, err)
 	case err != nil:
 		c.readError(err)
 		l.close(c)
-	case !c.raw.drained:
-		l.more = append(l.more, c) // the read filled the buffer
+	case !c.raw.drained || c.hup || c.pending || c.readable:
+		c.readable = false
+		l.more = append(l.more, c) // the read filled the buffer, EOF is next, requests wait, or data came meanwhile
 	}
 }
 
@@ -294,9 +455,14 @@ func closeFD(fd int) {
 // wakeLoops makes every loop return from its wait, for Shutdown.
 func (s *Server) wakeLoops() {
 	for _, l := range s.loops {
+		l.mu.Lock()
 		l.file.SetReadDeadline(aLongTimeAgo)
+		l.mu.Unlock()
 	}
 }
+
+// hangUp are the events that say the peer will send nothing more.
+const hangUp = syscall.EPOLLRDHUP | syscall.EPOLLHUP | syscall.EPOLLERR
 
 // epollET is EPOLLET as the uint32 of an EpollEvent (the syscall
 // package declares it negative).

@@ -5,11 +5,14 @@ package server
 import (
 	"errors"
 	"net"
+	"sync/atomic"
 )
 
 // loop is an event loop; there are none outside Linux, where every
 // connection has a goroutine of its own.
-type loop struct{}
+type loop struct{ nwaiting atomic.Int32 }
+
+func (l *loop) signal() {}
 
 func (s *Server) startLoops(n int) error {
 	return errors.New("event loops need Linux's epoll")

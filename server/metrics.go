@@ -1,6 +1,7 @@
 package server
 
 import (
+	"math/rand/v2"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -50,28 +51,39 @@ const latencySample = 15
 // resolved once, so the check path never looks up a label. With off set
 // (Config.DisableMetrics) the per-command updates are skipped.
 type metrics struct {
-	off         bool
-	stripes     [numStripes]stripe
-	latency     [numTimed]prometheus.Observer
-	shadow      *prometheus.CounterVec
-	shadowByID  sync.Map // rule id → prometheus.Counter
-	errors      *prometheus.CounterVec
-	errByCode   map[string]prometheus.Counter
-	connections prometheus.Gauge
+	off          bool
+	stripes      [numStripes]stripe
+	latency      [numTimed]prometheus.Observer
+	shadow       *prometheus.CounterVec
+	shadowByID   sync.Map // rule id → prometheus.Counter
+	errors       *prometheus.CounterVec
+	errByCode    map[string]prometheus.Counter
+	connections  prometheus.Gauge
+	rejected     prometheus.Counter // connections refused beyond MaxClients
+	acceptErrors prometheus.Counter
+	// held counts batches whose replies waited for the log, by why (see
+	// mustWait): strong, lagging (fast mode, the log behind), change.
+	held [3]prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, s *Server) *metrics {
 	m := &metrics{
 		off: s.cfg.DisableMetrics,
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "rlserver_errors_total", Help: "Error replies, by error code (ERR, WRONGTYPE, NOAUTH, protocol, ...).",
+			Name: "rlserver_errors_total", Help: "Error replies, by error code (ERR, WRONGTYPE, NOAUTH, protocol, ...); crossprotocol counts connections closed for sending HTTP.",
 		}, []string{"code"}),
 		connections: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "rlserver_connected_clients", Help: "Open client connections.",
 		}),
 		errByCode: make(map[string]prometheus.Counter),
+		rejected: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "rlserver_rejected_connections_total", Help: "Connections refused because --maxclients were connected.",
+		}),
+		acceptErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "rlserver_accept_errors_total", Help: "Failed accepts (such as out of file descriptors), after each of which the server backs off.",
+		}),
 	}
-	for _, code := range []string{"ERR", "WRONGTYPE", "NOAUTH", "WRONGPASS", "NOPERM", "NOPROTO", "Cell"} {
+	for _, code := range []string{"ERR", "WRONGTYPE", "NOAUTH", "WRONGPASS", "NOPERM", "NOPROTO", "Cell", "OOM", "crossprotocol"} {
 		m.errByCode[code] = m.errors.WithLabelValues(code)
 	}
 	keys := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -80,7 +92,19 @@ func newMetrics(reg prometheus.Registerer, s *Server) *metrics {
 	mem := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "rlserver_state_bytes", Help: "Estimated memory of the limiter state.",
 	}, func() float64 { return float64(s.cfg.Limiter.MemoryBytes()) })
-	reg.MustRegister(m.errors, m.connections, keys, mem)
+	clients := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "rlserver_client_memory_bytes", Help: "Estimated memory of client connections (buffers and structures); --maxmemory counts it.",
+	}, func() float64 { return float64(s.ConnMemory()) })
+	evicted := prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "rlserver_evicted_keys_total", Help: "Keys evicted to stay within --maxmemory.",
+	}, func() float64 { _, _, n := s.memoryBound(); return float64(n) })
+	heldVec := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "rlserver_replies_held_total", Help: "Batches of replies that waited for their changes to be committed in the log, by reason: strong (--consistency strong), lagging (fast mode, the log fell behind), change (rule changes, FLUSHALL).",
+	}, []string{"reason"})
+	for i, r := range []string{"strong", "lagging", "change"} {
+		m.held[i] = heldVec.WithLabelValues(r)
+	}
+	reg.MustRegister(m.errors, m.connections, m.rejected, m.acceptErrors, keys, mem, clients, evicted, heldVec)
 	m.registerCounts(reg, s.list)
 	m.registerLatency(reg)
 	m.registerRules(reg, s.cfg.Rules)
@@ -175,6 +199,24 @@ func (m *metrics) check(c *conn, a engine.Algo, allowed bool) {
 	}
 }
 
+// CountCheck counts one check of algorithm a decided outside RESP (by the
+// HTTP API) where RL.CHECK is counted: rlserver_checks_total and INFO's
+// check fields. It is safe for concurrent use.
+func (s *Server) CountCheck(a engine.Algo, allowed bool) {
+	if m := s.metrics; !m.off && int(a) < engine.NumAlgos {
+		m.stripes[rand.Uint32()&stripeMask].checks[a][b2i(allowed)].Add(1)
+	}
+}
+
+// CountRuleCheck counts one evaluated rule check decided outside RESP (by
+// the HTTP API) where RL.CHECKRULES is counted: rlserver_rule_checks_total
+// and rlserver_rule_shadow_denials_total. It is safe for concurrent use.
+func (s *Server) CountRuleCheck(q *rules.Query) {
+	if !s.metrics.off {
+		s.metrics.ruleCheckOn(&s.metrics.stripes[rand.Uint32()&stripeMask], q)
+	}
+}
+
 // start returns the time a timed command on c starts, or the zero time
 // when this command is not sampled or metrics are off.
 func (m *metrics) start(c *conn) time.Time {
@@ -196,10 +238,13 @@ func (m *metrics) observe(cmd int, start time.Time) {
 // ruleCheck counts one evaluated RL.CHECKRULES on c and the shadow rules
 // in it that would have denied.
 func (m *metrics) ruleCheck(c *conn, q *rules.Query) {
-	if m.off {
-		return
+	if !m.off {
+		m.ruleCheckOn(&m.stripes[c.id&stripeMask], q)
 	}
-	m.stripes[c.id&stripeMask].rules[b2i(q.Allowed)].Add(1)
+}
+
+func (m *metrics) ruleCheckOn(st *stripe, q *rules.Query) {
+	st.rules[b2i(q.Allowed)].Add(1)
 	for i := range q.Evals {
 		if e := &q.Evals[i]; e.Rule.Rule.Shadow && !e.Result.Allowed {
 			m.shadowCounter(e.Rule.Rule.ID).Inc()

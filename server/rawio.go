@@ -21,12 +21,12 @@ import (
 // churn cost more CPU than the command. The socket is non-blocking, so a
 // raw call never blocks: it returns EAGAIN and the netpoller waits.
 //
-// Why the whole connection runs inside one RawConn.Read (Server.serveRaw):
-// every Read on a net.Conn first discards the netpoller's readiness token
-// and tries the read, so after each batch a connection made a read that
-// failed with EAGAIN before it waited: one system call in three, at one
-// batch per round trip. Inside one RawRead the token is kept, so after a
-// read that emptied the socket the connection waits first.
+// The whole connection runs inside one RawConn.Read (Server.serveRaw), so
+// that the callbacks are made once. After a read that emptied the socket
+// it still reads once more before it waits, as a net.Conn's Read does:
+// the peer's FIN may have arrived with the last bytes, in the readiness
+// the netpoller has already reported, and waiting would then keep a
+// closed connection open for ever.
 //
 // Writes lock the descriptor separately from reads, so replies are written
 // from inside the read callback. The callbacks are made once per
@@ -35,7 +35,7 @@ import (
 type rawSocket struct {
 	rc      syscall.RawConn
 	fd      uintptr // valid inside Server.serveRaw's callback
-	drained bool    // the last read emptied the socket
+	drained bool    // the last read emptied the socket (see loop.serve)
 
 	p       []byte // the buffer of the write in progress
 	n       int

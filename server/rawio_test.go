@@ -92,6 +92,7 @@ func TestConnWithoutDescriptor(t *testing.T) {
 	}
 	s.mu.Lock()
 	s.conns[c] = struct{}{}
+	s.cfg.OpenClients.Add(1)
 	s.wg.Add(1)
 	s.mu.Unlock()
 	go s.serveConn(c)

@@ -65,3 +65,24 @@ func TestRedisCLIInteractive(t *testing.T) {
 		}
 	}
 }
+
+// TestRedisCLIMulti sends a transaction through redis-cli's interactive
+// mode, one command per line on one connection.
+func TestRedisCLIMulti(t *testing.T) {
+	_, addr := startServer(t, Config{Clock: fakeClock()})
+	bin := requireTool(t, "redis-cli")
+	host, port, _ := net.SplitHostPort(addr)
+	cmd := exec.Command(bin, "-h", host, "-p", port, "--no-raw")
+	cmd.Stdin = strings.NewReader("MULTI\nRL.CHECK m fixed 1 1m\nRL.CHECK m fixed 1 1m\nEXEC\nEXEC\n")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("redis-cli: %v\n%s", err, out)
+	}
+	want := "OK\nQUEUED\nQUEUED\n" +
+		"1) 1) (integer) 1\n   2) (integer) 1\n   3) (integer) 0\n   4) (integer) 0\n   5) (integer) 60000\n" +
+		"2) 1) (integer) 0\n   2) (integer) 1\n   3) (integer) 0\n   4) (integer) 60000\n   5) (integer) 60000\n" +
+		"(error) ERR EXEC without MULTI"
+	if got := strings.TrimSpace(string(out)); got != want {
+		t.Fatalf("redis-cli printed\n%s\nwant\n%s", got, want)
+	}
+}

@@ -12,6 +12,8 @@ var (
 	errMultibulkLength  = errors.New("Protocol error: invalid multibulk length")
 	errBulkLength       = errors.New("Protocol error: invalid bulk length")
 	errUnbalancedQuotes = errors.New("Protocol error: unbalanced quotes in request")
+	errInlineTooBig     = errors.New("Protocol error: too big inline request")
+	errBuffersFull      = errors.New("Protocol error: the server holds too much unparsed input from its clients; request refused")
 )
 
 // errExpectedDollar is Redis's error for an array element that is not a
@@ -23,22 +25,44 @@ func errExpectedDollar(got byte) error {
 // maxMultibulk is Redis's bound on the number of arguments of one request.
 const maxMultibulk = 1024 * 1024
 
+// maxInline is Redis's bound on an inline command line (PROTO_INLINE_MAX_SIZE).
+const maxInline = 64 << 10
+
 // reader parses requests, RESP arrays of bulk strings or inline commands,
 // from a connection into argument slices that point into its own buffer,
 // so that a steady stream of requests is parsed without allocating. It
 // bounds the size of one request (not of a pipelined batch) by max bytes:
-// a larger one, or a bulk string announced larger, is errTooBig.
+// a larger one, or a bulk string announced larger, is errTooBig; an inline
+// line longer than maxInline is errInlineTooBig.
+//
+// A request that arrives in pieces is parsed once: an array whose elements
+// have not all arrived is resumed at its first incomplete element (see
+// parseMultibulk), an inline line at the first byte not yet searched for
+// its newline.
+//
+// Growth of the buffer beyond initialReadBuf and of the argument array
+// beyond keptArgs is taken from budget, shared by every connection, and
+// given back by release once the request is done; a request that finds
+// the budget spent is errBuffersFull. A nil budget is unbounded.
 //
 // A reader is owned by one connection goroutine.
 type reader struct {
-	r     io.Reader
-	max   int
-	buf   []byte
-	start int // first unparsed byte
-	end   int // end of the bytes read
+	r      io.Reader
+	max    int
+	budget *budget
+	held   int64 // taken from budget
+	buf    []byte
+	start  int // first unparsed byte
+	end    int // end of the bytes read
 	// scanned is how far an incomplete inline line has been searched for
 	// its newline, so that a long line arriving in pieces is scanned once.
 	scanned int
+	// An array at start whose elements have not all arrived: its element
+	// count (0 if none), how many elements are complete, and the offset
+	// from start of the next one.
+	mbCount int64
+	mbDone  int64
+	mbPos   int
 	// args holds the arguments of the requests parsed since reset, back to
 	// back; each request's arguments are a slice of it.
 	args   [][]byte
@@ -56,6 +80,13 @@ func (rd *reader) reset() {
 // for a request that does not fit and shrinks back when it is drained.
 const initialReadBuf = 16 << 10
 
+// keptArgs is the argument array capacity a connection keeps between
+// batches; a larger one, grown for one request, is released after it.
+const keptArgs = 1024
+
+// argBytes is the size of one element of the argument array.
+const argBytes = 24
+
 // buffered reports whether bytes that are not parsed yet are buffered.
 func (rd *reader) buffered() bool { return rd.start < rd.end }
 
@@ -64,9 +95,6 @@ func (rd *reader) buffered() bool { return rd.start < rd.end }
 func (rd *reader) fill() error {
 	if rd.start == rd.end {
 		rd.start, rd.end, rd.scanned = 0, 0, 0
-		if len(rd.buf) > initialReadBuf {
-			rd.buf = make([]byte, initialReadBuf)
-		}
 	}
 	if rd.end-rd.start > rd.max {
 		return errTooBig
@@ -76,10 +104,8 @@ func (rd *reader) fill() error {
 			n := copy(rd.buf, rd.buf[rd.start:rd.end])
 			rd.scanned -= rd.start
 			rd.start, rd.end = 0, n
-		} else {
-			nb := make([]byte, 2*len(rd.buf))
-			copy(nb, rd.buf[:rd.end])
-			rd.buf = nb
+		} else if err := rd.growBuf(); err != nil {
+			return err
 		}
 	}
 	n, err := rd.r.Read(rd.buf[rd.end:])
@@ -91,6 +117,76 @@ func (rd *reader) fill() error {
 		err = io.ErrNoProgress
 	}
 	return err
+}
+
+// growBuf doubles the buffer, which holds one incomplete request.
+func (rd *reader) growBuf() error {
+	if !rd.budget.take(int64(len(rd.buf))) {
+		return errBuffersFull
+	}
+	rd.held += int64(len(rd.buf))
+	nb := make([]byte, 2*len(rd.buf))
+	copy(nb, rd.buf[:rd.end])
+	rd.buf = nb
+	return nil
+}
+
+// push appends one argument, growing the array within the budget.
+func (rd *reader) push(a []byte) error {
+	if len(rd.args) < cap(rd.args) {
+		rd.args = append(rd.args, a)
+		return nil
+	}
+	return rd.grow(a)
+}
+
+// grow is push when the argument array is full.
+func (rd *reader) grow(a []byte) error {
+	n := max(2*cap(rd.args), 16)
+	if grown := int64(n-max(cap(rd.args), keptArgs)) * argBytes; grown > 0 {
+		if !rd.budget.take(grown) {
+			return errBuffersFull
+		}
+		rd.held += grown
+	}
+	args := make([][]byte, len(rd.args), n)
+	copy(args, rd.args)
+	rd.args = append(args, a)
+	return nil
+}
+
+// rewind makes the requests from pos on unparsed again, for a batch that
+// stops before running them. Call it after reset and before fill.
+func (rd *reader) rewind(pos int) {
+	rd.start, rd.scanned, rd.mbCount = pos, pos, 0
+}
+
+// release gives back what a request larger than usual made the reader
+// hold, once it is done: the grown buffer if nothing is left in it, and
+// an argument array beyond keptArgs. Call it after the batch has run,
+// when no argument is used any more.
+func (rd *reader) release() {
+	if cap(rd.args) > keptArgs {
+		rd.args = nil
+	}
+	if cap(rd.inline) > maxInline {
+		rd.inline = nil
+	}
+	if rd.start == rd.end && len(rd.buf) > initialReadBuf {
+		rd.start, rd.end, rd.scanned = 0, 0, 0
+		rd.buf = make([]byte, initialReadBuf)
+	}
+	held := int64(max(len(rd.buf)-initialReadBuf, 0) + max(cap(rd.args)-keptArgs, 0)*argBytes)
+	rd.budget.give(rd.held - held)
+	rd.held = held
+}
+
+// free gives back everything the reader took from the budget, when its
+// connection closes.
+func (rd *reader) free() {
+	rd.budget.give(rd.held)
+	rd.held = 0
+	rd.buf, rd.args, rd.inline = nil, nil, nil
 }
 
 // next parses the next complete request in the buffer and returns its
@@ -123,18 +219,28 @@ func (rd *reader) next() ([][]byte, error) {
 
 // parseMultibulk parses "*<n>\r\n" and n bulk strings at the front of b,
 // appending them to rd.args. It returns the bytes consumed, 0 if b is
-// incomplete.
+// incomplete. An incomplete array is remembered (mbCount, mbDone, mbPos),
+// so that the next call resumes at its first incomplete element instead of
+// parsing it again from the start; its arguments are then collected in one
+// pass when the last element arrives.
 func (rd *reader) parseMultibulk(b []byte) (int, error) {
-	line, pos, err := crlfLine(b, 1, errMultibulkLength)
-	if pos == 0 {
-		return 0, err
+	count, i, pos := rd.mbCount, rd.mbDone, rd.mbPos
+	resumed := count > 0
+	if !resumed {
+		line, next, err := crlfLine(b, 1, errMultibulkLength)
+		if next == 0 {
+			return 0, err
+		}
+		n, ok := parseInt(line)
+		if !ok || n > maxMultibulk {
+			return 0, errMultibulkLength
+		}
+		count, i, pos = n, 0, next
 	}
-	count, ok := parseInt(line)
-	if !ok || count > maxMultibulk {
-		return 0, errMultibulkLength
-	}
-	for i := int64(0); i < count; i++ {
+	rd.mbCount = 0
+	for ; i < count; i++ {
 		if pos >= len(b) {
+			rd.mbCount, rd.mbDone, rd.mbPos = count, i, pos
 			return 0, nil
 		}
 		if b[pos] != '$' {
@@ -142,6 +248,9 @@ func (rd *reader) parseMultibulk(b []byte) (int, error) {
 		}
 		line, next, err := crlfLine(b, pos+1, errBulkLength)
 		if next == 0 {
+			if err == nil {
+				rd.mbCount, rd.mbDone, rd.mbPos = count, i, pos
+			}
 			return 0, err
 		}
 		size, ok := parseInt(line)
@@ -153,15 +262,39 @@ func (rd *reader) parseMultibulk(b []byte) (int, error) {
 		}
 		end := next + int(size)
 		if end+2 > len(b) {
+			rd.mbCount, rd.mbDone, rd.mbPos = count, i, pos
 			return 0, nil
 		}
 		if b[end] != '\r' || b[end+1] != '\n' {
 			return 0, errBulkLength
 		}
-		rd.args = append(rd.args, b[next:end:end])
+		if !resumed {
+			if err := rd.push(b[next:end:end]); err != nil {
+				return 0, err
+			}
+		}
 		pos = end + 2
 	}
+	if resumed {
+		return pos, rd.collect(b, count)
+	}
 	return pos, nil
+}
+
+// collect appends the count elements of the complete array at the front
+// of b, which parseMultibulk has checked, to rd.args.
+func (rd *reader) collect(b []byte, count int64) error {
+	_, pos, _ := crlfLine(b, 1, nil)
+	for i := int64(0); i < count; i++ {
+		line, next, _ := crlfLine(b, pos+1, nil)
+		size, _ := parseInt(line)
+		end := next + int(size)
+		if err := rd.push(b[next:end:end]); err != nil {
+			return err
+		}
+		pos = end + 2
+	}
+	return nil
 }
 
 // crlfLine returns the line of b from i to the next "\r\n" and the offset
@@ -197,8 +330,14 @@ func (rd *reader) parseInline(b []byte) (int, error) {
 		}
 	}
 	if nl < 0 {
+		if len(b) > maxInline {
+			return 0, errInlineTooBig
+		}
 		rd.scanned = rd.start + len(b)
 		return 0, nil
+	}
+	if nl > maxInline {
+		return 0, errInlineTooBig
 	}
 	line := b[:nl]
 	if len(line) > 0 && line[len(line)-1] == '\r' {
@@ -223,7 +362,9 @@ func (rd *reader) splitInline(line []byte) error {
 			for j < len(line) && !isSpace(line[j]) {
 				j++
 			}
-			rd.args = append(rd.args, line[i:j:j])
+			if err := rd.push(line[i:j:j]); err != nil {
+				return err
+			}
 			i = j
 			continue
 		}
@@ -234,7 +375,9 @@ func (rd *reader) splitInline(line []byte) error {
 		}
 		// rd.inline may have moved while growing; the slices taken before
 		// keep the old array alive and stay valid.
-		rd.args = append(rd.args, rd.inline[start:len(rd.inline):len(rd.inline)])
+		if err := rd.push(rd.inline[start:len(rd.inline):len(rd.inline)]); err != nil {
+			return err
+		}
 		i += n
 	}
 }

@@ -94,6 +94,10 @@ func TestReaderParsesRequests(t *testing.T) {
 		{"unbalanced", "ECHO \"abc\r\n", nil, errUnbalancedQuotes},
 		{"quote then letter", "ECHO \"a\"b\r\n", nil, errUnbalancedQuotes},
 		{"good before bad", "PING\r\n*x\r\n", []string{"PING"}, errMultibulkLength},
+		{"array then inline", "*3\r\n$1\r\na\r\n$0\r\n\r\n$2\r\nbc\r\nPING\r\n*1\r\n$1\r\nd\r\n",
+			[]string{"a||bc", "PING", "d"}, io.EOF},
+		{"bad element after good ones", "*3\r\n$1\r\na\r\n$1\r\nb\r\n:1\r\n", nil, errExpectedDollar(':')},
+		{"inline line beyond 64 KiB", strings.Repeat("a", 70000) + "\r\n", nil, errInlineTooBig},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -163,7 +167,8 @@ func TestReaderDoesNotAllocate(t *testing.T) {
 
 // FuzzReader: whatever the input and however it is split across reads, the
 // reader parses the same requests and stops at the same error, and never
-// panics.
+// panics. Its corpus (testdata/fuzz/FuzzReader) holds the inputs of issue
+// 10: many empty arguments, arrays split anywhere, HTTP lines, bad lengths.
 func FuzzReader(f *testing.F) {
 	f.Add([]byte("*2\r\n$4\r\nPING\r\n$2\r\nhi\r\nPING\r\n"), uint8(3))
 	f.Add([]byte(`ECHO "a\x41" 'b\'c'`+"\r\n*1\r\n$-1\r\n"), uint8(1))

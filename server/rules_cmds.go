@@ -50,23 +50,12 @@ func cmdRuleSet(s *Server, c *conn, args [][]byte, now int64) {
 	if !s.mayWriteRules(c, "rl.rule.set") {
 		return
 	}
-	r, err := rules.DecodeJSON(args[2])
+	r, err := s.parseRule(args)
 	if err != nil {
 		c.writeErr(err)
 		return
 	}
-	switch id := string(args[1]); {
-	case r.ID == "":
-		r.ID = id
-	case r.ID != id:
-		c.writeErr(fmt.Errorf("%w: id %q in the JSON does not match the argument %q", rules.ErrInvalid, r.ID, id))
-		return
-	}
-	if err := r.Validate(s.cfg.MaxLogLimit); err != nil {
-		c.writeErr(err)
-		return
-	}
-	added, err := s.cfg.Rules.SetRule(r)
+	added, err := c.ruleStore().SetRule(r)
 	if err != nil {
 		c.writeErr(err)
 		return
@@ -75,13 +64,29 @@ func cmdRuleSet(s *Server, c *conn, args [][]byte, now int64) {
 	c.writeInt(b2i(added))
 }
 
+// parseRule decodes and validates RL.RULE.SET's rule. The JSON's "id" must
+// be empty or equal to the id argument.
+func (s *Server) parseRule(args [][]byte) (rules.Rule, error) {
+	r, err := rules.DecodeJSON(args[2])
+	if err != nil {
+		return r, err
+	}
+	switch id := string(args[1]); {
+	case r.ID == "":
+		r.ID = id
+	case r.ID != id:
+		return r, fmt.Errorf("%w: id %q in the JSON does not match the argument %q", rules.ErrInvalid, r.ID, id)
+	}
+	return r, r.Validate(s.cfg.MaxLogLimit)
+}
+
 // RL.RULE.GET id
 func cmdRuleGet(s *Server, c *conn, args [][]byte, now int64) {
 	if s.cfg.Rules == nil {
 		c.writeError(errNoRules)
 		return
 	}
-	r, ok := s.cfg.Rules.Rule(string(args[1]))
+	r, ok := c.ruleStore().Rule(string(args[1]))
 	if !ok {
 		c.writeNull()
 		return
@@ -96,7 +101,7 @@ func cmdRuleDel(s *Server, c *conn, args [][]byte, now int64) {
 	if !s.mayWriteRules(c, "rl.rule.del") {
 		return
 	}
-	existed, err := s.cfg.Rules.DeleteRule(string(args[1]))
+	existed, err := c.ruleStore().DeleteRule(string(args[1]))
 	if err != nil {
 		c.writeErr(err)
 		return
@@ -115,7 +120,7 @@ func cmdRuleList(s *Server, c *conn, args [][]byte, now int64) {
 		c.writeError(errNoRules)
 		return
 	}
-	all := s.cfg.Rules.Rules()
+	all := c.ruleStore().Rules()
 	c.writeArray(len(all))
 	for _, r := range all {
 		c.writeBulk(rules.EncodeJSON(r))

@@ -3,11 +3,14 @@ package server
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,6 +27,16 @@ type Limiter interface {
 	Flush() error
 	Len() int
 	MemoryBytes() int64
+}
+
+// MemoryBound is implemented by a Limiter whose memory is bounded (a
+// shards.Store made with a MaxMemory): INFO, CONFIG GET and /metrics
+// report the bound, the policy at it and the keys evicted. Safe for
+// concurrent use.
+type MemoryBound interface {
+	MaxMemory() int64 // bytes, 0 for none
+	MaxMemoryPolicy() string
+	Evicted() int64
 }
 
 // Config configures a Server. Zero values take the documented defaults.
@@ -46,6 +59,29 @@ type Config struct {
 	// number none, and then every connection has a goroutine of its own,
 	// as connections other than TCP (TLS, pipes) always do.
 	IOLoops int
+	// MaxBuffered bounds the bytes that all connections together may hold
+	// beyond their usual buffers, for requests larger than 16 KiB (see
+	// budget); default DefaultMaxBuffered.
+	MaxBuffered int64
+	// ConnMemory, if set, is where the server keeps the estimated memory
+	// of its connections (buffers and per-connection structures), so that
+	// the limiter's --maxmemory accounting can count it; nil means a
+	// counter of the server's own.
+	ConnMemory *atomic.Int64
+	// IdleTimeout closes a connection that has sent nothing for that
+	// long, as Redis's timeout; 0 means never.
+	IdleTimeout time.Duration
+	// HandshakeTimeout bounds the TLS handshake of a connection from a
+	// TLS listener; default 10 s.
+	HandshakeTimeout time.Duration
+	// MaxClients bounds the connections served at once, as Redis's
+	// maxclients: one more is answered "-ERR max number of clients
+	// reached" and closed. Default DefaultMaxClients.
+	MaxClients int
+	// OpenClients, if set, counts the client connections open on every
+	// listener of the node, so that MaxClients bounds them together: the
+	// HTTP API adds its own. nil means a counter of the server's own.
+	OpenClients *atomic.Int64
 	// DisableMetrics skips every per-command metric update (command and
 	// check counters, the latency histogram, INFO's check counts); for
 	// measuring what metrics cost.
@@ -57,6 +93,8 @@ const (
 	DefaultMaxKeyBytes = 1024
 	DefaultMaxLogLimit = 10000
 	DefaultMaxRequest  = 8 << 20
+	DefaultMaxBuffered = 256 << 20
+	DefaultMaxClients  = 10000
 )
 
 // Server is a RESP server. Create it with New, run it with Serve, stop it
@@ -69,8 +107,17 @@ type Server struct {
 	metrics *metrics
 	started time.Time
 	queries sync.Pool // *rules.Query, reused by RL.CHECKRULES
-	// prefetcher is cfg.Limiter if it implements Prefetcher.
+	// prefetcher is cfg.Limiter if it implements Prefetcher, bound if
+	// it implements MemoryBound.
 	prefetcher Prefetcher
+	commitState
+	// txRules says that the rules live in the Limiter (Config.Rules was
+	// nil), so that EXEC's transaction covers rule checks too.
+	txRules  bool
+	bound    MemoryBound
+	input    *budget       // of MaxBuffered
+	connMem  *atomic.Int64 // cfg.ConnMemory, or the server's own
+	throttle throttles     // of the log lines clients can cause
 
 	mu       sync.Mutex
 	ln       net.Listener
@@ -101,6 +148,21 @@ func New(cfg Config) *Server {
 	if cfg.MaxRequest <= 0 {
 		cfg.MaxRequest = DefaultMaxRequest
 	}
+	if cfg.HandshakeTimeout <= 0 {
+		cfg.HandshakeTimeout = 10 * time.Second
+	}
+	if cfg.MaxClients <= 0 {
+		cfg.MaxClients = DefaultMaxClients
+	}
+	if cfg.OpenClients == nil {
+		cfg.OpenClients = new(atomic.Int64)
+	}
+	if cfg.MaxBuffered <= 0 {
+		cfg.MaxBuffered = DefaultMaxBuffered
+	}
+	if cfg.ConnMemory == nil {
+		cfg.ConnMemory = new(atomic.Int64)
+	}
 	if cfg.Clock == nil {
 		cfg.Clock = func() int64 { return time.Now().UnixNano() }
 	}
@@ -110,14 +172,20 @@ func New(cfg Config) *Server {
 	if cfg.Registerer == nil {
 		cfg.Registerer = prometheus.NewRegistry()
 	}
+	txRules := false
 	if cfg.Rules == nil {
-		cfg.Rules, _ = cfg.Limiter.(RuleStore)
+		cfg.Rules, txRules = cfg.Limiter.(RuleStore)
 	}
 	if cfg.Version == "" {
 		cfg.Version = "dev"
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, conns: make(map[*conn]struct{}), started: time.Now()}
 	s.prefetcher, _ = cfg.Limiter.(Prefetcher)
+	s.initCommitter()
+	s.txRules = txRules
+	s.bound, _ = cfg.Limiter.(MemoryBound)
+	s.input, s.connMem = &budget{max: cfg.MaxBuffered}, cfg.ConnMemory
+	s.throttle = newThrottles()
 	s.cmds, s.list = commandTable()
 	s.metrics = newMetrics(cfg.Registerer, s)
 	return s
@@ -128,7 +196,9 @@ var ErrServerClosed = errors.New("server: closed")
 
 // Serve accepts connections on ln until Shutdown is called. It always
 // returns a non-nil error: ErrServerClosed after Shutdown, also when
-// Shutdown came first (ln is then closed at once).
+// Shutdown came first (ln is then closed at once). Temporary Accept errors
+// (out of descriptors or memory) do not end it: it backs off and goes on
+// (see backOff). Connections beyond MaxClients are refused (see refuse).
 func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
 	s.ln = ln
@@ -150,42 +220,129 @@ func (s *Server) Serve(ln net.Listener) error {
 		ln.Close()
 		return ErrServerClosed
 	}
+	spare, _ := os.Open(os.DevNull) // see shed
+	defer func() { spare.Close() }()
+	var delay time.Duration
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
 			if s.closing.Load() {
 				return ErrServerClosed
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				time.Sleep(10 * time.Millisecond)
+			if !temporary(err) {
+				return err
+			}
+			if s.shed(ln, err, &spare) {
 				continue
 			}
+			delay = s.backOff(err, delay)
+			continue
+		}
+		delay = 0
+		if err := s.admit(nc); err != nil {
 			return err
 		}
-		c := s.newConn(nc)
-		s.mu.Lock()
-		if s.closing.Load() {
-			s.mu.Unlock()
-			nc.Close()
-			return ErrServerClosed
-		}
-		s.conns[c] = struct{}{}
-		s.wg.Add(1)
-		// Adopted under mu, so that Shutdown's wake-up finds it.
-		adopted := s.adopt(c, nc)
+	}
+}
+
+// admit serves a new connection, or refuses it when MaxClients are
+// connected. It returns ErrServerClosed if Shutdown has begun.
+func (s *Server) admit(nc net.Conn) error {
+	s.mu.Lock()
+	if s.closing.Load() {
 		s.mu.Unlock()
-		if !adopted {
-			c.attach(nc)
-			go s.serveConn(c)
+		nc.Close()
+		return ErrServerClosed
+	}
+	if s.cfg.OpenClients.Add(1) > int64(s.cfg.MaxClients) {
+		s.cfg.OpenClients.Add(-1)
+		s.mu.Unlock()
+		s.refuse(nc)
+		return nil
+	}
+	c := s.newConn(nc)
+	s.conns[c] = struct{}{}
+	s.wg.Add(1)
+	// Adopted under mu, so that Shutdown's wake-up finds it.
+	adopted := s.adopt(c, nc)
+	s.mu.Unlock()
+	if !adopted {
+		c.attach(nc)
+		go s.serveConn(c)
+	}
+	return nil
+}
+
+// refuse answers a connection beyond MaxClients with Redis's error and
+// closes it. The error is a few bytes on a new socket: the write does not
+// wait, and is abandoned if it would (over TLS, a handshake first).
+func (s *Server) refuse(nc net.Conn) {
+	s.rejected.Add(1)
+	s.metrics.rejected.Inc()
+	if _, isTCP := nc.(*net.TCPConn); isTCP {
+		nc.SetWriteDeadline(time.Now().Add(10 * time.Millisecond))
+		io.WriteString(nc, "-ERR max number of clients reached\r\n")
+	}
+	nc.Close()
+}
+
+// shed takes a waiting connection when Accept failed for want of file
+// descriptors (EMFILE, ENFILE): it gives up the spare descriptor Serve
+// keeps (*spare) and accepts with it, so that the client is served, or
+// refused as beyond MaxClients, rather than left hanging in the listen
+// backlog; then it takes a spare again if it can. It reports whether it
+// took a connection.
+func (s *Server) shed(ln net.Listener, err error, spare **os.File) bool {
+	if *spare == nil || (!errors.Is(err, syscall.EMFILE) && !errors.Is(err, syscall.ENFILE)) {
+		if *spare == nil {
+			*spare, _ = os.Open(os.DevNull)
+		}
+		return false
+	}
+	(*spare).Close()
+	*spare = nil
+	nc, aerr := ln.Accept()
+	if aerr == nil {
+		aerr = s.admit(nc)
+	}
+	*spare, _ = os.Open(os.DevNull)
+	return aerr == nil
+}
+
+// temporary reports whether an Accept error passes: running out of
+// descriptors or memory, or a connection aborted before it was taken.
+func temporary(err error) bool {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	for _, errno := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM,
+		syscall.ECONNABORTED, syscall.EINTR, syscall.EAGAIN, syscall.EPROTO, syscall.EPERM} {
+		if errors.Is(err, errno) {
+			return true
 		}
 	}
+	return false
+}
+
+// backOff waits after a temporary Accept error, twice as long as last time
+// (delay) up to a second, starting at 5 ms, as net/http does, and returns
+// the wait. Connections already open are served meanwhile; new ones wait
+// in the listen backlog.
+func (s *Server) backOff(err error, delay time.Duration) time.Duration {
+	delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+	s.metrics.acceptErrors.Inc()
+	s.logThrottled(&s.throttle.accept, slog.LevelWarn, "accept failed; retrying", "err", err, "retry_in", delay)
+	time.Sleep(delay)
+	return delay
 }
 
 // Shutdown stops accepting, lets every connection finish the commands it
 // has already read, flushes their replies and closes them. If ctx ends
 // first, the remaining connections are closed at once and ctx's error is
-// returned.
+// returned without waiting further: a connection still inside a command
+// then (one that waits on the limiter, say) is abandoned to finish alone,
+// and its reply is never sent.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.closing.Store(true)
 	s.mu.Lock()
@@ -211,11 +368,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.mu.Lock()
 		for c := range s.conns {
 			if c.nc != nil {
-				c.nc.Close()
+				// Close waits for a read in progress, which a command
+				// that does not return never ends.
+				go c.nc.Close()
 			}
 		}
 		s.mu.Unlock()
-		<-done
 		return ctx.Err()
 	}
 }
