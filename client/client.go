@@ -2,13 +2,17 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/rlheader"
 )
 
 // Never is the RetryAfter of a request that can never pass: its cost is
@@ -23,6 +27,15 @@ type Result struct {
 	RetryAfter time.Duration // 0 if allowed; else until this request would pass; Never
 	ResetAfter time.Duration // until the full allowance is back
 	RuleID     string        // CheckRules: the most restrictive rule; "" if none matched
+
+	// The policy, for the RateLimit-Policy and RateLimit headers: its name
+	// (the rule id, or for Check a name made of the limit's parameters),
+	// its limit per window and its window. CheckRules learns a rule's
+	// Quota and Window with RL.RULE.GET and caches them (see Client); they
+	// are zero if that failed.
+	Policy string
+	Quota  int64
+	Window time.Duration
 }
 
 // Limit is the limit of an RL.CHECK: Limit requests per Window with
@@ -47,15 +60,32 @@ type Redis interface {
 }
 
 // Client runs checks against rlserver. It is safe for concurrent use.
+//
+// RL.CHECKRULES names the most restrictive rule but not its parameters, so
+// CheckRules fetches a rule's limit and window with RL.RULE.GET the first
+// time it sees the rule, and again when the rule's capacity in a reply
+// differs from what it holds or policyTTL has passed.
 type Client struct {
-	rdb Redis
+	rdb      Redis
+	mu       sync.Mutex
+	policies map[string]policy // by rule id
 }
+
+// policy is a rule's limit and window as a Client last fetched them.
+type policy struct {
+	quota, capacity int64
+	window          time.Duration
+	fetched         time.Time
+}
+
+// policyTTL bounds how long a Client trusts a rule's fetched window.
+const policyTTL = 10 * time.Second
 
 // New returns a Client on rdb.
 // For Timeout-bounded checks, create rdb with ContextTimeoutEnabled, so that
 // a context deadline also bounds reads from a server that accepted the
 // connection but does not answer; Dial does.
-func New(rdb Redis) *Client { return &Client{rdb: rdb} }
+func New(rdb Redis) *Client { return &Client{rdb: rdb, policies: map[string]policy{}} }
 
 // Dial returns a Client of its own go-redis client for addr, with
 // ContextTimeoutEnabled set; configure, if given, adjusts the options.
@@ -82,7 +112,17 @@ func (c *Client) Check(ctx context.Context, key string, l Limit, cost int64) (Re
 	if err != nil {
 		return Result{}, err
 	}
-	return parseReply(c.rdb.Do(ctx, args...).Result())
+	r, err := parseReply(c.rdb.Do(ctx, args...).Result())
+	if err == nil {
+		l.policy(&r)
+	}
+	return r, err
+}
+
+// policy fills r's policy with l's parameters.
+func (l Limit) policy(r *Result) {
+	r.Policy = rlheader.PolicyName(l.Algo, l.Limit, l.Window, l.Burst)
+	r.Quota, r.Window = l.Limit, l.Window
 }
 
 // CheckRules checks a request to target by a caller of tier with the
@@ -104,7 +144,50 @@ func (c *Client) CheckRules(ctx context.Context, target, tier string, ids map[st
 		args = append(args, t+"="+ids[t])
 	}
 	args = append(args, "COST", cost)
-	return parseReply(c.rdb.Do(ctx, args...).Result())
+	r, err := parseReply(c.rdb.Do(ctx, args...).Result())
+	if err == nil && r.RuleID != "" {
+		r.Policy = r.RuleID
+		if p, ok := c.rulePolicy(ctx, r.RuleID, r.Limit); ok {
+			r.Quota, r.Window = p.quota, p.window
+		}
+	}
+	return r, err
+}
+
+// rulePolicy returns rule id's limit and window, from the cache or, if
+// they are missing, stale or do not match capacity (the limit the reply
+// gave), from RL.RULE.GET.
+func (c *Client) rulePolicy(ctx context.Context, id string, capacity int64) (policy, bool) {
+	c.mu.Lock()
+	p, ok := c.policies[id]
+	c.mu.Unlock()
+	if ok && p.capacity == capacity && time.Since(p.fetched) < policyTTL {
+		return p, true
+	}
+	js, err := c.rdb.Do(ctx, "RL.RULE.GET", id).Text()
+	if err != nil {
+		return p, false
+	}
+	var rule struct {
+		Limit  int64  `json:"limit"`
+		Window string `json:"window"`
+		Burst  int64  `json:"burst"`
+	}
+	if err := json.Unmarshal([]byte(js), &rule); err != nil {
+		return p, false
+	}
+	ns, ok := engine.ParseWindow([]byte(rule.Window))
+	if !ok {
+		return p, false
+	}
+	p = policy{quota: rule.Limit, capacity: rule.Limit, window: time.Duration(ns), fetched: time.Now()}
+	if rule.Burst > 0 {
+		p.capacity = rule.Burst
+	}
+	c.mu.Lock()
+	c.policies[id] = p
+	c.mu.Unlock()
+	return p, true
 }
 
 // Request is one check of a batch.
@@ -132,6 +215,9 @@ func (c *Client) CheckBatch(ctx context.Context, reqs []Request) ([]Result, erro
 	var first error
 	for i, cmd := range cmds {
 		r, err := parseReply(cmd.Result())
+		if err == nil {
+			reqs[i].Limit.policy(&r)
+		}
 		out[i] = r
 		if err != nil && first == nil {
 			first = fmt.Errorf("client: check %d: %w", i, err)

@@ -32,6 +32,7 @@ func TestCheck(t *testing.T) {
 		{Allowed: true, Limit: 2, Remaining: 0, ResetAfter: 4700 * time.Millisecond},
 		{Allowed: false, Limit: 2, Remaining: 0, RetryAfter: 4700 * time.Millisecond, ResetAfter: 4700 * time.Millisecond},
 	} {
+		want.Policy, want.Quota, want.Window = "fixed-2-per-10s", 2, 10*time.Second
 		got, err := c.Check(ctx, "k", l, 1)
 		if err != nil || got != want {
 			t.Fatalf("check %d: %+v, %v; want %+v", i, got, err, want)
@@ -59,6 +60,20 @@ func TestCheckRules(t *testing.T) {
 	got, err := c.CheckRules(ctx, "/api/x", "free", ids, 1)
 	if err != nil || !got.Allowed || got.RuleID != "per-user" || got.Remaining != 0 {
 		t.Fatalf("first: %+v, %v", got, err)
+	}
+	// The rule's quota and window, for RateLimit-Policy, come from RL.RULE.GET.
+	if got.Policy != "per-user" || got.Quota != 1 || got.Window != 10*time.Second {
+		t.Fatalf("first: policy %q, quota %d, window %v", got.Policy, got.Quota, got.Window)
+	}
+	// A changed rule is seen by the next check whose limit differs.
+	if _, err := n.Store.SetRule(rule("per-user", "user", 5)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.CheckRules(ctx, "/api/x", "free", map[string]string{"user": "u2"}, 1); err != nil || got.Quota != 5 {
+		t.Fatalf("after the change: %+v, %v", got, err)
+	}
+	if _, err := n.Store.SetRule(rule("per-user", "user", 1)); err != nil {
+		t.Fatal(err)
 	}
 	got, err = c.CheckRules(ctx, "/api/x", "free", ids, 1)
 	if err != nil || got.Allowed || got.RuleID != "per-user" || got.RetryAfter != 4700*time.Millisecond {

@@ -11,7 +11,9 @@
 //
 // The middleware identifies the caller (client IP, honouring
 // X-Forwarded-For only from trusted proxies; a user id; an API key), asks
-// RL.CHECKRULES, sets the X-RateLimit-*, RateLimit and Retry-After headers,
-// answers 429 with a JSON body when denied, and fails open or closed, as
-// configured, when rlserver does not answer within the timeout.
+// RL.CHECKRULES, sets the headers rlserver's HTTP API sends (X-RateLimit-*,
+// RateLimit and RateLimit-Policy as draft-ietf-httpapi-ratelimit-headers-10
+// writes them, Retry-After), answers 429 with a JSON body when denied, and
+// fails open or closed, as configured, when rlserver does not answer within
+// the timeout.
 package client

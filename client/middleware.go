@@ -107,6 +107,7 @@ func (cfg *MiddlewareConfig) serve(w http.ResponseWriter, r *http.Request, next 
 	rlheader.Set(w.Header(), rlheader.Values{
 		Allowed: res.Allowed, Limit: res.Limit, Remaining: res.Remaining,
 		RetryAfter: res.RetryAfter, ResetAfter: res.ResetAfter, Now: start,
+		Policy: res.Policy, Quota: res.Quota, Window: res.Window,
 	})
 	if res.Allowed {
 		next.ServeHTTP(w, r)

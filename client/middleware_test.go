@@ -48,8 +48,11 @@ func TestMiddlewareLimits(t *testing.T) {
 		if got := resp.Header.Get("X-RateLimit-Remaining"); got != strconv.Itoa(2-i) {
 			t.Errorf("request %d: X-RateLimit-Remaining %q", i, got)
 		}
-		if got := resp.Header.Get("RateLimit"); got != "limit=2, remaining="+strconv.Itoa(2-i)+", reset=5" {
+		if got := resp.Header.Get("RateLimit"); got != `"per-user";r=`+strconv.Itoa(2-i)+";t=5" {
 			t.Errorf("request %d: RateLimit %q", i, got)
+		}
+		if got := resp.Header.Get("RateLimit-Policy"); got != `"per-user";q=2;w=10` {
+			t.Errorf("request %d: RateLimit-Policy %q", i, got)
 		}
 	}
 	resp, body := testserver.Get(t, s.URL+"/api/items", "X-User-ID", "alice")
@@ -65,6 +68,38 @@ func TestMiddlewareLimits(t *testing.T) {
 	resp, body = testserver.Get(t, s.URL+"/elsewhere", "X-User-ID", "alice")
 	if resp.StatusCode != 200 || body != "backend" || resp.Header.Get("X-RateLimit-Limit") != "" {
 		t.Fatalf("no matching rule: %d %q %v", resp.StatusCode, body, resp.Header)
+	}
+}
+
+// TestMiddlewareSendsTheAPIHeaders: for the same rule and state, the
+// middleware sends the headers POST /v1/checkrules sends (but
+// X-RateLimit-Reset, which each computes on its own clock).
+func TestMiddlewareSendsTheAPIHeaders(t *testing.T) {
+	n, c := start(t)
+	n.Store.SetRule(rules.Rule{ID: "bucket", Target: "/api/*", Tier: "*", KeyType: "user", Algo: "token",
+		Limit: 2, Window: "10s", Burst: 3})
+	s := serve(t, client.MiddlewareConfig{Checker: c, FailMode: client.FailClosed,
+		Identity: client.Identity{UserHeader: "X-User-ID"}})
+	names := []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "RateLimit", "RateLimit-Policy", "Retry-After"}
+	for i := 0; i < 4; i++ {
+		mw, _ := testserver.Get(t, s.URL+"/api/items", "X-User-ID", "alice")
+		api, err := http.Post(n.URL+"/v1/checkrules", "application/json",
+			strings.NewReader(`{"target":"/api/items","tier":"default","ids":{"user":"bob"}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		api.Body.Close()
+		if mw.StatusCode != api.StatusCode {
+			t.Fatalf("request %d: middleware %d, API %d", i, mw.StatusCode, api.StatusCode)
+		}
+		for _, h := range names {
+			if mw.Header.Get(h) != api.Header.Get(h) {
+				t.Errorf("request %d: %s: middleware %q, API %q", i, h, mw.Header.Get(h), api.Header.Get(h))
+			}
+		}
+		if mw.Header.Get("RateLimit-Policy") != `"bucket";q=2;w=10;rlserver-burst=3` {
+			t.Errorf("request %d: RateLimit-Policy %q", i, mw.Header.Get("RateLimit-Policy"))
+		}
 	}
 }
 

@@ -70,11 +70,17 @@ func (a *api) check(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		res, err = a.cfg.Checker.Check([]byte(req.Key), algo, p, *req.Cost, now)
 	}
+	if err == nil {
+		err = a.sync(r.Context(), false)
+	}
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	writeDecision(w, res, p, now, response(res))
+	if a.cfg.Metrics != nil {
+		a.cfg.Metrics.CountCheck(algo, res.Allowed)
+	}
+	writeDecision(w, res, p, rlheader.PolicyName(algo.String(), p.Limit, time.Duration(p.Window), p.Burst), now, response(res))
 }
 
 // validateCheck checks req field by field, like RL.CHECK's arguments.
@@ -138,17 +144,24 @@ func (a *api) checkRules(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = a.cfg.Checker.CheckRules(&q, now)
 	}
+	if err == nil {
+		err = a.sync(r.Context(), false)
+	}
 	if err != nil {
 		writeError(w, err)
 		return
 	}
+	if a.cfg.Metrics != nil {
+		a.cfg.Metrics.CountRuleCheck(&q)
+	}
 	res, rule := q.Reply()
 	body := ruleCheckResponse{checkResponse: response(res)}
 	var p engine.Params
+	var policy string
 	if rule != nil {
-		body.Rule, p = &rule.Rule.ID, rule.Params
+		body.Rule, p, policy = &rule.Rule.ID, rule.Params, rule.Rule.ID
 	}
-	writeDecision(w, res, p, now, body)
+	writeDecision(w, res, p, policy, now, body)
 }
 
 func (a *api) buildQuery(req *checkRulesRequest, q *rules.Query) error {
@@ -184,13 +197,14 @@ func response(r engine.Result) checkResponse {
 		RetryAfterMs: ceilMillis(r.RetryAfter), ResetAfterMs: ceilMillis(r.ResetAfter)}
 }
 
-// writeDecision writes the rate-limit headers (p gives the policy; a zero
-// p leaves it out) and body: 200 if allowed, 429 if denied.
-func writeDecision(w http.ResponseWriter, r engine.Result, p engine.Params, now int64, body any) {
+// writeDecision writes the rate-limit headers (p gives the policy named
+// policy; a zero p leaves RateLimit-Policy out) and body: 200 if allowed,
+// 429 if denied.
+func writeDecision(w http.ResponseWriter, r engine.Result, p engine.Params, policy string, now int64, body any) {
 	rlheader.Set(w.Header(), rlheader.Values{
 		Allowed: r.Allowed, Limit: r.Limit, Remaining: r.Remaining,
 		RetryAfter: time.Duration(r.RetryAfter), ResetAfter: time.Duration(r.ResetAfter),
-		Window: time.Duration(p.Window), Quota: p.Limit, Now: time.Unix(0, now),
+		Policy: policy, Window: time.Duration(p.Window), Quota: p.Limit, Now: time.Unix(0, now),
 	})
 	status := http.StatusOK
 	if !r.Allowed {

@@ -27,8 +27,10 @@ func TestCheck200Then429WithHeaders(t *testing.T) {
 		header(t, r, "X-RateLimit-Remaining", strconv.Itoa(3-i))
 		// The window ends at t0's next multiple of 10 s: 4.7 s away.
 		header(t, r, "X-RateLimit-Reset", "1700000010")
-		header(t, r, "RateLimit-Policy", "3;w=10")
-		header(t, r, "RateLimit", "limit=3, remaining="+strconv.Itoa(3-i)+", reset=5")
+		// draft-ietf-httpapi-ratelimit-headers-10, the policy named after
+		// the parameters.
+		header(t, r, "RateLimit-Policy", `"fixed-3-per-10s";q=3;w=10`)
+		header(t, r, "RateLimit", `"fixed-3-per-10s";r=`+strconv.Itoa(3-i)+";t=5")
 		header(t, r, "Retry-After", "")
 	}
 	r := do(t, "POST", n.URL+"/v1/check", body, "")
@@ -39,7 +41,8 @@ func TestCheck200Then429WithHeaders(t *testing.T) {
 	// Cost 0 peeks; a bucket reports its capacity and its burst in the policy.
 	r = do(t, "POST", n.URL+"/v1/check", `{"key":"b","algo":"token","limit":10,"window":"1m","burst":20,"cost":0}`, "")
 	expect(t, "peek", r, 200, `"remaining":20`)
-	header(t, r, "RateLimit-Policy", "10;w=60;burst=20")
+	header(t, r, "RateLimit-Policy", `"token-10-per-60s-burst-20";q=10;w=60;rlserver-burst=20`)
+	header(t, r, "RateLimit", `"token-10-per-60s-burst-20";r=20;t=0`)
 	// A cost above the capacity can never pass: no Retry-After.
 	r = do(t, "POST", n.URL+"/v1/check", `{"key":"c","algo":"fixed","limit":2,"window":"1s","cost":3}`, "")
 	expect(t, "never", r, 429, `"retry_after_ms":-1`)
@@ -132,7 +135,8 @@ func TestCheckRules(t *testing.T) {
 	q := `{"target":"/users/7","tier":"free","ids":{"user":"u1","ip":"1.2.3.4"}}`
 	r := do(t, "POST", n.URL+"/v1/checkrules", q, "")
 	expect(t, "first", r, 200, `"allowed":true`, `"remaining":1`, `"rule":"users"`)
-	header(t, r, "RateLimit-Policy", "2;w=10")
+	header(t, r, "RateLimit-Policy", `"users";q=2;w=10`)
+	header(t, r, "RateLimit", `"users";r=1;t=5`)
 	header(t, r, "X-RateLimit-Limit", "2")
 	expect(t, "second", do(t, "POST", n.URL+"/v1/checkrules", q, ""), 200, `"remaining":0`)
 	r = do(t, "POST", n.URL+"/v1/checkrules", q, "")

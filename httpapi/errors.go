@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"strings"
 
@@ -18,6 +19,7 @@ var (
 	ErrBadRequest   = errors.New("bad request")
 	ErrUnauthorized = errors.New("missing or wrong bearer token")
 	ErrTooLarge     = errors.New("request body is larger than 1 MiB")
+	ErrMediaType    = errors.New(`request body must be JSON, sent with "Content-Type: application/json"`)
 )
 
 // errorBody is the JSON of every error response: {"error": "..."}.
@@ -48,6 +50,12 @@ func writeError(w http.ResponseWriter, err error) {
 		status = http.StatusConflict
 	case errors.Is(err, ErrTooLarge):
 		status = http.StatusRequestEntityTooLarge
+	case redisCode(err) == "MISCONF":
+		status = http.StatusServiceUnavailable // the log refuses writes
+	case errors.Is(err, ErrMediaType):
+		status = http.StatusUnsupportedMediaType
+	case redisCode(err) == "OOM": // a new key, and --maxmemory reached
+		status = http.StatusServiceUnavailable
 	}
 	writeJSON(w, status, errorBody{err.Error()})
 }
@@ -62,8 +70,16 @@ func redisCode(err error) string {
 	return ""
 }
 
-// readBody reads at most 1 MiB of r's body.
+// readBody reads at most 1 MiB of r's body, which must be declared JSON:
+// a web page can send a form, text/plain or an untyped body to any site
+// without asking, but not application/json, so refusing the others keeps
+// pages that a user's browser opens from changing rules or charging
+// limits. (An empty body is refused by the decoder.)
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if r.ContentLength != 0 && (err != nil || mt != "application/json") {
+		return nil, fmt.Errorf("%w (got %q)", ErrMediaType, r.Header.Get("Content-Type"))
+	}
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {

@@ -1,12 +1,16 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/rules"
 )
 
 // Config configures the HTTP handler. Zero values disable what they serve.
@@ -35,6 +39,40 @@ type Config struct {
 	MaxLogLimit int64
 	// Registerer, when set, receives rlserver_http_requests_total.
 	Registerer prometheus.Registerer
+	// Metrics, when set, counts the checks decided over HTTP where the
+	// RESP server counts its own (*server.Server satisfies it), so that
+	// rlserver_checks_total, the rule metrics and INFO cover both.
+	Metrics Metrics
+	// Logger receives a line for every rule change; nil discards them.
+	Logger *slog.Logger
+	// Durable, when set, is waited on before an answer that reports a
+	// change: always after a rule change, after a check in strong mode.
+	Durable Durable
+}
+
+// Metrics counts checks. Implementations are safe for concurrent use.
+type Metrics interface {
+	CountCheck(a engine.Algo, allowed bool)
+	CountRuleCheck(q *rules.Query)
+}
+
+// Durable is implemented by a store whose changes reach its log after the
+// call that made them returns (cluster.Node).
+type Durable interface {
+	// Settle waits until an answer may go out: after a rule change
+	// (change true), until every change made so far is committed; after
+	// a check, as the store's consistency mode asks (strong: the same;
+	// fast: only while its log lags too far behind). An error is what to
+	// answer instead.
+	Settle(ctx context.Context, change bool) error
+}
+
+// sync waits until the answer may go out (see Durable).
+func (a *api) sync(ctx context.Context, change bool) error {
+	if a.cfg.Durable == nil {
+		return nil
+	}
+	return a.cfg.Durable.Settle(ctx, change)
 }
 
 // api holds the handlers' dependencies.
@@ -53,6 +91,9 @@ func New(cfg Config) http.Handler {
 	}
 	if cfg.MaxLogLimit <= 0 {
 		cfg.MaxLogLimit = 10000
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	a := &api{cfg: cfg}
 	if cfg.Registerer != nil {

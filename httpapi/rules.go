@@ -59,10 +59,14 @@ func (a *api) createRule(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = a.cfg.Rules.CreateRule(rule)
 	}
+	if err == nil {
+		err = a.sync(r.Context(), true)
+	}
 	if err != nil {
 		writeError(w, err)
 		return
 	}
+	a.cfg.Logger.Info("rule set", "id", rule.ID, "added", true, "client", r.RemoteAddr, "via", "http")
 	w.Header().Set("Location", "/rules/"+url.PathEscape(rule.ID))
 	writeJSON(w, http.StatusCreated, a.stored(rule))
 }
@@ -75,10 +79,14 @@ func (a *api) putRule(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		added, err = a.cfg.Rules.SetRule(rule)
 	}
+	if err == nil {
+		err = a.sync(r.Context(), true)
+	}
 	if err != nil {
 		writeError(w, err)
 		return
 	}
+	a.cfg.Logger.Info("rule set", "id", rule.ID, "added", added, "client", r.RemoteAddr, "via", "http")
 	status := http.StatusOK
 	if added {
 		status = http.StatusCreated
@@ -97,10 +105,14 @@ func (a *api) deleteRule(w http.ResponseWriter, r *http.Request) {
 	if err == nil && !existed {
 		err = fmt.Errorf("%w: %q", rules.ErrNotFound, id)
 	}
+	if err == nil {
+		err = a.sync(r.Context(), true)
+	}
 	if err != nil {
 		writeError(w, err)
 		return
 	}
+	a.cfg.Logger.Info("rule deleted", "id", id, "client", r.RemoteAddr, "via", "http")
 	w.WriteHeader(http.StatusNoContent)
 }
 
