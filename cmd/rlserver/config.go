@@ -8,8 +8,12 @@ import (
 	"log/slog"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 
+	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/shards"
 	"gopkg.in/yaml.v3"
 )
 
@@ -17,20 +21,36 @@ import (
 // to highest precedence, from the defaults, the YAML file named by
 // --config, RLSERVER_* environment variables and command-line flags.
 type Config struct {
-	Listen      string
-	HTTP        string
-	DataDir     string
-	RequirePass string
-	AdminToken  string
-	MaxKeyBytes int
-	MaxLogLimit int64
-	Shards      int
-	LogLevel    string
-	ConfigFile  string
-	RulesFile   string
-	Pprof       string
-	Procs       int
-	IOLoops     int
+	Listen          string
+	HTTP            string
+	DataDir         string
+	RequirePass     string
+	AdminToken      string
+	MaxKeyBytes     int
+	MaxLogLimit     int64
+	Shards          int
+	LogLevel        string
+	ConfigFile      string
+	RulesFile       string
+	Pprof           string
+	Procs           int
+	IOLoops         int
+	MaxClients      int
+	Timeout         int // seconds
+	MaxMemory       int64
+	MaxMemoryPolicy string
+	TLSCert         string
+	TLSKey          string
+	TLSCACert       string
+
+	// Durability (see cluster): --data-dir "" keeps everything in memory.
+	NodeID           string
+	Consistency      string
+	FlushInterval    time.Duration
+	SnapshotEntries  uint64
+	SnapshotBytes    int64
+	SnapshotInterval time.Duration
+	TrailingLogs     uint64
 }
 
 // flagSet declares every flag on a fresh FlagSet bound to cfg, with cfg's
@@ -51,18 +71,41 @@ func flagSet(cfg *Config) *flag.FlagSet {
 	fs.StringVar(&cfg.RulesFile, "rules", "", "YAML file of rules loaded at start: a list of {id, target, tier, key_type, algo, limit, window, burst, shadow}")
 	fs.IntVar(&cfg.Procs, "procs", 0, "CPU cores the server runs Go code on at once (GOMAXPROCS); 0 means all")
 	fs.IntVar(&cfg.IOLoops, "io-loops", 0, "event loops serving client connections (Linux); 0 means one per --procs, -1 a goroutine per connection")
+	fs.Var((*byteSize)(&cfg.MaxMemory), "maxmemory", "bound on the memory of key state and client connections (256mb, 2gb; 0 is none)")
+	fs.StringVar(&cfg.MaxMemoryPolicy, "maxmemory-policy", "volatile-ttl", "at --maxmemory: volatile-ttl evicts the state nearest to fresh, noeviction refuses new keys with -OOM")
+	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM certificate (chain) file: serve RESP and HTTP over TLS only (with --tls-key)")
+	fs.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key file of --tls-cert")
+	fs.StringVar(&cfg.TLSCACert, "tls-ca-cert", "", "PEM file of the CA certificates that must have signed every client's certificate (clients must present one)")
+	fs.IntVar(&cfg.MaxClients, "maxclients", 10000, "client connections served at once (RESP, and HTTP apart); one more gets \"max number of clients reached\"")
+	fs.IntVar(&cfg.Timeout, "timeout", 0, "close a RESP client idle for this many seconds; 0 means never")
 	fs.StringVar(&cfg.Pprof, "pprof", "", `address for Go's /debug/pprof profiles (e.g. 127.0.0.1:6060); "" disables it`)
+	fs.StringVar(&cfg.NodeID, "node-id", "", `this node's name in its Raft group; "" takes the one the data directory holds, else "node1"`)
+	fs.StringVar(&cfg.Consistency, "consistency", "fast", "fast: replies at once, changes logged every --flush-interval (a crash forgets at most that); strong: a reply waits for its changes to be in the log")
+	fs.DurationVar(&cfg.FlushInterval, "flush-interval", cluster.DefaultFlushInterval, "how often changed keys are written to the log (fast mode's bound on what a crash forgets)")
+	fs.Uint64Var(&cfg.SnapshotEntries, "snapshot-entries", cluster.DefaultSnapshotEntries, "take a snapshot (and compact the log) after this many log entries")
+	fs.Var(sizeValue{&cfg.SnapshotBytes}, "snapshot-bytes", "take a snapshot (and compact the log) after this many bytes of log entries, e.g. 64mb")
+	fs.DurationVar(&cfg.SnapshotInterval, "snapshot-interval", cluster.DefaultSnapshotInterval, "how often the snapshot thresholds are checked")
+	fs.Uint64Var(&cfg.TrailingLogs, "trailing-logs", cluster.DefaultTrailingLogs, "log entries kept after a snapshot")
 	return fs
 }
 
-// errHelp is returned by loadConfig for --help, after writing the usage.
-var errHelp = errors.New("help requested")
+// errHelp is returned by loadConfig for --help, after writing the usage;
+// errVersion for --version, after writing the version.
+var (
+	errHelp    = errors.New("help requested")
+	errVersion = errors.New("version requested")
+)
+
+// onlyOnCommandLine are the flags that the environment and the config file
+// do not set.
+var onlyOnCommandLine = map[string]bool{"config": true, "version": true}
 
 // loadConfig builds the Config from args, the environment and the YAML file.
 // getenv is os.Getenv in production.
 func loadConfig(args []string, getenv func(string) string, stdout io.Writer) (Config, error) {
-	var cfg Config
+	cfg := Config{SnapshotBytes: cluster.DefaultSnapshotBytes}
 	fs := flagSet(&cfg)
+	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			usage(fs, stdout)
@@ -72,6 +115,10 @@ func loadConfig(args []string, getenv func(string) string, stdout io.Writer) (Co
 	}
 	if fs.NArg() > 0 {
 		return cfg, fmt.Errorf("unexpected argument %q (see --help)", fs.Arg(0))
+	}
+	if *showVersion {
+		fmt.Fprintln(stdout, "rlserver "+version)
+		return cfg, errVersion
 	}
 	explicit := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { explicit[f.Name] = true })
@@ -98,7 +145,7 @@ func applyEnv(fs *flag.FlagSet, getenv func(string) string, explicit map[string]
 	var err error
 	fs.VisitAll(func(f *flag.Flag) {
 		v := getenv(envName(f.Name))
-		if err != nil || explicit[f.Name] || v == "" || f.Name == "config" {
+		if err != nil || explicit[f.Name] || v == "" || onlyOnCommandLine[f.Name] {
 			return
 		}
 		if e := fs.Set(f.Name, v); e != nil {
@@ -124,7 +171,7 @@ func applyYAML(fs *flag.FlagSet, path string, explicit map[string]bool) error {
 	sort.Strings(keys)
 	for _, k := range keys {
 		node := values[k]
-		if fs.Lookup(k) == nil || k == "config" {
+		if fs.Lookup(k) == nil || onlyOnCommandLine[k] {
 			return fmt.Errorf("config file %s: unknown key %q (keys are flag names, see --help)", path, k)
 		}
 		if node.Kind != yaml.ScalarNode {
@@ -145,8 +192,6 @@ func (c *Config) Validate() error {
 	switch {
 	case c.Listen == "":
 		return errors.New("--listen must not be empty")
-	case c.DataDir == "":
-		return errors.New("--data-dir must not be empty")
 	case c.MaxKeyBytes < 1 || c.MaxKeyBytes > 1<<20:
 		return fmt.Errorf("--max-key-bytes %d: want 1 to 1048576", c.MaxKeyBytes)
 	case c.MaxLogLimit < 1 || c.MaxLogLimit > 1<<24:
@@ -157,9 +202,34 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--procs %d: want 0 (all cores) to 4096", c.Procs)
 	case c.IOLoops < -1 || c.IOLoops > 1<<12:
 		return fmt.Errorf("--io-loops %d: want -1 (none), 0 (one per core) to 4096", c.IOLoops)
+	case c.Consistency != "fast" && c.Consistency != "strong":
+		return fmt.Errorf("--consistency %q: want fast or strong", c.Consistency)
+	case c.FlushInterval < 100*time.Microsecond || c.FlushInterval > time.Minute:
+		return fmt.Errorf("--flush-interval %s: want 100µs to 1m", c.FlushInterval)
+	case c.SnapshotEntries < 16:
+		return fmt.Errorf("--snapshot-entries %d: want at least 16", c.SnapshotEntries)
+	case c.SnapshotBytes < 1<<20:
+		return fmt.Errorf("--snapshot-bytes %d: want at least 1mb", c.SnapshotBytes)
+	case c.SnapshotInterval < 10*time.Millisecond:
+		return fmt.Errorf("--snapshot-interval %s: want at least 10ms", c.SnapshotInterval)
+	case c.NodeID != "" && !validNodeID(c.NodeID):
+		return fmt.Errorf("--node-id %q: want 1 to 64 letters, digits, '-', '_' or '.'", c.NodeID)
+	case c.MaxClients < 1 || c.MaxClients > 1<<20:
+		return fmt.Errorf("--maxclients %d: want 1 to 1048576", c.MaxClients)
+	case c.Timeout < 0 || c.Timeout > 1<<31-1:
+		return fmt.Errorf("--timeout %d: want 0 (never) or a number of seconds", c.Timeout)
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		return err
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		return errors.New("--tls-cert and --tls-key go together: give both, or neither")
+	}
+	if c.TLSCACert != "" && c.TLSCert == "" {
+		return errors.New("--tls-ca-cert needs --tls-cert and --tls-key")
+	}
+	if _, err := shards.ParsePolicy(c.MaxMemoryPolicy); err != nil {
+		return fmt.Errorf("--maxmemory-policy %q: want volatile-ttl or noeviction", c.MaxMemoryPolicy)
 	}
 	return nil
 }
@@ -176,6 +246,64 @@ func usage(fs *flag.FlagSet, w io.Writer) {
 	fmt.Fprintf(w, "Usage: rlserver [flags]\n\nA rate-limiter server that speaks the Redis protocol.\n"+
 		"Every flag can also be set in the --config YAML file (key = flag name) or as RLSERVER_<NAME>.\n\nFlags:\n")
 	fs.VisitAll(func(f *flag.Flag) {
+		if f.Name == "version" {
+			fmt.Fprintf(w, "  --%s\n      %s\n", f.Name, f.Usage)
+			return
+		}
 		fmt.Fprintf(w, "  --%s (default %q, env %s)\n      %s\n", f.Name, f.DefValue, envName(f.Name), f.Usage)
 	})
+}
+
+// validNodeID reports whether s is a usable node id.
+func validNodeID(s string) bool {
+	if len(s) > 64 {
+		return false
+	}
+	for _, c := range s {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// sizeValue is a flag of bytes written as Redis writes memory sizes: a
+// number with an optional b, kb, mb, gb (powers of 1024) or k, m, g
+// (powers of 1000) suffix, case-insensitive.
+type sizeValue struct{ p *int64 }
+
+func (v sizeValue) String() string {
+	if v.p == nil {
+		return "0"
+	}
+	return strconv.FormatInt(*v.p, 10)
+}
+
+func (v sizeValue) Set(s string) error {
+	n, err := parseSize(s)
+	if err != nil {
+		return err
+	}
+	*v.p = n
+	return nil
+}
+
+// parseSize parses a byte size such as 256mb or 2gb.
+func parseSize(s string) (int64, error) {
+	t := strings.ToLower(strings.TrimSpace(s))
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"kb", 1 << 10}, {"mb", 1 << 20}, {"gb", 1 << 30}, {"k", 1e3}, {"m", 1e6}, {"g", 1e9}, {"b", 1}} {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mult = strings.TrimSuffix(t, u.suffix), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n < 0 || n > (1<<62)/mult {
+		return 0, fmt.Errorf("want a size such as 67108864, 64mb or 1gb")
+	}
+	return n * mult, nil
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func env(m map[string]string) func(string) string {
@@ -18,7 +19,10 @@ func TestConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Config{Listen: "127.0.0.1:6379", HTTP: "127.0.0.1:8080", DataDir: "./data",
-		MaxKeyBytes: 1024, MaxLogLimit: 10000, Shards: 256, LogLevel: "info"}
+		MaxKeyBytes: 1024, MaxLogLimit: 10000, Shards: 256, LogLevel: "info", MaxClients: 10000,
+		MaxMemoryPolicy: "volatile-ttl",
+		Consistency:     "fast", FlushInterval: 10 * time.Millisecond, SnapshotEntries: 4096, SnapshotBytes: 64 << 20,
+		SnapshotInterval: 10 * time.Second, TrailingLogs: 64}
 	if cfg != want {
 		t.Fatalf("defaults = %+v\nwant %+v", cfg, want)
 	}
@@ -59,7 +63,20 @@ func TestConfigErrors(t *testing.T) {
 		{[]string{"--max-key-bytes", "abc"}, nil, `invalid value "abc" for flag -max-key-bytes`},
 		{[]string{"--max-key-bytes", "0"}, nil, "--max-key-bytes 0: want 1 to 1048576"},
 		{[]string{"--io-loops", "-2"}, nil, "--io-loops -2: want -1 (none), 0 (one per core) to 4096"},
+		{[]string{"--maxclients", "0"}, nil, "--maxclients 0: want 1 to 1048576"},
+		{[]string{"--maxmemory", "256xb"}, nil, `invalid value "256xb" for flag -maxmemory: want a number of bytes such as 256mb, 2gb or 1000000`},
+		{[]string{"--maxmemory", "-1"}, nil, `invalid value "-1" for flag -maxmemory`},
+		{[]string{"--tls-cert", "c.pem"}, nil, "--tls-cert and --tls-key go together: give both, or neither"},
+		{[]string{"--tls-ca-cert", "ca.pem"}, nil, "--tls-ca-cert needs --tls-cert and --tls-key"},
+		{[]string{"--maxmemory-policy", "allkeys-lru"}, nil, `--maxmemory-policy "allkeys-lru": want volatile-ttl or noeviction`},
+		{nil, map[string]string{"RLSERVER_TIMEOUT": "-1"}, "--timeout -1: want 0 (never) or a number of seconds"},
 		{[]string{"--log-level", "loud"}, nil, `--log-level "loud": want debug, info, warn or error`},
+		{[]string{"--consistency", "eventual"}, nil, `--consistency "eventual": want fast or strong`},
+		{[]string{"--flush-interval", "0s"}, nil, "--flush-interval 0s: want 100µs to 1m"},
+		{[]string{"--flush-interval", "5"}, nil, `invalid value "5" for flag -flush-interval`},
+		{[]string{"--snapshot-bytes", "12parsecs"}, nil, "want a size such as 67108864, 64mb or 1gb"},
+		{[]string{"--snapshot-bytes", "1kb"}, nil, "--snapshot-bytes 1024: want at least 1mb"},
+		{[]string{"--node-id", "a b"}, nil, `--node-id "a b": want 1 to 64 letters`},
 		{[]string{"extra"}, nil, `unexpected argument "extra"`},
 		{nil, map[string]string{"RLSERVER_SHARDS": "x"}, `invalid value "x" for RLSERVER_SHARDS`},
 		{[]string{"--config", bad}, nil, "listen must be a single value"},
@@ -77,6 +94,20 @@ func TestConfigErrors(t *testing.T) {
 	}
 }
 
+func TestMaxMemorySizes(t *testing.T) {
+	for in, want := range map[string]int64{"0": 0, "1000000": 1000000, "256mb": 256 << 20, "2GB": 2 << 30,
+		"100k": 100000, "100kb": 102400, "3m": 3000000, "1g": 1000000000, "512b": 512} {
+		cfg, err := loadConfig([]string{"--maxmemory", in}, env(nil), nil)
+		if err != nil || cfg.MaxMemory != want {
+			t.Errorf("--maxmemory %s: %d, %v; want %d", in, cfg.MaxMemory, err, want)
+		}
+	}
+	cfg, err := loadConfig(nil, env(map[string]string{"RLSERVER_MAXMEMORY": "1gb", "RLSERVER_MAXMEMORY_POLICY": "noeviction"}), nil)
+	if err != nil || cfg.MaxMemory != 1<<30 || cfg.MaxMemoryPolicy != "noeviction" {
+		t.Fatalf("from the environment: %+v, %v", cfg, err)
+	}
+}
+
 func TestHelpListsEveryFlag(t *testing.T) {
 	var out bytes.Buffer
 	_, err := loadConfig([]string{"--help"}, env(nil), &out)
@@ -85,9 +116,39 @@ func TestHelpListsEveryFlag(t *testing.T) {
 	}
 	for _, f := range []string{"--listen (default \"127.0.0.1:6379\"", "--http", "--data-dir (default \"./data\"",
 		"--requirepass", "--admin-token", "--max-key-bytes (default \"1024\"", "--max-log-limit (default \"10000\"",
-		"--log-level", "--config", "--io-loops (default \"0\"", "RLSERVER_MAX_KEY_BYTES"} {
+		"--log-level", "--config", "--io-loops (default \"0\"", "RLSERVER_MAX_KEY_BYTES",
+		"--maxclients (default \"10000\"", "--timeout (default \"0\"", "--maxmemory (default \"0\"",
+		"--maxmemory-policy (default \"volatile-ttl\"", "--tls-cert", "--tls-key", "--tls-ca-cert"} {
 		if !strings.Contains(out.String(), f) {
 			t.Errorf("--help lacks %q:\n%s", f, out.String())
 		}
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{"0": 0, "1024": 1024, "64mb": 64 << 20, "2GB": 2 << 30, "1k": 1000, "5m": 5e6, "7b": 7} {
+		if got, err := parseSize(in); err != nil || got != want {
+			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "mb", "-1", "1.5gb", "9999999999gb", "1tb"} {
+		if _, err := parseSize(in); err == nil {
+			t.Errorf("parseSize(%q): no error", in)
+		}
+	}
+}
+
+func TestVersion(t *testing.T) {
+	var out bytes.Buffer
+	_, err := loadConfig([]string{"--version"}, env(nil), &out)
+	if err != errVersion {
+		t.Fatalf("err = %v, want errVersion", err)
+	}
+	if out.String() != "rlserver "+version+"\n" {
+		t.Fatalf("--version printed %q", out.String())
+	}
+	// The environment and the config file do not ask for the version.
+	if _, err := loadConfig(nil, env(map[string]string{"RLSERVER_VERSION": "true"}), &out); err != nil {
+		t.Fatalf("RLSERVER_VERSION: %v", err)
 	}
 }

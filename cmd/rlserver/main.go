@@ -16,7 +16,7 @@ var version = "dev"
 
 func main() {
 	cfg, err := loadConfig(os.Args[1:], os.Getenv, os.Stdout)
-	if errors.Is(err, errHelp) {
+	if errors.Is(err, errHelp) || errors.Is(err, errVersion) {
 		return
 	}
 	if err != nil {

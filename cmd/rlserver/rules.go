@@ -8,37 +8,53 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rlserver/rlserver/httpapi"
 	"github.com/rlserver/rlserver/rules"
-	"github.com/rlserver/rlserver/shards"
 )
 
-// loadRules loads the --rules file, if any, into store. Errors name the
-// file, the rule (position, line, id) and the field.
-func loadRules(store *shards.Store, path string, maxLogLimit int64, log *slog.Logger) error {
+// readRules reads and validates the --rules file, if any, before anything
+// else starts, so that a bad file stops the server without touching its
+// data directory. Errors name the file, the rule (position, line, id) and
+// the field.
+func readRules(path string, maxLogLimit int64) ([]rules.Rule, error) {
 	if path == "" {
-		return nil
+		return nil, nil
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return fmt.Errorf("rules file: %w", err)
+		return nil, fmt.Errorf("rules file: %w", err)
 	}
 	list, err := rules.LoadYAML(data, maxLogLimit)
 	if err != nil {
-		return fmt.Errorf("rules file %s: %w", path, err)
+		return nil, fmt.Errorf("rules file %s: %w", path, err)
 	}
+	return list, nil
+}
+
+// loadRules stores the rules of the --rules file (from readRules): they
+// replace the rules of the same ids that the node's state holds.
+func loadRules(store interface {
+	SetRule(rules.Rule) (bool, error)
+}, path string, list []rules.Rule, log *slog.Logger) error {
 	for _, r := range list {
 		if _, err := store.SetRule(r); err != nil {
 			return fmt.Errorf("rules file %s: %w", path, err)
 		}
 	}
-	log.Info("rules loaded", "file", path, "rules", len(list))
+	if path != "" {
+		log.Info("rules loaded", "file", path, "rules", len(list))
+	}
 	return nil
 }
 
-// httpConfig wires the HTTP API to the node's state and metrics.
-func httpConfig(cfg Config, store *shards.Store, reg *prometheus.Registry) httpapi.Config {
-	return httpapi.Config{
-		Gatherer: reg, Registerer: reg, Checker: store, Rules: store,
+// httpConfig wires the HTTP API to the node's state, metrics (those of
+// the RESP server, which counts HTTP checks with its own) and log.
+func httpConfig(cfg Config, st *state, reg *prometheus.Registry, m httpapi.Metrics, log *slog.Logger) httpapi.Config {
+	hc := httpapi.Config{
+		Gatherer: reg, Registerer: reg, Checker: st.lim, Rules: st.lim, Metrics: m, Logger: log,
 		AdminToken: cfg.AdminToken, CheckToken: cfg.RequirePass,
 		MaxKeyBytes: cfg.MaxKeyBytes, MaxLogLimit: cfg.MaxLogLimit,
 	}
+	if st.node != nil {
+		hc.Durable = st.node
+	}
+	return hc
 }

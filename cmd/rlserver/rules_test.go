@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/rlserver/rlserver/shards"
 )
 
 const goodRules = `
@@ -121,5 +123,24 @@ func TestBadRulesFileExitsNonZero(t *testing.T) {
 	want := `rlserver: rules file ` + path + `: rule 1 (line 1, id "a"): invalid rule "a": window: must be a duration`
 	if !strings.HasPrefix(last[len(last)-1], want) {
 		t.Fatalf("last line %q, want prefix %q", last[len(last)-1], want)
+	}
+}
+
+// TestShippedRulesFile: examples/rules.yaml, which the README uses, loads.
+func TestShippedRulesFile(t *testing.T) {
+	store := shards.New(1)
+	list, err := readRules("../../examples/rules.yaml", 10000)
+	if err == nil {
+		err = loadRules(store, "../../examples/rules.yaml", list, slog.New(slog.DiscardHandler))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, r := range store.Rules() {
+		ids = append(ids, r.ID)
+	}
+	if got := strings.Join(ids, " "); got != "free-users login-per-ip new-global-cap" {
+		t.Fatalf("rules %s", got)
 	}
 }

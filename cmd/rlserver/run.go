@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,43 +33,64 @@ type listening func(resp, http net.Addr)
 func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error {
 	level, _ := parseLevel(cfg.LogLevel)
 	log := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: level}))
-	unlock, err := lockDataDir(cfg.DataDir)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-
 	if cfg.Procs > 0 {
 		runtime.GOMAXPROCS(cfg.Procs)
 	}
-	store := shards.New(cfg.Shards)
-	if err := loadRules(store, cfg.RulesFile, cfg.MaxLogLimit, log); err != nil {
-		return err
-	}
+	var connMem atomic.Int64 // the server's connection buffers, which --maxmemory counts
+	policy, _ := shards.ParsePolicy(cfg.MaxMemoryPolicy)
+	limitHeap(cfg.MaxMemory, log)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	srv := server.New(server.Config{
-		Limiter: store, RequirePass: cfg.RequirePass, AdminToken: cfg.AdminToken,
-		MaxKeyBytes: cfg.MaxKeyBytes, MaxLogLimit: cfg.MaxLogLimit,
-		Logger: log, Registerer: reg, Version: version, IOLoops: cfg.IOLoops,
-	})
-	ln, err := net.Listen("tcp", cfg.Listen)
+	fileRules, err := readRules(cfg.RulesFile, cfg.MaxLogLimit)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+		return err
 	}
+	// pprof first, so that a slow start can be profiled too.
 	stopPprof, err := startPprof(cfg.Pprof, log)
 	if err != nil {
-		ln.Close()
 		return err
 	}
 	defer stopPprof()
-	hs, hln, err := startHTTP(cfg.HTTP, httpConfig(cfg, store, reg))
+	st, err := openState(ctx, cfg, shards.Options{Shards: cfg.Shards, MaxMemory: cfg.MaxMemory, Policy: policy, Other: &connMem}, reg, log)
+	if err != nil {
+		return err
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			st.close(context.Background(), log)
+		}
+	}()
+	store := st.store
+	if err := loadRules(st.lim, cfg.RulesFile, fileRules, log); err != nil {
+		return err
+	}
+	clients := maxClients(cfg.MaxClients, log)
+	var open atomic.Int64 // client connections, RESP and HTTP: --maxclients bounds them together
+	srv := server.New(server.Config{
+		Limiter: st.lim, RequirePass: cfg.RequirePass, AdminToken: cfg.AdminToken,
+		MaxKeyBytes: cfg.MaxKeyBytes, MaxLogLimit: cfg.MaxLogLimit,
+		Logger: log, Registerer: reg, Version: version, IOLoops: cfg.IOLoops,
+		MaxClients: clients, IdleTimeout: time.Duration(cfg.Timeout) * time.Second,
+		ConnMemory: &connMem, MaxBuffered: maxBuffered(cfg.MaxMemory), OpenClients: &open,
+	})
+	tc, err := tlsConfig(cfg)
+	if err != nil {
+		return err
+	}
+	ln, err := listen(cfg.Listen, tc)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+	}
+	hs, hln, err := startHTTP(cfg.HTTP, httpConfig(cfg, st, reg, srv, log), clients, &open, tc, log)
 	if err != nil {
 		ln.Close()
 		return err
 	}
 	log.Info("rlserver started", "version", version, "resp", ln.Addr().String(), "http", cfg.HTTP,
-		"data_dir", cfg.DataDir, "shards", store.Shards(), "procs", runtime.GOMAXPROCS(0), "auth", cfg.RequirePass != "")
+		"data_dir", cfg.DataDir, "shards", store.Shards(), "procs", runtime.GOMAXPROCS(0), "auth", cfg.RequirePass != "",
+		"tls", tc != nil)
+	warnExposed(cfg, log)
 	if ready != nil {
 		ready(ln.Addr(), addrOf(hln))
 	}
@@ -89,11 +112,16 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 	if err := srv.Shutdown(sctx); err != nil {
 		log.Warn("connections did not finish in time; closed them", "err", err)
 	}
+	stopped = true
+	st.close(sctx, log)
 	log.Info("stopped")
 	return nil
 }
 
-func startHTTP(addr string, cfg httpapi.Config) (*http.Server, net.Listener, error) {
+// startHTTP serves the HTTP API on addr ("" disables it), refusing
+// connections while maxConns client connections are open (counted in
+// open, which the RESP server shares), over TLS when tc is not nil.
+func startHTTP(addr string, cfg httpapi.Config, maxConns int, open *atomic.Int64, tc *tls.Config, log *slog.Logger) (*http.Server, net.Listener, error) {
 	if addr == "" {
 		return nil, nil, nil
 	}
@@ -101,10 +129,14 @@ func startHTTP(addr string, cfg httpapi.Config) (*http.Server, net.Listener, err
 	if err != nil {
 		return nil, nil, fmt.Errorf("listen on %s (--http): %w", addr, err)
 	}
-	hs := &http.Server{Handler: httpapi.New(cfg), ReadHeaderTimeout: 10 * time.Second}
+	hs := newHTTPServer(httpapi.New(cfg), defaultHTTPTimeouts(), log)
+	var served net.Listener = newLimitListener(ln, maxConns, open)
+	if tc != nil {
+		served = tls.NewListener(served, tc)
+	}
 	go func() {
-		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			slog.Error("http server failed", "err", err)
+		if err := hs.Serve(served); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("http server failed", "err", err)
 		}
 	}()
 	return hs, ln, nil

@@ -75,7 +75,7 @@ func TestGatewayEndToEnd(t *testing.T) {
 		t.Fatalf("fourth: %d %q", resp.StatusCode, body)
 	}
 	for h, want := range map[string]string{"Retry-After": "5", "X-RateLimit-Limit": "3", "X-RateLimit-Remaining": "0",
-		"RateLimit": "limit=3, remaining=0, reset=5"} {
+		"RateLimit": `"free-users";r=0;t=5`, "RateLimit-Policy": `"free-users";q=3;w=10`} {
 		if got := resp.Header.Get(h); got != want {
 			t.Errorf("429 %s: %q, want %q", h, got, want)
 		}
