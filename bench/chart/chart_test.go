@@ -33,3 +33,17 @@ func TestRenderDecodes(t *testing.T) {
 		t.Fatalf("decode: %v, bounds %v", err, img.Bounds())
 	}
 }
+
+func TestRenderLinesDecodes(t *testing.T) {
+	var buf bytes.Buffer
+	rss := Series{Name: "RSS", Color: Blue, X: []float64{0, 1, 2, 3}, Y: []float64{10e6, 200e6, 260e6, 255e6}}
+	err := RenderLines(&buf, "Soak", []string{"10 min"}, "s", "MB", 1e6, []Series{rss},
+		[]Mark{{Name: "maxmemory", Y: 256e6, Color: Red}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(&buf)
+	if err != nil || img.Bounds().Dx() != width {
+		t.Fatalf("decode: %v, bounds %v", err, img.Bounds())
+	}
+}

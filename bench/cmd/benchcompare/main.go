@@ -11,8 +11,9 @@
 // algorithm. Every figure is reported beside a reference measured in the
 // same run, because the client and the servers share the machine's cores.
 //
-//	make bench-compare     # builds bin/rlserver, then runs this
-//	go run ./bench/cmd/benchcompare -rlserver bin/rlserver -out bench/results
+//	make bench-compare     # builds bin/rlserver, then runs this; writes bench/out
+//	make bench-compare BENCHOUT=bench/results   # replaces the committed results
+//	go run ./bench/cmd/benchcompare -rlserver bin/rlserver -out bench/out
 package main
 
 import (
@@ -40,6 +41,7 @@ type options struct {
 	memKeys        int64
 	profile        bool
 	goTest         bool
+	durable        bool
 	procs          int
 	clientProcs    int
 	from           string
@@ -51,7 +53,8 @@ func main() {
 	flag.StringVar(&o.redisServer, "redis-server", "redis-server", "redis-server binary")
 	flag.StringVar(&o.redisBenchmark, "redis-benchmark", "redis-benchmark", `redis-benchmark binary ("" skips that part)`)
 	flag.StringVar(&o.luaref, "luaref", "luaref", "directory of the reference Lua limiters (*.lua)")
-	flag.StringVar(&o.out, "out", "bench/results", "directory for results.md, results.json, chart.png and profiles")
+	flag.StringVar(&o.out, "out", "bench/out", "directory for results.md, results.json, chart.png and profiles "+
+		"(bench/results holds the committed run)")
 	flag.DurationVar(&o.duration, "d", 1500*time.Millisecond, "measured time of each run")
 	flag.DurationVar(&o.warmup, "warmup", 300*time.Millisecond, "unmeasured time before each run")
 	flag.IntVar(&o.rounds, "rounds", 3, "rounds of every workload; the report gives the median")
@@ -60,6 +63,7 @@ func main() {
 	flag.Int64Var(&o.memKeys, "mem-keys", 1000000, "keys per algorithm for the memory measurement (0 skips it)")
 	flag.BoolVar(&o.profile, "profile", true, "save CPU profiles of rlserver during the RL.CHECK token runs")
 	flag.BoolVar(&o.goTest, "alloc-test", true, "run the server's allocation benchmark with go test")
+	flag.BoolVar(&o.durable, "durable", true, "also run RL.CHECK token on durable rlservers (fast and strong) and time a restart with -mem-keys keys")
 	flag.IntVar(&o.procs, "procs", 1, "rlserver's --procs for the comparison (1: one core, as Redis runs commands); "+
 		"a second rlserver with every core runs the RL.CHECK token rows too")
 	flag.StringVar(&o.from, "from", "", "rewrite results.md and chart.png from this results.json instead of measuring")
@@ -94,7 +98,10 @@ func run(o options) error {
 	defer logf.Close()
 
 	rep := &report{Machine: describeMachine(o), Options: o.summary()}
-	rl, err := startRLServer("rlserver", o.rlserver, dir, o.procs, logf)
+	// The reference rlserver keeps its state in memory (--data-dir ""),
+	// as the Redis beside it runs without persistence; the durable ones
+	// are variants.
+	rl, err := startRLServer("rlserver", o.rlserver, dir, o.procs, logf, "--data-dir", "")
 	if err != nil {
 		return err
 	}
@@ -102,19 +109,29 @@ func run(o options) error {
 	// Other configurations of rlserver, run on the RL.CHECK token rows.
 	var variants []variant
 	if o.procs != 0 {
-		rlAll, err := startRLServer("rlserver-all", o.rlserver, dir, 0, logf)
+		rlAll, err := startRLServer("rlserver-all", o.rlserver, dir, 0, logf, "--data-dir", "")
 		if err != nil {
 			return err
 		}
 		defer rlAll.stop()
 		variants = append(variants, variant{", all cores", rlAll})
 	}
-	rlGo, err := startRLServer("rlserver-gor", o.rlserver, dir, o.procs, logf, "--io-loops", "-1")
+	rlGo, err := startRLServer("rlserver-gor", o.rlserver, dir, o.procs, logf, "--io-loops", "-1", "--data-dir", "")
 	if err != nil {
 		return err
 	}
 	defer rlGo.stop()
 	variants = append(variants, variant{", goroutine per connection", rlGo})
+	if o.durable {
+		for _, mode := range []string{"fast", "strong"} {
+			d, err := startRLServer("rlserver-"+mode, o.rlserver, dir, o.procs, logf, "--consistency", mode)
+			if err != nil {
+				return err
+			}
+			defer d.stop()
+			variants = append(variants, variant{", durable " + mode, d})
+		}
+	}
 	rd, err := startRedis(o.redisServer, dir, logf)
 	if err != nil {
 		return err
@@ -142,6 +159,12 @@ func run(o options) error {
 	if o.memKeys > 0 {
 		fmt.Printf("== memory, %d keys per algorithm\n", o.memKeys)
 		if rep.Memory, err = memory(ctx, o, rl, rd, scripts); err != nil {
+			return err
+		}
+	}
+	if o.durable && o.memKeys > 0 {
+		fmt.Printf("== restart of a durable rlserver with %d keys\n", o.memKeys)
+		if rep.Restart, err = restartBench(ctx, o, dir, logf); err != nil {
 			return err
 		}
 	}

@@ -20,6 +20,7 @@ type report struct {
 	RedisBenchmark []RBRun           `json:"redis_benchmark"`
 	Memory         []Mem             `json:"memory"`
 	Allocs         *AllocResult      `json:"allocs,omitempty"`
+	Restart        *Restart          `json:"restart,omitempty"`
 	Targets        []Target          `json:"targets"`
 	Elapsed        string            `json:"elapsed"`
 }
@@ -167,6 +168,7 @@ func (r *report) evaluate() {
 				fmt.Sprintf("%.2f× (%.1f vs %.1f B)", m.Ratio, m.RLBytes, m.RedisBytes), m.Ratio, m.Ratio <= 0.5})
 		}
 	}
+	r.durableTargets(ratio, rbRatio)
 	if r.Allocs != nil {
 		r.Targets = append(r.Targets, Target{"allocations per RL.CHECK over the real connection path", "0",
 			fmt.Sprintf("%g allocs/op", r.Allocs.Allocs), r.Allocs.Allocs, r.Allocs.OK})
@@ -213,7 +215,9 @@ func (r *report) markdown() string {
 		"with GOMAXPROCS=%s, redis-benchmark is single-threaded). The rows marked *all cores* are a second "+
 		"rlserver with the default `--procs 0`, which competes with the client for both cores; the rows marked "+
 		"*goroutine per connection* a third, with `--io-loops -1`: connections served by a goroutine each instead "+
-		"of event loops.\n\n",
+		"of event loops. These keep their state in memory (`--data-dir \"\"`), as Redis runs here without "+
+		"persistence; the rows marked *durable fast* and *durable strong* are rlservers with a data directory "+
+		"(`--consistency fast`, the default, and `strong`), compared with the in-memory one.\n\n",
 		o["rounds"], o["duration"], o["warmup"], o["connections"], o["keys"], o["procs"], o["client_procs"])
 	b.WriteString("## Targets\n\n| target | goal | measured | met |\n|---|---|---|---|\n")
 	for _, t := range r.Targets {
@@ -228,6 +232,7 @@ func (r *report) markdown() string {
 	}
 	r.redisBenchmarkTable(&b)
 	r.memoryTable(&b)
+	r.durableTable(&b)
 	if r.Allocs != nil {
 		fmt.Fprintf(&b, "\n## Allocations per check\n\n`%s`\n\n```\n%s\n```\n", r.Allocs.Command, r.Allocs.Output)
 	}
@@ -330,6 +335,8 @@ func (r *report) chart(f *os.File) error {
 			return chart.Bar{Color: chart.LightBlue}
 		case "rlserver-gor":
 			return chart.Bar{Color: chart.Grey}
+		case "rlserver-fast", "rlserver-strong":
+			return chart.Bar{Color: chart.Green}
 		}
 		return chart.Bar{Color: chart.Red}
 	}
@@ -369,5 +376,6 @@ func (r *report) chart(f *os.File) error {
 	return chart.Render(f, "rlserver vs Redis on the same machine", notes,
 		[]chart.Legend{{Name: "rlserver --procs " + r.Options["procs"], Color: chart.Blue},
 			{Name: "rlserver, all cores", Color: chart.LightBlue},
-			{Name: "rlserver, goroutine per connection", Color: chart.Grey}, {Name: "redis-server", Color: chart.Red}}, panels)
+			{Name: "rlserver, goroutine per connection", Color: chart.Grey},
+			{Name: "rlserver, durable (fast, strong)", Color: chart.Green}, {Name: "redis-server", Color: chart.Red}}, panels)
 }

@@ -39,6 +39,8 @@ type Run struct {
 	Errors    uint64    `json:"errors"`
 	FirstErr  string    `json:"first_error,omitempty"`
 	RoundsRPS []float64 `json:"rounds_rps"`
+	// Log is what a durable rlserver's log did (medians over the rounds).
+	Log *LogRates `json:"log,omitempty"`
 }
 
 // loadScripts SCRIPT LOADs every luaref/<algo>.lua into Redis and returns
@@ -109,6 +111,7 @@ func throughput(ctx context.Context, o options, rl *server, variants []variant, 
 	ws := pairedWorkloads(rl, variants, rd, shas)
 	results := make([][]*load.Result, len(ws))
 	cpu := make([][]float64, len(ws))
+	logs := make([][]*LogRates, len(ws))
 	for round := 0; round < o.rounds; round++ {
 		for k := range ws {
 			i := k
@@ -120,9 +123,14 @@ func throughput(ctx context.Context, o options, rl *server, variants []variant, 
 			if o.profile && round == 0 && w.Label == "RL.CHECK token" {
 				prof = filepath.Join(o.out, fmt.Sprintf("profile-token-P%d.txt", pipeline))
 			}
+			before, durable := readLogStats(w.Server)
+			t0 := time.Now()
 			res, perReq, err := runOnce(ctx, o, w, pipeline, prof)
 			if err != nil {
 				return nil, fmt.Errorf("%s on %s: %w", w.Label, w.Server.name, err)
+			}
+			if after, ok := readLogStats(w.Server); durable && ok {
+				logs[i] = append(logs[i], rates(before, after, time.Since(t0), res.Total))
 			}
 			results[i] = append(results[i], res)
 			cpu[i] = append(cpu[i], perReq)
@@ -152,6 +160,7 @@ func throughput(ctx context.Context, o options, rl *server, variants []variant, 
 		if total > 0 {
 			r.Denied = float64(denied) / float64(total)
 		}
+		r.Log = medianRates(logs[i])
 		runs[i] = r
 	}
 	return runs, nil
@@ -236,4 +245,32 @@ func medianOf(v []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// medianRates returns the field-wise medians of rs, or nil.
+func medianRates(rs []*LogRates) *LogRates {
+	var m LogRates
+	fields := []struct {
+		dst *float64
+		get func(*LogRates) float64
+	}{
+		{&m.EntriesPerSec, func(r *LogRates) float64 { return r.EntriesPerSec }},
+		{&m.FsyncsPerSec, func(r *LogRates) float64 { return r.FsyncsPerSec }},
+		{&m.ChecksPerEntry, func(r *LogRates) float64 { return r.ChecksPerEntry }},
+		{&m.RecordsPerEntry, func(r *LogRates) float64 { return r.RecordsPerEntry }},
+		{&m.BytesPerCheck, func(r *LogRates) float64 { return r.BytesPerCheck }},
+	}
+	for _, f := range fields {
+		var v []float64
+		for _, r := range rs {
+			if r != nil {
+				v = append(v, f.get(r))
+			}
+		}
+		if len(v) == 0 {
+			return nil
+		}
+		*f.dst = medianOf(v)
+	}
+	return &m
 }

@@ -61,7 +61,7 @@ func run() error {
 	flag.StringVar(&cfg.Name, "name", "", "label for the report (default: the first command)")
 	flag.Var(&cmds, "cmd", "command template (repeatable; mixed uniformly at random)")
 	flag.Var(&scripts, "script", "Lua file to SCRIPT LOAD before the run (repeatable); its SHA1 replaces __sha__ (__sha1__, __sha2__, ...)")
-	flag.StringVar(&algos, "algos", "", "comma-separated algorithms: adds RL.CHECK key:__rand_int__ ALGO -limit -window for each")
+	flag.StringVar(&algos, "algos", "", "comma-separated algorithms: adds RL.CHECK key:ALGO:__rand_int__ ALGO -limit -window for each")
 	flag.IntVar(&limit, "limit", 100, "limit for -algos")
 	flag.StringVar(&window, "window", "60", "window for -algos")
 	flag.StringVar(&jsonOut, "json", "", `write the result as JSON to this file ("-" for stdout)`)
@@ -69,11 +69,7 @@ func run() error {
 	if flag.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", flag.Arg(0))
 	}
-	for _, a := range strings.Split(algos, ",") {
-		if a != "" {
-			cmds = append(cmds, fmt.Sprintf("RL.CHECK key:%s %s %d %s", load.RandInt, a, limit, window))
-		}
-	}
+	cmds = append(cmds, algoCommands(algos, limit, window)...)
 	if len(cmds) == 0 {
 		cmds = append(cmds, "RL.CHECK key:"+load.RandInt+" token 100 60")
 	}
@@ -118,6 +114,20 @@ func run() error {
 		return err
 	}
 	return os.WriteFile(jsonOut, data, 0o644)
+}
+
+// algoCommands returns the RL.CHECK template of each algorithm in the
+// comma-separated list. Each algorithm has keys of its own
+// (key:fixed:__rand_int__, ...): a key holds one algorithm's state, and
+// checking it with another is WRONGTYPE.
+func algoCommands(algos string, limit int, window string) []string {
+	var cmds []string
+	for _, a := range strings.Split(algos, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			cmds = append(cmds, fmt.Sprintf("RL.CHECK key:%s:%s %s %d %s", strings.ToLower(a), load.RandInt, a, limit, window))
+		}
+	}
+	return cmds
 }
 
 func loadScripts(addr, password string, paths []string) ([]string, error) {

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/rlserver/rlserver/bench/load"
+)
+
+// server is the rlserver child process.
+type server struct {
+	addr string
+	cmd  *exec.Cmd
+	cli  *load.Client // for INFO
+	log  *os.File
+	once sync.Once
+	err  error // of stop
+}
+
+func startServer(o options, dir string) (*server, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	bin, err := filepath.Abs(o.rlserver)
+	if err != nil {
+		return nil, err
+	}
+	logf, err := os.Create(filepath.Join(dir, "rlserver.log"))
+	if err != nil {
+		return nil, err
+	}
+	s := &server{addr: "127.0.0.1:" + strconv.Itoa(port), log: logf}
+	s.cmd = exec.Command(bin, "--listen", s.addr, "--http", "", "--data-dir", filepath.Join(dir, "data"),
+		"--log-level", "warn", "--maxmemory", o.maxmemory, "--procs", strconv.Itoa(o.procs))
+	s.cmd.Stdout, s.cmd.Stderr = logf, logf
+	if err := s.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	if s.cli, err = load.Dial(s.addr, 10*time.Second); err != nil {
+		s.stop()
+		return nil, fmt.Errorf("rlserver did not start on %s: %w", s.addr, err)
+	}
+	return s, nil
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// stop sends SIGTERM and waits for a clean exit (status 0 within 15 s);
+// it reports why not.
+func (s *server) stop() error {
+	s.once.Do(func() {
+		s.cli.Close()
+		s.cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan error, 1)
+		go func() { done <- s.cmd.Wait() }()
+		select {
+		case s.err = <-done:
+		case <-time.After(15 * time.Second):
+			s.cmd.Process.Kill()
+			s.err = errors.New("rlserver did not stop within 15 s of SIGTERM")
+			<-done
+		}
+		s.log.Close()
+	})
+	return s.err
+}
+
+// rss returns the server's resident memory in bytes.
+func (s *server) rss() (int64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, errors.New("no VmRSS in /proc status")
+}
+
+// info returns INFO's integer fields.
+func (s *server) info() (map[string]int64, error) {
+	text, err := s.cli.Do("INFO")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int64{}
+	for _, line := range strings.Split(text, "\r\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+				out[k] = n
+			}
+		}
+	}
+	return out, nil
+}
+
+// Sample is one reading of the server.
+type Sample struct {
+	At         float64 `json:"at_s"`
+	RSS        int64   `json:"rss"`
+	UsedMemory int64   `json:"used_memory"`
+	Keys       int64   `json:"keys"`
+	Evicted    int64   `json:"evicted_keys"`
+	Commands   int64   `json:"total_commands_processed"`
+}
+
+// sampler reads the server every interval until stopped.
+type sampler struct {
+	stopc   chan struct{}
+	done    chan struct{}
+	samples []Sample
+}
+
+func (s *server) sample(every time.Duration) *sampler {
+	sm := &sampler{stopc: make(chan struct{}), done: make(chan struct{})}
+	start := time.Now()
+	go func() {
+		defer close(sm.done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			if smp, err := s.read(time.Since(start)); err == nil {
+				sm.samples = append(sm.samples, smp)
+			}
+			select {
+			case <-sm.stopc:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return sm
+}
+
+func (s *server) read(at time.Duration) (Sample, error) {
+	rss, err := s.rss()
+	if err != nil {
+		return Sample{}, err
+	}
+	info, err := s.info()
+	if err != nil {
+		return Sample{}, err
+	}
+	return Sample{At: at.Seconds(), RSS: rss, UsedMemory: info["used_memory"], Keys: info["keys"],
+		Evicted: info["evicted_keys"], Commands: info["total_commands_processed"]}, nil
+}
+
+// stop ends the sampling (after one last sample) and returns the samples.
+func (sm *sampler) stop() []Sample {
+	close(sm.stopc)
+	<-sm.done
+	return sm.samples
+}
