@@ -2,8 +2,10 @@
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 GO ?= go
+# bench-compare writes here; the committed results are bench/results (BENCHOUT=bench/results).
+BENCHOUT ?= bench/out
 
-.PHONY: help build run test test-short bench bench-compare lint docker clean
+.PHONY: help build run test test-short bench bench-compare flood soak conns lint docker clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -25,8 +27,17 @@ test-short: ## the tests without the race detector
 bench: ## Go benchmarks of the hot path (engine, shards, server)
 	$(GO) test -run '^$$' -bench . -benchmem ./engine ./shards ./server
 
-bench-compare: build ## rlserver vs redis-server side by side (needs redis-server, redis-benchmark); writes bench/results/
-	$(GO) run ./bench/cmd/benchcompare -rlserver bin/rlserver -luaref luaref -out bench/results $(BENCHFLAGS)
+bench-compare: build ## rlserver vs redis-server side by side (needs redis-server, redis-benchmark); writes $(BENCHOUT)/
+	$(GO) run ./bench/cmd/benchcompare -rlserver bin/rlserver -luaref luaref -out $(BENCHOUT) $(BENCHFLAGS)
+
+flood: build ## 60 s key flood (redis-benchmark) against --maxmemory 256mb, a bystander checking; writes bench/results/flood.{md,json,png}
+	$(GO) run ./bench/cmd/soak -rlserver bin/rlserver -name flood -d 60s -maxmemory 256mb -out bench/results $(SOAKFLAGS)
+
+soak: build ## the same flood for 10 minutes, RSS sampled each second; writes bench/results/soak.{md,json,png}
+	$(GO) run ./bench/cmd/soak -rlserver bin/rlserver -name soak -d 10m -maxmemory 256mb -out bench/results $(SOAKFLAGS)
+
+conns: build ## 20,000 connections against rlserver under ulimit -n 4096; writes bench/results/conns.{md,json}
+	$(GO) run ./bench/cmd/conns -rlserver bin/rlserver -n 20000 -ulimit 4096 -out bench/results $(CONNSFLAGS)
 
 lint: ## gofmt and go vet
 	@test -z "$$(gofmt -l .)" || (gofmt -l . && echo "gofmt needed" && exit 1)
