@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -10,15 +11,22 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// The applier moves the journal into the Raft log. Changes are grouped in
-// epochs: open is the epoch that changes made now belong to. A flush seals
-// the open epoch (open moves on), collects every change listed so far with
-// shards.Store.AppendChanges into one entry and hands it to raft.Apply
-// without waiting; the committer goroutine waits for the entries in order
-// and publishes committed, the last epoch whose changes are all durable,
-// then calls the commit listeners. A change made before Pending returned e
-// was listed before epoch e was sealed, so it is in entry e or an earlier
-// one: once Committed(e) holds, it is in the log.
+// The applier moves the journals of the groups this node leads into their
+// Raft logs. Changes are grouped in epochs, node-wide: open is the epoch
+// that changes made now belong to. A flush seals the open epoch (open moves
+// on), collects each active group's changes with shards.Store.AppendChanges
+// into one entry per group and hands it to that group's raft.Apply without
+// waiting; each group's commit loop waits for its entries in order and
+// records the last epoch it has committed, and the node's committed epoch
+// is the least of the active groups' (the sealed epoch when there are
+// none); then the commit listeners are called. A change made before Pending
+// returned e was listed before epoch e was sealed, so it is in its group's
+// entry e or an earlier one: once Committed(e) holds, it is in the log.
+//
+// A group that stops being led here (or whose entry failed) leaves the
+// active set; the epochs it had not committed, up to the open one, become a
+// lost window: Committed answers ErrLostLead for them, since their changes
+// may never reach the log, until the waiters have moved past it.
 //
 // A flush happens every flush interval and whenever someone waits (Kick):
 // in fast mode replies do not wait (unless the log lags, see Lagging), so
@@ -27,9 +35,13 @@ import (
 // entry is in flight at a time, and gather makes each carry as many
 // waiting batches as it can (group commit).
 type applier struct {
-	n        *Node
 	interval time.Duration
 	strong   bool
+	clock    func() int64
+	metrics  *metrics
+	log      *slog.Logger
+	quit     <-chan struct{} // closed when the node shuts down
+	reuse    bool            // entries' buffers may be reused once committed
 
 	// Group commit in strong mode (gather): kicks counts Kick calls (one
 	// per waiting batch of replies); sealedKicks is its value when the
@@ -42,18 +54,23 @@ type applier struct {
 	open      atomic.Uint64
 	committed atomic.Uint64
 	kick      chan struct{}
-	inflight  chan pending // in epoch order; bounded: back-pressure
 	stop      chan struct{}
 	done      chan struct{}
 
-	// failed is the error of an entry the log did not take; while it is
-	// set no entry is applied, Committed reports it for every epoch not
-	// committed, and the committer retries the entries in order.
+	// failed is the error of an entry a standalone node's log did not
+	// take; while it is set no entry is applied, Committed reports it for
+	// every epoch not committed, and the commit loop retries the entries in
+	// order.
 	failed atomic.Pointer[error]
 
-	// gate orders failed with raft.Apply: no entry is applied after one
-	// failed until the failed ones are in.
-	gate sync.Mutex
+	// gate orders flushes with failures and with changes of the active
+	// set: no entry is applied after one failed until the failed ones are
+	// in, and a group joins or leaves between two flushes.
+	gate    sync.Mutex
+	groups  []*group                 // active groups, under gate
+	retired []chan pending           // inflight queues of groups that left, to close; under gate
+	current atomic.Pointer[[]*group] // a copy of groups for readers
+	lost    atomic.Pointer[[]window] // recent lost windows, newest last
 
 	lastSize atomic.Int64 // of the last entry, to size the next
 	// bufs holds entry buffers that raft is done with, when the log store
@@ -66,8 +83,20 @@ type applier struct {
 	gen       atomic.Pointer[chan struct{}] // closed and replaced by notify
 }
 
-// pending is a flushed epoch on its way to the log. future is nil for an
-// epoch without changes.
+// window is a range of epochs (lo, hi] whose changes in some group may
+// never reach its log.
+type window struct{ lo, hi uint64 }
+
+// maxLost bounds the lost windows kept: a waiter is woken when its window
+// is recorded, so only recent ones matter.
+const maxLost = 16
+
+// ErrLostLead answers the replies whose changes may not be in the log
+// because the node stopped leading their group before they committed.
+var ErrLostLead = errors.New("TRYAGAIN the group's leadership moved before the change was committed; retry")
+
+// pending is a flushed epoch on its way to a group's log. future is nil
+// for an epoch without changes.
 type pending struct {
 	epoch   uint64
 	data    []byte
@@ -82,39 +111,46 @@ const maxInflight = 16
 // applyTimeout bounds how long raft.Apply may wait to enqueue an entry.
 const applyTimeout = 10 * time.Second
 
-func newApplier(n *Node, interval time.Duration) *applier {
+func newApplier(interval time.Duration, clock func() int64, m *metrics, log *slog.Logger, quit <-chan struct{}, reuse bool) *applier {
 	a := &applier{
-		n: n, interval: interval,
-		kick:     make(chan struct{}, 1),
-		inflight: make(chan pending, maxInflight),
-		stop:     make(chan struct{}),
-		done:     make(chan struct{}),
+		interval: interval, clock: clock, metrics: m, log: log, quit: quit, reuse: reuse,
+		kick: make(chan struct{}, 1),
+		stop: make(chan struct{}),
+		done: make(chan struct{}),
 	}
-	if n.cfg.ReuseEntries {
+	if reuse {
 		a.bufs = make(chan []byte, maxInflight+2)
 	}
 	a.open.Store(1)
 	ch := make(chan struct{})
 	a.gen.Store(&ch)
+	a.current.Store(&[]*group{})
+	a.lost.Store(&[]window{})
 	return a
 }
 
 // run flushes every interval and on kicks until stop, then flushes what is
 // left and waits for it to commit.
 func (a *applier) run() {
-	committerDone := make(chan struct{})
-	go func() {
-		defer close(committerDone)
-		a.commitLoop()
-	}()
 	t := time.NewTicker(a.interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-a.stop:
 			a.flush()
-			close(a.inflight)
-			<-committerDone
+			a.gate.Lock()
+			groups := a.groups
+			a.groups = nil
+			for _, g := range groups {
+				g.active = false
+				a.retired = append(a.retired, g.inflight)
+			}
+			a.closeRetired()
+			a.publish()
+			a.gate.Unlock()
+			for _, g := range groups {
+				<-g.loopDone
+			}
 			close(a.done)
 			return
 		case <-t.C:
@@ -167,8 +203,9 @@ func (a *applier) gather() {
 	}
 }
 
-// flush seals the open epoch and hands its changes to raft, unless the log
-// is refusing entries (the changes wait in the journal meanwhile).
+// flush seals the open epoch and hands each active group's changes to its
+// raft, unless a standalone node's log is refusing entries (the changes
+// wait in the journal meanwhile).
 func (a *applier) flush() {
 	a.gate.Lock()
 	if a.failed.Load() != nil {
@@ -178,17 +215,132 @@ func (a *applier) flush() {
 	epoch := a.open.Add(1) - 1
 	k := a.kicks.Load()
 	a.sealed, a.lastKicks, a.sealedKicks = epoch, k-a.sealedKicks, k
+	a.closeRetired()
+	groups := a.groups
+	ps := make([]pending, len(groups))
+	for i, g := range groups {
+		ps[i] = a.collect(g, epoch)
+	}
+	if len(groups) == 0 {
+		a.advance(epoch)
+	}
+	a.gate.Unlock()
+	for i, g := range groups {
+		g.inflight <- ps[i] // bounded: back-pressure
+	}
+}
+
+// collect seals g's changes of epoch into an entry and hands it to raft.
+// Call with gate held.
+func (a *applier) collect(g *group, epoch uint64) pending {
 	buf := beginEntry(a.buffer())
-	buf, n := a.n.store.AppendChanges(buf)
+	buf, n := g.store.AppendChanges(buf)
 	a.lastSize.Store(int64(len(buf)))
 	p := pending{epoch: epoch, records: n, start: time.Now()}
 	if n > 0 {
-		sealEntry(buf, a.n.origin, epoch, a.n.clock())
+		sealEntry(buf, g.fsm.origin.Load(), epoch, a.clock())
 		p.data = buf
-		p.future = a.n.raft.Apply(buf, applyTimeout)
+		p.future = g.raft.Apply(buf, applyTimeout)
+	} else {
+		a.recycle(buf)
 	}
+	return p
+}
+
+// activate adds g, which the node now leads and has caught up, to the
+// groups whose changes are flushed, and starts its commit loop. Its
+// journal is empty: a follower's store records nothing.
+func (a *applier) activate(g *group) {
+	a.gate.Lock()
+	defer a.gate.Unlock()
+	if g.active {
+		return
+	}
+	g.active = true
+	g.committed.Store(a.open.Load() - 1)
+	g.inflight = make(chan pending, maxInflight)
+	g.loopDone = make(chan struct{})
+	a.groups = append(a.groups[:len(a.groups):len(a.groups)], g)
+	a.publish()
+	go a.commitLoop(g, g.inflight, g.loopDone)
+}
+
+// deactivate removes g from the active groups, if it is one, and records
+// the epochs whose changes in g may not be in its log as a lost window.
+func (a *applier) deactivate(g *group) {
+	a.gate.Lock()
+	if !g.active {
+		a.gate.Unlock()
+		return
+	}
+	g.active = false
+	a.retired = append(a.retired, g.inflight)
+	if lo, hi := g.committed.Load(), a.open.Load(); lo < hi {
+		ws := append([]window(nil), *a.lost.Load()...)
+		ws = append(ws, window{lo: lo, hi: hi})
+		if len(ws) > maxLost {
+			ws = ws[len(ws)-maxLost:]
+		}
+		a.lost.Store(&ws)
+	}
+	groups := make([]*group, 0, len(a.groups))
+	for _, x := range a.groups {
+		if x != g {
+			groups = append(groups, x)
+		}
+	}
+	a.groups = groups
+	a.publish()
 	a.gate.Unlock()
-	a.inflight <- p
+	a.recompute()
+	a.notify()
+}
+
+// closeRetired closes the queues of the groups that left the active set,
+// whose commit loops then end. Only the applier's goroutine sends on the
+// queues, and it calls this between flushes, so no send can follow. Call
+// with gate held.
+func (a *applier) closeRetired() {
+	for _, ch := range a.retired {
+		close(ch)
+	}
+	a.retired = nil
+}
+
+// publish makes the active groups visible to recompute. Call with gate
+// held.
+func (a *applier) publish() {
+	cp := append([]*group(nil), a.groups...)
+	a.current.Store(&cp)
+}
+
+// recompute sets committed to the least epoch committed by every active
+// group, or to the sealed epoch if no group is active.
+func (a *applier) recompute() {
+	groups := *a.current.Load()
+	if len(groups) == 0 {
+		a.gate.Lock()
+		if len(a.groups) == 0 {
+			a.advance(a.sealed)
+		}
+		a.gate.Unlock()
+		return
+	}
+	least := groups[0].committed.Load()
+	for _, g := range groups[1:] {
+		least = min(least, g.committed.Load())
+	}
+	a.advance(least)
+}
+
+// advance raises committed to epoch (it never moves back).
+func (a *applier) advance(epoch uint64) {
+	for {
+		c := a.committed.Load()
+		if epoch <= c || a.committed.CompareAndSwap(c, epoch) {
+			return
+		}
+	}
 }
 
 // buffer returns an empty entry buffer: a recycled one if there is one,
@@ -219,28 +371,49 @@ func (a *applier) recycle(b []byte) {
 // maxKeptEntry bounds the entry buffers kept for reuse.
 const maxKeptEntry = 8 << 20
 
-// commitLoop waits for the flushed epochs in order and publishes them.
-func (a *applier) commitLoop() {
-	for p := range a.inflight {
+// commitLoop waits for g's flushed epochs in order and publishes them. It
+// ends when inflight is closed (g left the active set) and drained.
+func (a *applier) commitLoop(g *group, inflight <-chan pending, done chan<- struct{}) {
+	defer close(done)
+	failed := false
+	for p := range inflight {
 		if p.future != nil {
-			if err := p.future.Error(); err != nil {
-				if !a.retry(p, err) {
+			err := p.future.Error()
+			if err != nil && g.standalone {
+				if !a.retry(g, p, err) {
 					continue
 				}
+				err = nil
 			}
-			a.n.metrics.committed(p.records, len(p.data), time.Since(p.start))
+			if err != nil || failed {
+				// The lead moved, or an earlier entry failed: the changes
+				// may not be in the log. Give the state up and take it
+				// again from the log (the group's watcher).
+				if !failed && !errors.Is(err, raft.ErrRaftShutdown) {
+					a.log.Warn("a log entry was not committed; the node gives up the group's state", "group", g.id, "epoch", p.epoch, "err", err)
+				}
+				failed = true
+				a.deactivate(g)
+				g.markDirty()
+				continue
+			}
+			a.metrics.committed(p.records, len(p.data), time.Since(p.start))
 			a.recycle(p.data)
 		}
-		a.committed.Store(p.epoch)
-		a.notify()
+		if !failed {
+			g.committed.Store(p.epoch)
+			a.recompute()
+			a.notify()
+		}
 	}
 }
 
-// retry handles an entry the log did not take: it reports the failure,
-// stops new entries, and applies this entry again, then every later one
-// (they failed too: raft steps down when its log refuses a write), until
-// the log takes it. It returns false if the node is shutting down.
-func (a *applier) retry(p pending, err error) bool {
+// retry handles an entry a standalone node's log did not take: it reports
+// the failure, stops new entries, and applies this entry again, then every
+// later one (they failed too: raft steps down when its log refuses a
+// write), until the log takes it. It returns false if the node is shutting
+// down.
+func (a *applier) retry(g *group, p pending, err error) bool {
 	if errors.Is(err, raft.ErrRaftShutdown) {
 		return false
 	}
@@ -249,23 +422,23 @@ func (a *applier) retry(p pending, err error) bool {
 	first := a.failed.CompareAndSwap(nil, &ferr)
 	a.gate.Unlock()
 	if first {
-		a.n.log.Error("the log refused an entry; refusing commands until it takes it again", "epoch", p.epoch, "err", err)
+		a.log.Error("the log refused an entry; refusing commands until it takes it again", "epoch", p.epoch, "err", err)
 		a.notify()
 	}
 	for {
 		select {
-		case <-a.n.shutdownCh:
+		case <-a.quit:
 			return false
 		case <-time.After(retryPause):
 		}
-		if err := a.n.raft.Apply(p.data, applyTimeout).Error(); err == nil {
+		if err := g.raft.Apply(p.data, applyTimeout).Error(); err == nil {
 			break
 		} else if errors.Is(err, raft.ErrRaftShutdown) {
 			return false
 		}
 	}
-	if len(a.inflight) == 0 {
-		a.n.log.Info("the log takes entries again; serving")
+	if len(g.inflight) == 0 {
+		a.log.Info("the log takes entries again; serving")
 		a.failed.Store(nil)
 	}
 	return true
@@ -290,8 +463,14 @@ func (a *applier) notify() {
 func (a *applier) Pending() uint64 { return a.open.Load() }
 
 // Committed reports whether every change of epoch seq and before is in the
-// log; while the log refuses entries, it returns the error instead.
+// log; while a standalone node's log refuses entries, it returns that
+// error, and for an epoch of a lost window ErrLostLead.
 func (a *applier) Committed(seq uint64) (bool, error) {
+	for _, w := range *a.lost.Load() {
+		if w.lo < seq && seq <= w.hi {
+			return false, ErrLostLead
+		}
+	}
 	if a.committed.Load() >= seq {
 		return true, nil
 	}

@@ -3,6 +3,7 @@ package cluster
 import (
 	"fmt"
 	"io"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -16,11 +17,18 @@ import (
 // time, never the local clock), Snapshot returns at once and Persist runs
 // alongside Apply, and Restore replaces all state.
 //
-// The entries this process wrote itself (same origin) are not applied:
-// the applier collected their records from the very state they describe.
+// The entries that this node wrote while it leads the group (their origin
+// is the current one) are not applied: the applier collected their records
+// from the very state they describe. origin is drawn anew each time the
+// node starts to lead and is 0 while it does not, so every other entry,
+// including this node's own from an earlier term, is applied.
+//
+// mu serializes applying entries with rebuild, which replaces the state
+// when the node stops leading.
 type fsm struct {
+	mu     sync.Mutex
 	store  *shards.Store
-	origin uint64
+	origin atomic.Uint64
 	// fail is told of an entry that cannot be applied: the node must stop
 	// serving a state that no longer follows its log.
 	fail func(index uint64, err error)
@@ -35,9 +43,11 @@ type fsm struct {
 
 // ApplyBatch applies committed entries in order (raft.BatchingFSM).
 func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	out := make([]any, len(logs))
 	for i, l := range logs {
-		out[i] = f.Apply(l)
+		out[i] = f.apply(l)
 	}
 	return out
 }
@@ -45,8 +55,15 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 // Apply applies one committed entry and returns nil or the error that made
 // it impossible.
 func (f *fsm) Apply(l *raft.Log) any {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.apply(l)
+}
+
+// apply is Apply with mu held.
+func (f *fsm) apply(l *raft.Log) any {
 	if l.Type == raft.LogCommand {
-		if err := f.applyCommand(l.Data); err != nil {
+		if err := f.applyCommand(l.Data, f.origin.Load()); err != nil {
 			f.fail(l.Index, err)
 			return err
 		}
@@ -56,12 +73,13 @@ func (f *fsm) Apply(l *raft.Log) any {
 	return nil
 }
 
-func (f *fsm) applyCommand(data []byte) error {
+// applyCommand applies an entry's records unless its origin is skip.
+func (f *fsm) applyCommand(data []byte, skip uint64) error {
 	e, err := decodeEntry(data)
 	if err != nil {
 		return err
 	}
-	if e.origin != f.origin {
+	if e.origin != skip {
 		if _, err := f.store.ApplyRecords(e.records, e.now); err != nil {
 			return err
 		}
@@ -85,6 +103,8 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 // Restore replaces the whole state with the snapshot's.
 func (f *fsm) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	now, _, err := snapshot.Read(rc, f.store)
 	if err != nil {
 		f.store.Clear()
@@ -130,3 +150,64 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 
 // Release does nothing: Persist holds no resources after it returns.
 func (s *fsmSnapshot) Release() {}
+
+// rebuild replaces the state with what the log holds up to the last entry
+// applied: the latest snapshot, then every command entry after it,
+// whatever its origin. A node that stops leading calls it, because its
+// memory may hold changes that never committed (the entries in flight and
+// the journal when it lost the lead). From then on no entry is skipped
+// until the node leads again. A snapshot written while the node led may
+// itself hold changes made after its index (see Snapshot); those that never
+// committed stay, which can only make a key more charged than the log says.
+func (f *fsm) rebuild(logs raft.LogStore, snaps raft.SnapshotStore) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.origin.Store(0)
+	applied := f.applied.Load()
+	f.store.Clear()
+	from, err := f.restoreLatest(snaps, applied)
+	if err != nil {
+		return err
+	}
+	var l raft.Log
+	for i := from + 1; i <= applied; i++ {
+		if err := logs.GetLog(i, &l); err != nil {
+			return fmt.Errorf("rebuild: entry %d: %w", i, err)
+		}
+		if l.Type != raft.LogCommand {
+			continue
+		}
+		if err := f.applyCommand(l.Data, 0); err != nil {
+			return fmt.Errorf("rebuild: entry %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// restoreLatest restores the latest snapshot at or below index into the
+// store and returns its index, or 0 if there is none.
+func (f *fsm) restoreLatest(snaps raft.SnapshotStore, index uint64) (uint64, error) {
+	metas, err := snaps.List()
+	if err != nil {
+		return 0, fmt.Errorf("rebuild: list snapshots: %w", err)
+	}
+	for _, m := range metas { // newest first
+		if m.Index > index {
+			continue
+		}
+		_, rc, err := snaps.Open(m.ID)
+		if err != nil {
+			return 0, fmt.Errorf("rebuild: open snapshot %s: %w", m.ID, err)
+		}
+		now, _, err := snapshot.Read(rc, f.store)
+		rc.Close()
+		if err != nil {
+			return 0, fmt.Errorf("rebuild: read snapshot %s: %w", m.ID, err)
+		}
+		if now > f.lastNow.Load() {
+			f.lastNow.Store(now)
+		}
+		return m.Index, nil
+	}
+	return 0, nil
+}

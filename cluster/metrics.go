@@ -25,7 +25,10 @@ type metrics struct {
 	lastAppendDur atomic.Int64 // ns
 }
 
-func newMetrics(reg prometheus.Registerer, n *Node) *metrics {
+// newMetrics registers the node's series with reg: applied reads the
+// applied index, refusing whether the log refuses writes, and logStats
+// (if not nil) the log store's counters.
+func newMetrics(reg prometheus.Registerer, applied func() uint64, refusing func() bool, logStats func() LogStats) *metrics {
 	m := &metrics{
 		entries: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "rlserver_log_entries_total", Help: "Log entries appended by this node (each a batch of changed keys)."}),
@@ -46,20 +49,20 @@ func newMetrics(reg prometheus.Registerer, n *Node) *metrics {
 	reg.MustRegister(m.entries, m.entryBytes, m.batchRecords, m.appendTime, m.snapTime, m.snapFailures,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "rlserver_raft_applied_index", Help: "Index of the last log entry applied to the state."},
-			func() float64 { return float64(n.fsm.applied.Load()) }),
+			func() float64 { return float64(applied()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "rlserver_log_refusing", Help: "1 while the log refuses writes (state changes are refused), else 0."},
 			func() float64 {
-				if n.app != nil && n.app.failed.Load() != nil {
+				if refusing() {
 					return 1
 				}
 				return 0
 			}),
 	)
-	if n.cfg.LogStats != nil {
+	if logStats != nil {
 		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "rlserver_log_fsyncs_total", Help: "Synced writes of the log store (fsyncs)."},
-			func() float64 { return float64(n.cfg.LogStats().Fsyncs) }))
+			func() float64 { return float64(logStats().Fsyncs) }))
 	}
 	return m
 }

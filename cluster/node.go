@@ -2,8 +2,6 @@ package cluster
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -117,10 +115,10 @@ const (
 type Node struct {
 	cfg     Config
 	store   *shards.Store
+	g       *group
 	raft    *raft.Raft
 	fsm     *fsm
 	app     *applier
-	origin  uint64
 	log     *slog.Logger
 	clock   func() int64
 	metrics *metrics
@@ -147,26 +145,28 @@ type snapInfo struct {
 func Open(ctx context.Context, cfg Config) (*Node, error) {
 	cfg = withDefaults(cfg)
 	n := &Node{cfg: cfg, store: cfg.Store, log: cfg.Logger, clock: cfg.Clock, shutdownCh: make(chan struct{})}
-	n.origin = randomOrigin()
-	n.store.EnableJournal()
-	n.fsm = &fsm{store: n.store, origin: n.origin, fail: n.fail, onSnapshot: n.snapshotDone}
-	n.metrics = newMetrics(cfg.Registerer, n)
+	g := newGroup(groupID, cfg.Store, cfg.Logs, cfg.Snapshots, cfg.Logger)
+	g.standalone = true
+	g.fsm.fail, g.fsm.onSnapshot = n.fail, n.snapshotDone
+	n.g, n.fsm = g, g.fsm
+	n.metrics = newMetrics(cfg.Registerer, n.fsm.applied.Load, n.refusing, cfg.LogStats)
+	n.app = newApplier(cfg.FlushInterval, cfg.Clock, n.metrics, cfg.Logger, n.shutdownCh, cfg.ReuseEntries)
+	n.app.strong = cfg.Consistency == Strong
 	_, trans := raft.NewInmemTransport(raft.ServerAddress(cfg.NodeID))
-	r, err := raft.NewRaft(raftConfig(cfg), n.fsm, cfg.Logs, cfg.Stable, cfg.Snapshots, trans)
-	if err != nil {
-		return nil, fmt.Errorf("start raft: %w", err)
+	if err := g.startRaft(raftConfig(cfg), cfg.Stable, trans); err != nil {
+		return nil, err
 	}
-	n.raft = r
+	n.raft = g.raft
 	if err := n.bootstrap(); err != nil {
-		r.Shutdown()
+		n.raft.Shutdown()
 		return nil, err
 	}
 	if err := n.waitReady(ctx); err != nil {
-		r.Shutdown()
+		n.raft.Shutdown()
 		return nil, err
 	}
-	n.app = newApplier(n, cfg.FlushInterval)
-	n.app.strong = cfg.Consistency == Strong
+	n.app.activate(g)
+	g.ready.Store(true)
 	go n.app.run()
 	go n.snapshotLoop()
 	return n, nil
@@ -221,13 +221,6 @@ func raftConfig(cfg Config) *raft.Config {
 	return rc
 }
 
-// randomOrigin draws the number that marks this process's entries.
-func randomOrigin() uint64 {
-	var b [8]byte
-	rand.Read(b[:])
-	return binary.LittleEndian.Uint64(b[:]) | 1
-}
-
 // bootstrap makes this node the only voter of a group with no state.
 func (n *Node) bootstrap() error {
 	has, err := raft.HasExistingState(n.cfg.Logs, n.cfg.Stable, n.cfg.Snapshots)
@@ -259,7 +252,7 @@ func (n *Node) waitReady(ctx context.Context) error {
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
-	if err := n.raft.Barrier(0).Error(); err != nil {
+	if err := n.g.catchUp(0); err != nil {
 		return fmt.Errorf("replay the log: %w", err)
 	}
 	return n.brokenErr()
@@ -279,6 +272,9 @@ func (n *Node) brokenErr() error {
 	}
 	return nil
 }
+
+// refusing reports whether the log refuses writes.
+func (n *Node) refusing() bool { return n.app.failed.Load() != nil }
 
 // refuse returns the error that stops a state change now, or nil.
 func (n *Node) refuse() error {

@@ -231,8 +231,8 @@ func TestCommittedCoversEarlierChanges(t *testing.T) {
 		t.Fatalf("log went from %d to %d entries", before, after)
 	}
 	e, err := decodeEntry(l.Data)
-	if err != nil || e.origin != n.origin {
-		t.Fatalf("last entry: %v (origin %x, node %x)", err, e.origin, n.origin)
+	if err != nil || e.origin != n.fsm.origin.Load() {
+		t.Fatalf("last entry: %v (origin %x, node %x)", err, e.origin, n.fsm.origin.Load())
 	}
 	r := shards.New(1)
 	if _, err := r.ApplyRecords(e.records, e.now); err != nil || r.Len() != 1 {

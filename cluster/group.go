@@ -1,0 +1,115 @@
+package cluster
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/rlserver/rlserver/shards"
+)
+
+// group is this node's replica of one Raft group whose state is limiter
+// state: a shards.Store, the FSM over it, and the raft instance. While the
+// node leads the group and has applied every entry committed before its
+// term (ready), checks run on the store and the applier writes the store's
+// journal into the group's log; otherwise the store follows the log.
+type group struct {
+	id     uint32
+	store  *shards.Store
+	fsm    *fsm
+	raft   *raft.Raft
+	logs   raft.LogStore
+	snaps  raft.SnapshotStore
+	notify chan bool // raft's NotifyCh
+	log    *slog.Logger
+
+	// standalone: a one-voter group (Node). It never loses the lead to
+	// another node, so a log that refuses writes is retried (applier.retry)
+	// rather than handled as a lost lead.
+	standalone bool
+
+	ready atomic.Bool // checks may run on store: leader, caught up, active
+	// serving is held for reading by every check while it reads ready and
+	// changes the store, and for writing when ready is cleared, so that no
+	// check changes the store once the group has stopped serving.
+	serving   sync.RWMutex
+	snapBytes atomic.Int64 // size of the group's last snapshot
+
+	// The applier's state of the group (applier.go); active and the
+	// activation are guarded by applier.gate.
+	active    bool
+	inflight  chan pending  // flushed epochs on their way to the log, in order
+	committed atomic.Uint64 // the last epoch whose changes in this group are committed
+	loopDone  chan struct{} // closed when the commit loop has ended
+	dirty     chan struct{} // an entry failed: give up the state and take it again
+}
+
+// newGroup returns a group over store and its storage; start it with
+// startRaft.
+func newGroup(id uint32, store *shards.Store, logs raft.LogStore, snaps raft.SnapshotStore, log *slog.Logger) *group {
+	store.EnableJournal()
+	return &group{
+		id: id, store: store, logs: logs, snaps: snaps, log: log,
+		fsm:    &fsm{store: store},
+		notify: make(chan bool, 1),
+		dirty:  make(chan struct{}, 1),
+	}
+}
+
+// startRaft creates the group's raft instance with conf over the group's
+// storage and trans. A group of a cluster hears of its leadership changes
+// on notify (NotifyCh, which raft sends to and waits on: its watcher must
+// read it); a standalone group has no one to lose the lead to.
+func (g *group) startRaft(conf *raft.Config, stable raft.StableStore, trans raft.Transport) error {
+	if !g.standalone {
+		conf.NotifyCh = g.notify
+	}
+	r, err := raft.NewRaft(conf, g.fsm, g.logs, stable, g.snaps, trans)
+	if err != nil {
+		return fmt.Errorf("group %d: start raft: %w", g.id, err)
+	}
+	g.raft = r
+	return nil
+}
+
+// errNotLeading is the barrier's error when the lead moved meanwhile.
+var errNotLeading = errors.New("cluster: no longer the group's leader")
+
+// catchUp waits until every entry committed before the node's term is
+// applied (a barrier), then draws the origin that marks the entries the
+// node writes from now on, which the FSM skips.
+func (g *group) catchUp(timeout time.Duration) error {
+	if err := g.raft.Barrier(timeout).Error(); err != nil {
+		return fmt.Errorf("group %d: apply the log before leading: %w", g.id, err)
+	}
+	if g.raft.State() != raft.Leader {
+		return errNotLeading
+	}
+	g.fsm.origin.Store(randomOrigin())
+	return nil
+}
+
+// randomOrigin draws a number that marks entries of one term of leading.
+func randomOrigin() uint64 {
+	var b [8]byte
+	rand.Read(b[:])
+	return binary.LittleEndian.Uint64(b[:]) | 1
+}
+
+// leader reports whether raft says this node leads the group.
+func (g *group) leader() bool { return g.raft.State() == raft.Leader }
+
+// markDirty asks the group's watcher to give up the state it holds (an
+// entry it wrote failed) and take it again from the log.
+func (g *group) markDirty() {
+	select {
+	case g.dirty <- struct{}{}:
+	default:
+	}
+}
