@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -192,4 +193,78 @@ func readID(fs vfs.FS, dir string) (string, error) {
 		return "", fmt.Errorf("data directory: %s is empty", filepath.Join(dir, idFile))
 	}
 	return id, nil
+}
+
+// GroupStorage returns the log store (which is also its stable store) and
+// the snapshot store of group id in the node's database.
+func (st *Storage) GroupStorage(id uint32, retain int, log *slog.Logger) (*raftlog.Store, *snapshot.Store, error) {
+	if id == groupID {
+		return st.Logs, st.Snaps, nil
+	}
+	logs, err := raftlog.New(st.DB, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	snaps, err := snapshot.NewStore(st.DB, id, max(retain, 1), log)
+	if err != nil {
+		return nil, nil, err
+	}
+	return logs, snaps, nil
+}
+
+// Layout is what a cluster node's data directory records of the cluster
+// it belongs to, so that a restart opens the same groups without flags.
+type Layout struct {
+	Version int      `json:"version"`
+	Groups  int      `json:"groups"` // data groups in the cluster
+	Hosted  []uint32 `json:"hosted"` // the data groups this node is a voter of
+	Peers   []Peer   `json:"peers"`  // the initial members
+}
+
+// Peer is a member named in --peers.
+type Peer struct {
+	ID   string `json:"id"`
+	Raft string `json:"raft"`
+}
+
+// layoutKey is the key of the Layout in the node's metadata namespace.
+var layoutKey = append(raftlog.NamespaceNode.Prefix(groupID), "layout"...)
+
+// ErrMode is returned when a data directory of a standalone node is
+// opened as a cluster node, or the other way round.
+var ErrMode = errors.New("the data directory belongs to a node of another kind")
+
+// LoadLayout returns the Layout the directory records, or nil if it
+// records none (a new directory, or a standalone node's).
+func (st *Storage) LoadLayout() (*Layout, error) {
+	v, closer, err := st.DB.Get(layoutKey)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the cluster layout: %w", err)
+	}
+	defer closer.Close()
+	var l Layout
+	if err := json.Unmarshal(v, &l); err != nil {
+		return nil, fmt.Errorf("read the cluster layout: %w", err)
+	}
+	return &l, nil
+}
+
+// SaveLayout records l, synced.
+func (st *Storage) SaveLayout(l Layout) error {
+	b, err := json.Marshal(l)
+	if err != nil {
+		return err
+	}
+	return st.DB.Set(layoutKey, b, pebble.Sync)
+}
+
+// HasState reports whether the directory already holds a node (it was
+// initialised).
+func (st *Storage) HasState() bool {
+	last, _ := st.Logs.LastIndex()
+	snaps, _ := st.Snaps.List()
+	return last > 0 || len(snaps) > 0
 }

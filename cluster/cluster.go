@@ -1,0 +1,480 @@
+package cluster
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rlserver/rlserver/cluster/transport"
+	"github.com/rlserver/rlserver/shards"
+	"github.com/rlserver/rlserver/slots"
+)
+
+// ClusterConfig configures one node of a cluster. Storage, NodeID,
+// RaftAddr, RESPAddr and NewStore are required; Peers and Groups are
+// needed only the first time the node starts (bootstrap); zero values of
+// the rest take the documented defaults.
+type ClusterConfig struct {
+	// Storage is the node's data directory (OpenStorage).
+	Storage *Storage
+	// NodeID names the node; it must be one of Peers' ids at bootstrap.
+	NodeID string
+	// RaftAddr is where the node's Raft listener listens (--raft-addr);
+	// RaftAdvertise is the address the other nodes dial, by default
+	// RaftAddr (which must then be dialable: not 0.0.0.0).
+	RaftAddr, RaftAdvertise string
+	// RESPAddr and HTTPAddr are the addresses clients reach this node at,
+	// reported in CLUSTER SLOTS, MOVED and GET /cluster.
+	RESPAddr, HTTPAddr string
+	// Peers are the initial members (--peers), this node included. The
+	// same list on every node bootstraps one cluster.
+	Peers []Peer
+	// Groups is the number of data groups at bootstrap (default 16).
+	Groups int
+	// NewStore makes the store of one data group, given how many groups
+	// this node hosts (among which to share shards and memory).
+	NewStore func(hosted int) *shards.Store
+
+	Consistency      Consistency
+	FlushInterval    time.Duration
+	SnapshotEntries  uint64
+	SnapshotBytes    int64
+	SnapshotInterval time.Duration
+	TrailingLogs     uint64
+	// Raft timeouts, tuned for a LAN (defaults 300ms, 300ms, 250ms): a
+	// follower that hears nothing from its leader for HeartbeatTimeout
+	// (randomized up to twice that) starts an election.
+	HeartbeatTimeout, ElectionTimeout, LeaderLeaseTimeout time.Duration
+	// DownAfter is how long a slot whose group has no leader is answered
+	// TRYAGAIN before CLUSTERDOWN (default 2s).
+	DownAfter  time.Duration
+	Clock      func() int64
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
+}
+
+// Defaults of ClusterConfig.
+const (
+	DefaultGroups             = 16
+	DefaultHeartbeatTimeout   = 300 * time.Millisecond
+	DefaultElectionTimeout    = 300 * time.Millisecond
+	DefaultLeaderLeaseTimeout = 250 * time.Millisecond
+	DefaultDownAfter          = 2 * time.Second
+)
+
+// Cluster is one node of a cluster: a member of the meta group and a
+// voter of some data groups, each a Raft group whose FSM is the limiter
+// state of a range of the 16384 slots. It satisfies the server's Limiter,
+// RuleStore, Committer and (through an adapter in cmd/rlserver) Cluster
+// interfaces: a key is checked here if this node leads its slot's group,
+// else the caller is told where to go (MOVED), to retry (TRYAGAIN) or that
+// the slot cannot be served (CLUSTERDOWN). All methods are safe for
+// concurrent use.
+type Cluster struct {
+	cfg     ClusterConfig
+	id      string // the node's cluster id: 40 hex characters
+	log     *slog.Logger
+	clock   func() int64
+	mux     *transport.Mux
+	meta    *metaFSM
+	metaR   *raft.Raft
+	groups  []*group // by group id, nil for groups not hosted here; [0] is unused
+	ngroups int
+	app     *applier
+	metrics *metrics
+	peers   peerTable
+	initial []Peer // the members the data directory was bootstrapped with
+
+	// leaderless[g] is when group g was first seen without a leader (Unix
+	// ns), 0 while it has one.
+	leaderless []atomic.Int64
+
+	shutdownCh chan struct{}
+	closeOnce  sync.Once
+	wg         sync.WaitGroup
+}
+
+// OpenCluster starts the node: its Raft listener, the meta group and the
+// data groups it hosts (bootstrapped from Peers and Groups on a new data
+// directory, else as the directory records them), and returns once they
+// run. Slots are served as soon as their groups have leaders; Ready says
+// when every slot is.
+func OpenCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
+	cfg = clusterDefaults(cfg)
+	c := &Cluster{cfg: cfg, id: clusterID(cfg.NodeID), log: cfg.Logger, clock: cfg.Clock, shutdownCh: make(chan struct{})}
+	layout, err := c.layout()
+	if err != nil {
+		return nil, err
+	}
+	c.ngroups, c.initial = layout.Groups, layout.Peers
+	c.meta = newMetaFSM()
+	c.metrics = newMetrics(cfg.Registerer, c.appliedSum, func() bool { return false }, cfg.Storage.LogStats)
+	c.app = newApplier(cfg.FlushInterval, cfg.Clock, c.metrics, cfg.Logger, c.shutdownCh, true)
+	c.app.strong = cfg.Consistency == Strong
+	c.leaderless = make([]atomic.Int64, c.ngroups+1)
+	c.mux, err = transport.Listen(cfg.RaftAddr, transport.Options{Logger: cfg.Logger, Advertise: cfg.RaftAdvertise})
+	if err != nil {
+		return nil, fmt.Errorf("raft listener on %s: %w", cfg.RaftAddr, err)
+	}
+	c.mux.Handle(c.handleRPC)
+	if err := c.startGroups(layout); err != nil {
+		c.stopRafts()
+		c.mux.Close()
+		return nil, err
+	}
+	if err := cfg.Storage.SaveLayout(*layout); err != nil {
+		c.stopRafts()
+		c.mux.Close()
+		return nil, err
+	}
+	go c.app.run()
+	c.startBackground()
+	return c, nil
+}
+
+func clusterDefaults(cfg ClusterConfig) ClusterConfig {
+	if cfg.Groups <= 0 {
+		cfg.Groups = DefaultGroups
+	}
+	if cfg.FlushInterval <= 0 {
+		cfg.FlushInterval = DefaultFlushInterval
+	}
+	if cfg.SnapshotEntries == 0 {
+		cfg.SnapshotEntries = DefaultSnapshotEntries
+	}
+	if cfg.SnapshotBytes <= 0 {
+		cfg.SnapshotBytes = DefaultSnapshotBytes
+	}
+	if cfg.SnapshotInterval <= 0 {
+		cfg.SnapshotInterval = DefaultSnapshotInterval
+	}
+	if cfg.TrailingLogs == 0 {
+		cfg.TrailingLogs = DefaultTrailingLogs
+	}
+	if cfg.HeartbeatTimeout <= 0 {
+		cfg.HeartbeatTimeout = DefaultHeartbeatTimeout
+	}
+	if cfg.ElectionTimeout <= 0 {
+		cfg.ElectionTimeout = DefaultElectionTimeout
+	}
+	if cfg.LeaderLeaseTimeout <= 0 {
+		cfg.LeaderLeaseTimeout = min(DefaultLeaderLeaseTimeout, cfg.HeartbeatTimeout)
+	}
+	if cfg.DownAfter <= 0 {
+		cfg.DownAfter = DefaultDownAfter
+	}
+	if cfg.RaftAdvertise == "" {
+		cfg.RaftAdvertise = cfg.RaftAddr
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = func() int64 { return time.Now().UnixNano() }
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Registerer == nil {
+		cfg.Registerer = prometheus.NewRegistry()
+	}
+	return cfg
+}
+
+// clusterID is the 40-hex-character id Redis Cluster clients expect,
+// derived from the node's name so that it is stable across restarts.
+func clusterID(name string) string {
+	sum := sha1.Sum([]byte("rlserver-node:" + name))
+	return hex.EncodeToString(sum[:])
+}
+
+// Errors of OpenCluster.
+var (
+	ErrNotAPeer = errors.New("--node-id is not one of --peers")
+	ErrNoPeers  = errors.New("a new cluster node needs --peers")
+)
+
+// layout returns what the data directory records, or, for a new one, the
+// layout --peers and --groups describe.
+func (c *Cluster) layout() (*Layout, error) {
+	st := c.cfg.Storage
+	l, err := st.LoadLayout()
+	if err != nil {
+		return nil, err
+	}
+	if l != nil {
+		return l, nil
+	}
+	if st.HasState() {
+		return nil, fmt.Errorf("%w: %s holds a standalone node's state; start it without --peers", ErrMode, st.dir)
+	}
+	if len(c.cfg.Peers) == 0 {
+		return nil, ErrNoPeers
+	}
+	ids := make([]string, 0, len(c.cfg.Peers))
+	self := false
+	for _, p := range c.cfg.Peers {
+		ids = append(ids, p.ID)
+		self = self || p.ID == c.cfg.NodeID
+	}
+	if !self {
+		return nil, fmt.Errorf("%w: %q", ErrNotAPeer, c.cfg.NodeID)
+	}
+	l = &Layout{Version: 1, Groups: c.cfg.Groups, Peers: c.cfg.Peers}
+	for g, voters := range placement(ids, c.cfg.Groups) {
+		for _, v := range voters {
+			if v == c.cfg.NodeID {
+				l.Hosted = append(l.Hosted, uint32(g))
+			}
+		}
+	}
+	sort.Slice(l.Hosted, func(i, j int) bool { return l.Hosted[i] < l.Hosted[j] })
+	return l, nil
+}
+
+// startGroups starts raft for the meta group and every hosted data group,
+// bootstrapping them on a new directory.
+func (c *Cluster) startGroups(l *Layout) error {
+	st := c.cfg.Storage
+	fresh := !st.HasState()
+	metaConf := raft.Configuration{}
+	ids := make([]string, 0, len(l.Peers))
+	for _, p := range l.Peers {
+		metaConf.Servers = append(metaConf.Servers, raft.Server{ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.Raft), Suffrage: raft.Voter})
+		ids = append(ids, p.ID)
+	}
+	addrs := map[string]string{}
+	for _, p := range l.Peers {
+		addrs[p.ID] = p.Raft
+	}
+	r, err := raft.NewRaft(c.raftConfig(metaGroup), c.meta, st.Logs, st.Logs, st.Snaps, c.transport(metaGroup))
+	if err != nil {
+		return fmt.Errorf("meta group: start raft: %w", err)
+	}
+	c.metaR = r
+	if fresh {
+		if err := r.BootstrapCluster(metaConf).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+			return fmt.Errorf("meta group: bootstrap: %w", err)
+		}
+	}
+	place := placement(ids, l.Groups)
+	c.groups = make([]*group, l.Groups+1)
+	for _, id := range l.Hosted {
+		logs, snaps, err := st.GroupStorage(id, 1, c.log)
+		if err != nil {
+			return fmt.Errorf("group %d: %w", id, err)
+		}
+		g := newGroup(id, c.cfg.NewStore(len(l.Hosted)), logs, snaps, c.log)
+		g.fsm.fail = func(index uint64, err error) {
+			c.log.Error("a log entry cannot be applied", "group", id, "index", index, "err", err)
+		}
+		g.fsm.onSnapshot = func(d time.Duration, records, bytes int64, err error) {
+			c.metrics.snapshot(d, err)
+			if err == nil {
+				g.snapBytes.Store(bytes)
+			}
+		}
+		c.groups[id] = g
+		if err := g.startRaft(c.raftConfig(id), logs, c.transport(id)); err != nil {
+			return err
+		}
+		if fresh {
+			conf := raft.Configuration{}
+			for _, v := range place[int(id)] {
+				conf.Servers = append(conf.Servers, raft.Server{ID: raft.ServerID(v), Address: raft.ServerAddress(addrs[v]), Suffrage: raft.Voter})
+			}
+			if err := g.raft.BootstrapCluster(conf).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+				return fmt.Errorf("group %d: bootstrap: %w", id, err)
+			}
+		}
+	}
+	return nil
+}
+
+// transport returns a raft transport for group id over the node's listener.
+func (c *Cluster) transport(id uint32) raft.Transport {
+	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream: c.mux.Stream(id), MaxPool: 3, Timeout: 10 * time.Second,
+		Logger: newRaftLogger(c.log.With("group", id)),
+	})
+}
+
+// raftConfig returns the raft configuration of group id.
+func (c *Cluster) raftConfig(id uint32) *raft.Config {
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(c.cfg.NodeID)
+	rc.HeartbeatTimeout = c.cfg.HeartbeatTimeout
+	rc.ElectionTimeout = c.cfg.ElectionTimeout
+	rc.LeaderLeaseTimeout = c.cfg.LeaderLeaseTimeout
+	rc.CommitTimeout = 5 * time.Millisecond
+	rc.MaxAppendEntries = 256
+	rc.BatchApplyCh = true
+	rc.SnapshotThreshold = c.cfg.SnapshotEntries
+	rc.SnapshotInterval = c.cfg.SnapshotInterval
+	rc.TrailingLogs = c.cfg.TrailingLogs
+	rc.Logger = newRaftLogger(c.log.With("group", id))
+	return rc
+}
+
+// Stores returns the store of every data group this node hosts.
+func (c *Cluster) Stores() []*shards.Store {
+	var out []*shards.Store
+	for _, g := range c.groups {
+		if g != nil {
+			out = append(out, g.store)
+		}
+	}
+	return out
+}
+
+// ID returns the node's cluster id (40 hex characters).
+func (c *Cluster) ID() string { return c.id }
+
+// NodeID returns the node's name (--node-id).
+func (c *Cluster) NodeID() string { return c.cfg.NodeID }
+
+// RaftAddr returns the address the node's Raft listener listens on.
+func (c *Cluster) RaftAddr() net.Addr { return c.mux.Addr() }
+
+// Strong reports whether every reply waits for its changes to commit.
+func (c *Cluster) Strong() bool { return c.cfg.Consistency == Strong }
+
+// Pending returns the epoch that covers every change made so far.
+func (c *Cluster) Pending() uint64 { return c.app.Pending() }
+
+// Committed reports whether every change of epoch seq is committed in its
+// group's log (on a majority of its voters), or the error that keeps it
+// from being so.
+func (c *Cluster) Committed(seq uint64) (bool, error) { return c.app.Committed(seq) }
+
+// Kick asks for the changes made so far to be written to the logs now.
+func (c *Cluster) Kick() { c.app.Kick() }
+
+// Lagging reports whether the logs are so far behind that fast-mode
+// replies must wait, and the epoch to wait for.
+func (c *Cluster) Lagging() (uint64, bool) { return c.app.Lagging() }
+
+// OnCommit registers fn, called whenever more changes are committed or
+// some are lost. fn must not block.
+func (c *Cluster) OnCommit(fn func()) { c.app.OnCommit(fn) }
+
+// Sync waits until every change made before it is committed.
+func (c *Cluster) Sync(ctx context.Context) error {
+	err := c.app.wait(c.app.Pending(), ctx.Done())
+	if errors.Is(err, errWaitAbandoned) {
+		return ctx.Err()
+	}
+	return err
+}
+
+// Settle waits until an answer may go out, as Node.Settle.
+func (c *Cluster) Settle(ctx context.Context, change bool) error {
+	seq := c.app.Pending()
+	if !change && !c.Strong() {
+		var lagging bool
+		if seq, lagging = c.app.Lagging(); !lagging {
+			return nil
+		}
+	}
+	err := c.app.wait(seq, ctx.Done())
+	if errors.Is(err, errWaitAbandoned) {
+		return ctx.Err()
+	}
+	return err
+}
+
+// appliedSum is the sum of the hosted groups' applied indexes, for the
+// rlserver_raft_applied_index series.
+func (c *Cluster) appliedSum() uint64 {
+	var n uint64
+	for _, g := range c.groups {
+		if g != nil {
+			n += g.fsm.applied.Load()
+		}
+	}
+	return n + c.meta.applied.Load()
+}
+
+// Close stops the node gracefully: the changes made so far are committed,
+// the lead of every group it leads is handed to another voter, and raft
+// stops. Its caller has stopped sending commands. It does not close the
+// storage.
+func (c *Cluster) Close(ctx context.Context) error {
+	var err error
+	c.closeOnce.Do(func() {
+		if serr := c.Sync(ctx); serr != nil {
+			err = fmt.Errorf("commit the last changes: %w", serr)
+		}
+		close(c.app.stop)
+		select {
+		case <-c.app.done:
+		case <-ctx.Done():
+			if err == nil {
+				err = ctx.Err()
+			}
+		}
+		c.handOver(ctx)
+		close(c.shutdownCh)
+		c.wg.Wait()
+		c.stopRafts()
+		c.mux.Close()
+	})
+	return err
+}
+
+// handOver transfers the lead of every group this node leads, the meta
+// group's last, so that the others serve its slots at once.
+func (c *Cluster) handOver(ctx context.Context) {
+	var fs []raft.Future
+	for _, g := range c.groups {
+		if g != nil && g.leader() {
+			g.ready.Store(false)
+			fs = append(fs, g.raft.LeadershipTransfer())
+		}
+	}
+	for _, f := range fs {
+		if err := f.Error(); err != nil {
+			c.log.Warn("leadership transfer failed", "err", err)
+		}
+	}
+	if c.metaR != nil && c.metaR.State() == raft.Leader {
+		c.metaR.LeadershipTransfer().Error()
+	}
+	_ = ctx
+}
+
+// stopRafts shuts every raft instance down.
+func (c *Cluster) stopRafts() {
+	var fs []raft.Future
+	for _, g := range c.groups {
+		if g != nil && g.raft != nil {
+			fs = append(fs, g.raft.Shutdown())
+		}
+	}
+	if c.metaR != nil {
+		fs = append(fs, c.metaR.Shutdown())
+	}
+	for _, f := range fs {
+		f.Error()
+	}
+}
+
+// groupOf returns the data group that owns slot: the slots are split into
+// ngroups contiguous ranges of (nearly) equal size.
+func (c *Cluster) groupOf(slot int) int {
+	return slot*c.ngroups/slots.Count + 1
+}
+
+// slotRange returns the first and last slot of group g.
+func (c *Cluster) slotRange(g int) (int, int) {
+	first := ((g-1)*slots.Count + c.ngroups - 1) / c.ngroups
+	last := (g*slots.Count+c.ngroups-1)/c.ngroups - 1
+	return first, last
+}

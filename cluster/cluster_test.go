@@ -1,0 +1,468 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/testseed"
+	"github.com/rlserver/rlserver/rules"
+	"github.com/rlserver/rlserver/shards"
+	"github.com/rlserver/rlserver/slots"
+)
+
+// testCluster is n nodes of one cluster in this process, each with a data
+// directory of its own, on 127.0.0.1 ports.
+type testCluster struct {
+	t     *testing.T
+	nodes []*Cluster
+	cfgs  []ClusterConfig
+	dirs  []string
+	disks []*Storage
+}
+
+// freePorts reserves n distinct ports on 127.0.0.1.
+func freePorts(t *testing.T, n int) []string {
+	t.Helper()
+	var out []string
+	var lns []net.Listener
+	for i := 0; i < n; i++ {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns = append(lns, ln)
+		out = append(out, ln.Addr().String())
+	}
+	for _, ln := range lns {
+		ln.Close()
+	}
+	return out
+}
+
+// startCluster starts n nodes and waits until every slot is served.
+func startCluster(t *testing.T, n, groups int, mode Consistency) *testCluster {
+	t.Helper()
+	raftAddrs := freePorts(t, n)
+	var peers []Peer
+	for i := 0; i < n; i++ {
+		peers = append(peers, Peer{ID: fmt.Sprintf("n%d", i+1), Raft: raftAddrs[i]})
+	}
+	tc := &testCluster{t: t}
+	for i := 0; i < n; i++ {
+		cfg := ClusterConfig{NodeID: peers[i].ID, RaftAddr: raftAddrs[i], RESPAddr: fmt.Sprintf("127.0.0.1:%d", 20000+i),
+			Peers: peers, Groups: groups, Consistency: mode, FlushInterval: 2 * time.Millisecond,
+			HeartbeatTimeout: 150 * time.Millisecond, ElectionTimeout: 150 * time.Millisecond, LeaderLeaseTimeout: 100 * time.Millisecond,
+			NewStore: func(int) *shards.Store { return shards.New(8) }}
+		tc.cfgs = append(tc.cfgs, cfg)
+		tc.dirs = append(tc.dirs, t.TempDir())
+		tc.nodes = append(tc.nodes, nil)
+		tc.disks = append(tc.disks, nil)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = tc.open(i)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(tc.close)
+	tc.waitBalanced(15 * time.Second)
+	return tc
+}
+
+func (tc *testCluster) open(i int) error {
+	disk, err := OpenStorage(tc.dirs[i], StorageOptions{NodeID: tc.cfgs[i].NodeID})
+	if err != nil {
+		return err
+	}
+	cfg := tc.cfgs[i]
+	cfg.Storage = disk
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := OpenCluster(ctx, cfg)
+	if err != nil {
+		disk.Close()
+		return err
+	}
+	tc.nodes[i], tc.disks[i] = c, disk
+	return disk.MarkInitialised()
+}
+
+func (tc *testCluster) close() {
+	for i, c := range tc.nodes {
+		if c != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			c.Close(ctx)
+			cancel()
+			tc.disks[i].Close()
+			tc.nodes[i] = nil
+		}
+	}
+}
+
+// kill stops node i as a crash would: no flush, no hand-over.
+func (tc *testCluster) kill(i int) {
+	c := tc.nodes[i]
+	close(c.shutdownCh)
+	c.stopRafts()
+	c.mux.Close()
+	tc.disks[i].Close()
+	tc.nodes[i] = nil
+}
+
+// waitServed waits until every live node sees a leader for every slot
+// and every group is served by one live node.
+func (tc *testCluster) waitServed(d time.Duration) {
+	tc.t.Helper()
+	waitUntil(tc.t, d, "every slot served", func() bool {
+		for _, c := range tc.nodes {
+			if c != nil && !c.View().OK {
+				return false
+			}
+		}
+		return tc.servedOnce(false)
+	})
+}
+
+// waitBalanced waits until every group is served by its preferred
+// leader, so that no leadership moves during a test.
+func (tc *testCluster) waitBalanced(d time.Duration) {
+	tc.t.Helper()
+	tc.waitServed(d)
+	waitUntil(tc.t, d, "leaders balanced", func() bool { return tc.servedOnce(true) })
+}
+
+// servedOnce reports whether every group is served by exactly one live
+// node (its preferred leader, if preferred is set).
+func (tc *testCluster) servedOnce(preferred bool) bool {
+	c0 := tc.any()
+	place := c0.placement()
+	for g := 1; g <= c0.ngroups; g++ {
+		n := 0
+		for _, c := range tc.nodes {
+			if c == nil || c.groups[g] == nil || !c.groups[g].ready.Load() {
+				continue
+			}
+			n++
+			if preferred && place[g][0] != c.cfg.NodeID {
+				return false
+			}
+		}
+		if n != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+func waitUntil(t *testing.T, d time.Duration, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// byRESP returns the live node whose client address is addr.
+func (tc *testCluster) byRESP(addr string) *Cluster {
+	for _, c := range tc.nodes {
+		if c != nil && c.cfg.RESPAddr == addr {
+			return c
+		}
+	}
+	return nil
+}
+
+// check runs a check on the node that serves key, following MOVED and
+// retrying TRYAGAIN/CLUSTERDOWN as a cluster client does, until deadline.
+func (tc *testCluster) check(key string, a engine.Algo, p engine.Params, cost int64, deadline time.Time) (engine.Result, error) {
+	c := tc.any()
+	for {
+		r, err := c.Check([]byte(key), a, p, cost, time.Now().UnixNano())
+		var moved *MovedError
+		switch {
+		case err == nil:
+			return r, nil
+		case errors.As(err, &moved):
+			if next := tc.byRESP(moved.Addr); next != nil {
+				c = next
+				continue
+			}
+		case !errors.Is(err, ErrTryAgain) && !errors.Is(err, ErrClusterDown) && !errors.Is(err, ErrLostLead):
+			return r, err
+		}
+		if time.Now().After(deadline) {
+			return r, err
+		}
+		time.Sleep(2 * time.Millisecond)
+		c = tc.any()
+	}
+}
+
+// settle waits for check's change to be committed on the node that made
+// it (all live nodes), as a strong-mode reply does.
+func (tc *testCluster) settle() {
+	for _, c := range tc.nodes {
+		if c != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			c.Sync(ctx)
+			cancel()
+		}
+	}
+}
+
+func (tc *testCluster) any() *Cluster {
+	for _, c := range tc.nodes {
+		if c != nil {
+			return c
+		}
+	}
+	tc.t.Fatal("no live node")
+	return nil
+}
+
+// TestClusterRoutesAndConverges: three nodes, 8 groups. Every key is
+// served by exactly one node (the others answer MOVED to it); after
+// concurrent load on all six algorithms, every group's replicas have
+// applied the same entries and hold the same state.
+func TestClusterRoutesAndConverges(t *testing.T) {
+	for _, mode := range []Consistency{Fast, Strong} {
+		t.Run(mode.String(), func(t *testing.T) {
+			tc := startCluster(t, 3, 8, mode)
+			for i := 0; i < 200; i++ {
+				key := []byte(fmt.Sprint("route:", i))
+				served := 0
+				for _, c := range tc.nodes {
+					_, err := c.Check(key, engine.Fixed, hour, 0, time.Now().UnixNano())
+					var moved *MovedError
+					switch {
+					case err == nil:
+						served++
+					case errors.As(err, &moved):
+						if moved.Slot != slots.Of(key) || tc.byRESP(moved.Addr) == nil {
+							t.Fatalf("%s: %v", key, err)
+						}
+					default:
+						t.Fatalf("%s: %v", key, err)
+					}
+				}
+				if served != 1 {
+					t.Fatalf("%s served by %d nodes", key, served)
+				}
+			}
+			load(t, tc, 16, 400)
+			tc.settle()
+			assertConverged(t, tc)
+		})
+	}
+}
+
+// load runs clients goroutines, each making n random checks of all six
+// algorithms, resets and throttles through the cluster.
+func load(t *testing.T, tc *testCluster, clients, n int) {
+	seed := testseed.Rand(t).Uint64()
+	algos := []engine.Algo{engine.Fixed, engine.Sliding, engine.Log, engine.Token, engine.Leaky, engine.GCRA}
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	for g := 0; g < clients; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(seed, uint64(g)))
+			for i := 0; i < n; i++ {
+				k := rng.IntN(300)
+				a := algos[k%len(algos)]
+				p := engine.Params{Limit: 1 + rng.Int64N(20), Window: (1 + rng.Int64N(10)) * 1e9}
+				_, err := tc.check(fmt.Sprint("load:", k), a, p, rng.Int64N(3), time.Now().Add(5*time.Second))
+				if err != nil {
+					failed.Store(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err, _ := failed.Load().(error); err != nil {
+		t.Fatalf("load: %v", err)
+	}
+}
+
+// assertConverged waits until every group's replicas report the same
+// applied index, then compares their digests at one time.
+func assertConverged(t *testing.T, tc *testCluster) {
+	t.Helper()
+	at := time.Now().UnixNano() // one time for every replica's digest
+	waitUntil(t, 10*time.Second, "replicas to apply the same entries", func() bool {
+		applied := map[int]uint64{}
+		for _, c := range tc.nodes {
+			if c == nil {
+				continue
+			}
+			for _, gs := range c.status(0).Groups {
+				if prev, ok := applied[gs.ID]; ok && prev != gs.Applied {
+					return false
+				}
+				applied[gs.ID] = gs.Applied
+			}
+		}
+		return true
+	})
+	digests := map[int]string{}
+	keys := 0
+	for _, c := range tc.nodes {
+		if c == nil {
+			continue
+		}
+		for _, gs := range c.status(at).Groups {
+			if prev, ok := digests[gs.ID]; ok && prev != gs.Digest {
+				t.Fatalf("group %d: replicas differ: digest %s on one, %s on %s", gs.ID, prev, gs.Digest, c.cfg.NodeID)
+			}
+			digests[gs.ID] = gs.Digest
+			if gs.State == "Leader" {
+				keys += gs.Keys
+			}
+		}
+	}
+	if keys == 0 {
+		t.Fatal("no keys: the comparison proves nothing")
+	}
+}
+
+// TestFailoverForgetsNothingStrong: in strong mode, 200 keys charged 5
+// times each (fixed, 5 per hour), then the node leading the most groups
+// crashes: once the others lead every group, every key's sixth check is
+// denied.
+func TestFailoverForgetsNothingStrong(t *testing.T) {
+	tc := startCluster(t, 3, 8, Strong)
+	p := engine.Params{Limit: 5, Window: 3600e9}
+	for i := 0; i < 200; i++ {
+		for j := 0; j < 5; j++ {
+			r, err := tc.check(fmt.Sprint("k", i), engine.Fixed, p, 1, time.Now().Add(5*time.Second))
+			if err != nil || !r.Allowed {
+				t.Fatalf("k%d check %d: %+v %v", i, j+1, r, err)
+			}
+		}
+	}
+	tc.settle()
+	victim := tc.mostLeader()
+	start := time.Now()
+	tc.kill(victim)
+	for i := 0; i < 200; i++ {
+		r, err := tc.check(fmt.Sprint("k", i), engine.Fixed, p, 1, start.Add(10*time.Second))
+		if err != nil || r.Allowed {
+			t.Fatalf("k%d sixth check after the crash: %+v %v: a charge was forgotten", i, r, err)
+		}
+	}
+	took := time.Since(start)
+	t.Logf("every key served again %v after the crash of the node leading the most groups", took.Round(time.Millisecond))
+	if took > 2*time.Second {
+		t.Errorf("full service took %v after the crash; want at most 2s (heartbeat timeout 150ms)", took)
+	}
+}
+
+// mostLeader returns the index of the live node that leads the most groups.
+func (tc *testCluster) mostLeader() int {
+	best, most := 0, -1
+	for i, c := range tc.nodes {
+		if c == nil {
+			continue
+		}
+		n := 0
+		for _, g := range c.groups {
+			if g != nil && g.ready.Load() {
+				n++
+			}
+		}
+		if n > most {
+			best, most = i, n
+		}
+	}
+	return best
+}
+
+// TestCheckRulesAcrossGroups: a user rule and an ip rule whose counters
+// live in different groups; 32 concurrent clients spread over the three
+// nodes admit exactly the narrower rule's limit, and the wider rule is
+// charged only for those.
+func TestCheckRulesAcrossGroups(t *testing.T) {
+	tc := startCluster(t, 3, 8, Fast)
+	c0 := tc.nodes[0]
+	for _, r := range []rules.Rule{
+		{ID: "per-user", Target: "*", Tier: "*", KeyType: "user", Algo: "fixed", Limit: 50, Window: "1h"},
+		{ID: "per-ip", Target: "*", Tier: "*", KeyType: "ip", Algo: "fixed", Limit: 70, Window: "1h"},
+	} {
+		if _, err := c0.SetRule(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	user, ip := "u1", "10.0.0.1"
+	if c0.groupOf(slots.Of([]byte("per-user:"+user))) == c0.groupOf(slots.Of([]byte("per-ip:"+ip))) {
+		t.Fatal("the two counters share a group: pick other values")
+	}
+	waitUntil(t, 5*time.Second, "the rules on every node", func() bool {
+		for _, c := range tc.nodes {
+			if c.RuleCount() != 2 {
+				return false
+			}
+		}
+		return true
+	})
+	var admitted atomic.Int64
+	var wg sync.WaitGroup
+	for g := 0; g < 32; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := tc.nodes[g%3]
+			for i := 0; i < 10; i++ {
+				q := &rules.Query{}
+				q.Reset()
+				q.Target, q.Tier, q.Cost = []byte("/x"), []byte("free"), 1
+				q.AddID([]byte("user"), []byte(user))
+				q.AddID([]byte("ip"), []byte(ip))
+				for {
+					err := c.CheckRules(q, time.Now().UnixNano())
+					if err == nil {
+						break
+					}
+					if !strings.HasPrefix(err.Error(), "TRYAGAIN") {
+						t.Errorf("CheckRules: %v", err)
+						return
+					}
+					time.Sleep(time.Millisecond)
+				}
+				if q.Allowed {
+					admitted.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if got := admitted.Load(); got != 50 {
+		t.Fatalf("admitted %d of 320, want exactly the narrower limit 50", got)
+	}
+	r, err := tc.check("per-ip:"+ip, engine.Fixed, engine.Params{Limit: 70, Window: 3600e9}, 0, time.Now().Add(5*time.Second))
+	if err != nil || r.Remaining != 20 {
+		t.Fatalf("the wider rule's counter: %+v %v, want 20 remaining (charged once per admission)", r, err)
+	}
+}

@@ -1,0 +1,139 @@
+package cluster
+
+import (
+	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/shards"
+	"github.com/rlserver/rlserver/slots"
+)
+
+// Check is shards.Store.Check on the store of key's group, if this node
+// serves its slot; else the routing error (MOVED, TRYAGAIN, CLUSTERDOWN).
+func (c *Cluster) Check(key []byte, a engine.Algo, p engine.Params, cost, now int64) (engine.Result, error) {
+	g, err := c.serving(key)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	defer g.serving.RUnlock()
+	return g.store.Check(key, a, p, cost, now)
+}
+
+// Throttle is shards.Store.Throttle on the store of key's group.
+func (c *Cluster) Throttle(key []byte, maxBurst, count, period, quantity, now int64) (engine.CellResult, error) {
+	g, err := c.serving(key)
+	if err != nil {
+		return engine.CellResult{}, err
+	}
+	defer g.serving.RUnlock()
+	return g.store.Throttle(key, maxBurst, count, period, quantity, now)
+}
+
+// Reset is shards.Store.Reset on the store of key's group.
+func (c *Cluster) Reset(key []byte, now int64) (bool, error) {
+	g, err := c.serving(key)
+	if err != nil {
+		return false, err
+	}
+	defer g.serving.RUnlock()
+	return g.store.Reset(key, now)
+}
+
+// Flush forgets every key of the groups this node leads, as FLUSHALL on a
+// Redis Cluster master forgets its own slots' keys.
+func (c *Cluster) Flush() error {
+	for _, g := range c.led() {
+		err := g.store.Flush()
+		g.serving.RUnlock()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// led returns the groups this node serves, each read-locked (the caller
+// unlocks them).
+func (c *Cluster) led() []*group {
+	var out []*group
+	for _, g := range c.groups {
+		if g == nil {
+			continue
+		}
+		g.serving.RLock()
+		if g.ready.Load() {
+			out = append(out, g)
+		} else {
+			g.serving.RUnlock()
+		}
+	}
+	return out
+}
+
+// Len returns the number of keys in the groups this node leads (DBSIZE, as
+// a Redis Cluster master counts its own slots).
+func (c *Cluster) Len() int {
+	n := 0
+	for _, g := range c.led() {
+		n += g.store.Len()
+		g.serving.RUnlock()
+	}
+	return n
+}
+
+// MemoryBytes returns the memory the keys of every hosted group take,
+// led or followed.
+func (c *Cluster) MemoryBytes() int64 {
+	var n int64
+	for _, g := range c.groups {
+		if g != nil {
+			n += g.store.MemoryBytes()
+		}
+	}
+	return n
+}
+
+// Prefetch loads the state of keys this node serves into the CPU caches
+// (shards.Store.Prefetch), group by group; keys of other groups are
+// skipped.
+func (c *Cluster) Prefetch(keys [][]byte) uint64 {
+	var sum uint64
+	for len(keys) > 0 {
+		gi := c.groupOf(slots.Of(keys[0]))
+		n := 1
+		for n < len(keys) && c.groupOf(slots.Of(keys[n])) == gi {
+			n++
+		}
+		if g := c.groups[gi]; g != nil && g.ready.Load() {
+			sum += g.store.Prefetch(keys[:n])
+		}
+		keys = keys[n:]
+	}
+	return sum
+}
+
+// Transact runs a MULTI/EXEC transaction on the store of its keys' group
+// (the server has checked that they share one slot, which this node
+// serves). A transaction without keys, or whose group this node no longer
+// serves, runs on an empty store and changes nothing: its commands answer
+// as on a fresh key. The server refuses rule changes, rule checks and
+// FLUSHALL inside a transaction in a cluster.
+func (c *Cluster) Transact(plan shards.TxPlan, run func(tx *shards.Tx)) {
+	if len(plan.Keys) > 0 {
+		if g, err := c.serving(plan.Keys[0]); err == nil {
+			defer g.serving.RUnlock()
+			g.store.Transact(plan, run)
+			return
+		}
+	}
+	shards.New(1).Transact(plan, run)
+}
+
+// Digest returns the digest of the state of every group this node leads,
+// at now.
+func (c *Cluster) Digest(now int64) uint64 {
+	var sum uint64
+	for _, g := range c.led() {
+		sum += g.store.Digest(now)
+		g.serving.RUnlock()
+	}
+	return sum
+}

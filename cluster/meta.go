@@ -1,0 +1,255 @@
+package cluster
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/raft"
+	"github.com/rlserver/rlserver/rules"
+)
+
+// The meta group is the cluster's own Raft group (id metaGroup): every
+// node is a member, and its FSM holds what every node must agree on and
+// read locally — the number of data groups, each group's voters, each
+// node's addresses, and the rules. Its entries are JSON commands (rare:
+// rule changes and membership), applied deterministically; its snapshot is
+// the whole state as JSON with a version.
+
+// metaGroup is the meta group's id; data groups are 1..Groups.
+const metaGroup = 0
+
+// NodeInfo is what the cluster knows of a member.
+type NodeInfo struct {
+	ID   string `json:"id"`   // --node-id
+	Raft string `json:"raft"` // address of its Raft listener
+	RESP string `json:"resp"` // address clients reach its RESP port at
+	HTTP string `json:"http"` // address of its HTTP API, "" if none
+}
+
+// metaState is the meta group's state.
+type metaState struct {
+	Version   int                   `json:"version"`
+	Groups    int                   `json:"groups"`    // data groups, 1..Groups
+	Placement map[int][]string      `json:"placement"` // group → voters' ids, preferred leader first
+	Nodes     map[string]NodeInfo   `json:"nodes"`
+	Rules     map[string]rules.Rule `json:"rules"`
+}
+
+const metaVersion = 1
+
+// metaCmd is one entry of the meta group's log.
+type metaCmd struct {
+	Op        string           `json:"op"` // init, hello, rule.set, rule.create, rule.del
+	Groups    int              `json:"groups,omitempty"`
+	Placement map[int][]string `json:"placement,omitempty"`
+	Node      *NodeInfo        `json:"node,omitempty"`
+	Rule      *rules.Rule      `json:"rule,omitempty"`
+	ID        string           `json:"id,omitempty"`
+}
+
+// metaResult is what applying a metaCmd returns through raft's future.
+type metaResult struct {
+	Added  bool   `json:"added"`            // rule.set: a new id; rule.del: it existed
+	Exists bool   `json:"exists,omitempty"` // rule.create: refused, the id is taken
+	Err    string `json:"err"`              // a refusal, as the user should read it
+}
+
+// metaFSM applies the meta group's entries. Readers get immutable copies
+// through view and ruleSet; all methods are safe for concurrent use.
+type metaFSM struct {
+	mu      sync.Mutex
+	state   metaState
+	view    atomic.Pointer[metaState] // a copy of state, replaced on change
+	rules   atomic.Pointer[rules.Set]
+	applied atomic.Uint64
+	// changed is called (outside mu) after every applied change.
+	changed func()
+}
+
+func newMetaFSM() *metaFSM {
+	f := &metaFSM{state: emptyMeta()}
+	f.publish()
+	return f
+}
+
+func emptyMeta() metaState {
+	return metaState{Version: metaVersion, Placement: map[int][]string{}, Nodes: map[string]NodeInfo{}, Rules: map[string]rules.Rule{}}
+}
+
+// Apply applies one committed entry (raft.FSM).
+func (f *metaFSM) Apply(l *raft.Log) any {
+	defer f.applied.Store(l.Index)
+	if l.Type != raft.LogCommand {
+		return nil
+	}
+	var c metaCmd
+	if err := json.Unmarshal(l.Data, &c); err != nil {
+		return metaResult{Err: fmt.Sprintf("ERR corrupt meta entry %d: %v", l.Index, err)}
+	}
+	f.mu.Lock()
+	res := f.apply(c)
+	f.publish()
+	f.mu.Unlock()
+	if f.changed != nil {
+		f.changed()
+	}
+	return res
+}
+
+// apply changes the state by c. Call with mu held.
+func (f *metaFSM) apply(c metaCmd) metaResult {
+	s := &f.state
+	switch c.Op {
+	case "init":
+		if s.Groups == 0 { // the first init wins; every node sends the same
+			s.Groups, s.Placement = c.Groups, c.Placement
+		}
+	case "hello":
+		if c.Node != nil {
+			s.Nodes[c.Node.ID] = *c.Node
+		}
+	case "rule.set", "rule.create":
+		if c.Rule == nil {
+			return metaResult{Err: "ERR rule missing"}
+		}
+		_, exists := s.Rules[c.Rule.ID]
+		if c.Op == "rule.create" && exists {
+			return metaResult{Exists: true, Err: fmt.Sprintf("%v: %q", rules.ErrExists, c.Rule.ID)}
+		}
+		if _, err := rules.Compile(*c.Rule, 0); err != nil {
+			return metaResult{Err: err.Error()}
+		}
+		s.Rules[c.Rule.ID] = *c.Rule
+		return metaResult{Added: !exists}
+	case "rule.del":
+		_, exists := s.Rules[c.ID]
+		delete(s.Rules, c.ID)
+		return metaResult{Added: exists}
+	default:
+		return metaResult{Err: fmt.Sprintf("ERR unknown meta command %q", c.Op)}
+	}
+	return metaResult{}
+}
+
+// publish replaces the readers' copies of the state. Call with mu held.
+func (f *metaFSM) publish() {
+	cp := cloneMeta(f.state)
+	f.view.Store(&cp)
+	compiled := make([]*rules.Compiled, 0, len(cp.Rules))
+	for _, r := range cp.Rules {
+		if c, err := rules.Compile(r, 0); err == nil {
+			compiled = append(compiled, c)
+		}
+	}
+	f.rules.Store(rules.NewSet(compiled...))
+}
+
+func cloneMeta(s metaState) metaState {
+	cp := metaState{Version: s.Version, Groups: s.Groups, Placement: make(map[int][]string, len(s.Placement)),
+		Nodes: make(map[string]NodeInfo, len(s.Nodes)), Rules: make(map[string]rules.Rule, len(s.Rules))}
+	for g, v := range s.Placement {
+		cp.Placement[g] = append([]string(nil), v...)
+	}
+	for k, v := range s.Nodes {
+		cp.Nodes[k] = v
+	}
+	for k, v := range s.Rules {
+		cp.Rules[k] = v
+	}
+	return cp
+}
+
+// current returns the state as of the last entry applied; the caller must
+// not change it.
+func (f *metaFSM) current() *metaState { return f.view.Load() }
+
+// ruleSet returns the rules as of the last entry applied.
+func (f *metaFSM) ruleSet() *rules.Set { return f.rules.Load() }
+
+// errMetaSnapshot is returned for a meta snapshot that cannot be read.
+var errMetaSnapshot = errors.New("cluster: corrupt meta snapshot")
+
+// Snapshot returns the state to persist (raft.FSM).
+func (f *metaFSM) Snapshot() (raft.FSMSnapshot, error) {
+	return metaSnapshot{state: *f.current()}, nil
+}
+
+// Restore replaces the state with the snapshot's (raft.FSM).
+func (f *metaFSM) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	var s metaState
+	if err := json.NewDecoder(rc).Decode(&s); err != nil {
+		return fmt.Errorf("%w: %v", errMetaSnapshot, err)
+	}
+	if s.Version != metaVersion {
+		return fmt.Errorf("%w: version %d", errMetaSnapshot, s.Version)
+	}
+	fresh := emptyMeta()
+	for k, v := range s.Placement {
+		fresh.Placement[k] = v
+	}
+	for k, v := range s.Nodes {
+		fresh.Nodes[k] = v
+	}
+	for k, v := range s.Rules {
+		fresh.Rules[k] = v
+	}
+	fresh.Groups = s.Groups
+	f.mu.Lock()
+	f.state = fresh
+	f.publish()
+	f.mu.Unlock()
+	if f.changed != nil {
+		f.changed()
+	}
+	return nil
+}
+
+type metaSnapshot struct{ state metaState }
+
+// Persist writes the state as JSON.
+func (s metaSnapshot) Persist(sink raft.SnapshotSink) error {
+	if err := json.NewEncoder(sink).Encode(s.state); err != nil {
+		sink.Cancel()
+		return err
+	}
+	return sink.Close()
+}
+
+// Release does nothing.
+func (s metaSnapshot) Release() {}
+
+// sortedRules returns the rules of s in id order.
+func sortedRules(s *metaState) []rules.Rule {
+	out := make([]rules.Rule, 0, len(s.Rules))
+	for _, r := range s.Rules {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// placement returns the voters of each of groups data groups over the
+// nodes ids: group g (1-based) has up to three voters, starting at node
+// (g-1) mod n in id order, which is its preferred leader, so that leaders
+// spread evenly.
+func placement(ids []string, groups int) map[int][]string {
+	sorted := append([]string(nil), ids...)
+	sort.Strings(sorted)
+	n := len(sorted)
+	out := make(map[int][]string, groups)
+	for g := 1; g <= groups; g++ {
+		k := min(3, n)
+		voters := make([]string, 0, k)
+		for i := 0; i < k; i++ {
+			voters = append(voters, sorted[(g-1+i)%n])
+		}
+		out[g] = voters
+	}
+	return out
+}

@@ -1,0 +1,182 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+
+	"github.com/rlserver/rlserver/slots"
+)
+
+// Errors of a node that does not serve a key's slot, in Redis's words
+// (MOVED is built per slot).
+var (
+	// ErrTryAgain: the slot's group is electing a leader, or its new
+	// leader is catching up; retry shortly.
+	ErrTryAgain = errors.New("TRYAGAIN the slot's group is electing a leader; retry")
+	// ErrClusterDown: the slot's group has had no leader for a while (no
+	// quorum of its voters is reachable).
+	ErrClusterDown = errors.New("CLUSTERDOWN The cluster is down")
+)
+
+// serving returns the group that serves key here, read-locked: the caller
+// must call g.serving.RUnlock when it has finished with g's store. If this
+// node does not serve the key's slot, it returns the error to answer.
+func (c *Cluster) serving(key []byte) (*group, error) {
+	slot := slots.Of(key)
+	gi := c.groupOf(slot)
+	if g := c.groups[gi]; g != nil {
+		g.serving.RLock()
+		if g.ready.Load() {
+			return g, nil
+		}
+		g.serving.RUnlock()
+	}
+	return nil, c.routeErr(slot, gi)
+}
+
+// Route returns nil if this node serves slot now, else the error that
+// says where to go (MOVED), to retry (TRYAGAIN) or that the slot cannot
+// be served (CLUSTERDOWN).
+func (c *Cluster) Route(slot int) error {
+	gi := c.groupOf(slot)
+	if g := c.groups[gi]; g != nil && g.ready.Load() {
+		return nil
+	}
+	return c.routeErr(slot, gi)
+}
+
+// routeErr is Route's error for a slot this node does not serve.
+func (c *Cluster) routeErr(slot, gi int) error {
+	leader := c.leaderOf(gi)
+	if leader == c.cfg.NodeID {
+		return ErrTryAgain // leading, not caught up yet
+	}
+	if leader != "" {
+		if n, ok := c.meta.current().Nodes[leader]; ok && n.RESP != "" {
+			return &MovedError{Slot: slot, Addr: n.RESP}
+		}
+		return ErrTryAgain
+	}
+	since := c.leaderless[gi].Load()
+	if since != 0 && c.clock()-since > int64(c.cfg.DownAfter) {
+		return ErrClusterDown
+	}
+	return ErrTryAgain
+}
+
+// MovedError is the answer for a key whose slot another node serves.
+type MovedError struct {
+	Slot int
+	Addr string // host:port of the node that serves it
+}
+
+func (e *MovedError) Error() string { return "MOVED " + strconv.Itoa(e.Slot) + " " + e.Addr }
+
+// leaderOf returns the node id that leads group g as far as this node
+// knows, or "".
+func (c *Cluster) leaderOf(g int) string {
+	if grp := c.groups[g]; grp != nil {
+		_, id := grp.raft.LeaderWithID()
+		return string(id)
+	}
+	return c.remoteLeader(g)
+}
+
+// View is a node's picture of the cluster, for CLUSTER SLOTS, SHARDS,
+// NODES, INFO and GET /cluster.
+type View struct {
+	MyID   string      // this node's cluster id (40 hex characters)
+	OK     bool        // every slot's group has a leader whose address is known
+	Epoch  uint64      // the meta group's applied index
+	Nodes  []ViewNode  // every member, in name order
+	Groups []ViewGroup // by group id
+}
+
+// ViewNode is one member.
+type ViewNode struct {
+	ID        string // cluster id
+	Name      string // --node-id
+	RESP      string // client address, "" until the node has registered
+	HTTP      string
+	Raft      string
+	Connected bool // this node, or it answered recently
+	Myself    bool
+}
+
+// ViewGroup is one data group and its slots.
+type ViewGroup struct {
+	ID         int
+	Start, End int      // its slots, inclusive
+	Leader     string   // cluster id of its leader, "" if none known
+	Voters     []string // cluster ids of its voters, preferred leader first
+}
+
+// View returns the cluster as this node sees it now.
+func (c *Cluster) View() View {
+	m := c.meta.current()
+	v := View{MyID: c.id, Epoch: c.meta.applied.Load(), OK: true}
+	names := map[string]bool{}
+	for id := range c.peerAddrs() {
+		names[id] = true
+	}
+	for id := range m.Nodes {
+		names[id] = true
+	}
+	sorted := make([]string, 0, len(names))
+	for id := range names {
+		sorted = append(sorted, id)
+	}
+	sort.Strings(sorted)
+	for _, name := range sorted {
+		n := m.Nodes[name]
+		me := name == c.cfg.NodeID
+		v.Nodes = append(v.Nodes, ViewNode{ID: clusterID(name), Name: name, RESP: n.RESP, HTTP: n.HTTP, Raft: n.Raft,
+			Connected: me || c.peer(name).connected(), Myself: me})
+	}
+	place := c.placement()
+	for g := 1; g <= c.ngroups; g++ {
+		start, end := c.slotRange(g)
+		vg := ViewGroup{ID: g, Start: start, End: end}
+		if l := c.leaderOf(g); l != "" && m.Nodes[l].RESP != "" {
+			vg.Leader = clusterID(l)
+		} else {
+			v.OK = false
+		}
+		for _, id := range place[g] {
+			vg.Voters = append(vg.Voters, clusterID(id))
+		}
+		v.Groups = append(v.Groups, vg)
+	}
+	return v
+}
+
+// placement returns each group's voters: the meta group's record, or what
+// the initial peers imply before it has one.
+func (c *Cluster) placement() map[int][]string {
+	if p := c.meta.current().Placement; len(p) > 0 {
+		return p
+	}
+	ids := make([]string, 0, len(c.cfg.Peers))
+	for id := range c.peerAddrs() {
+		ids = append(ids, id)
+	}
+	return placement(ids, c.ngroups)
+}
+
+// KeysInSlot returns the number of keys this node holds in slot, if it
+// serves the slot, else 0 (as a Redis master counts only its own slots).
+func (c *Cluster) KeysInSlot(slot int) int {
+	g := c.groups[c.groupOf(slot)]
+	if g == nil || !g.ready.Load() {
+		return 0
+	}
+	return g.store.CountKeys(c.clock(), func(key []byte) bool { return slots.Of(key) == slot })
+}
+
+// Groups returns the number of data groups.
+func (c *Cluster) Groups() int { return c.ngroups }
+
+// String names the node for logs.
+func (c *Cluster) String() string { return fmt.Sprintf("node %s (%s)", c.cfg.NodeID, c.id[:8]) }

@@ -1,0 +1,427 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/rlserver/rlserver/cluster/transport"
+	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/shards"
+)
+
+// The nodes' internal RPCs, carried by the Raft listener (package
+// transport), with JSON bodies:
+//
+//	status      → nodeStatus: the groups this node hosts, who leads them,
+//	              their applied index (and, asked with {"digest": at},
+//	              the digest of their state at that time)
+//	meta.apply  a meta command → metaReply, applied by the meta leader
+//	charge      chargeReq → chargeReply: a group's part of RL.CHECKRULES
+//	refund      chargeReq: give a charge back (see CheckRules)
+//
+// A handler's refusal that the caller should pass to a client is an error
+// whose text is Redis's (MOVED, TRYAGAIN, CLUSTERDOWN).
+
+// rpcTimeout bounds one internal call.
+const rpcTimeout = 2 * time.Second
+
+func (c *Cluster) handleRPC(ctx context.Context, method string, body []byte) ([]byte, error) {
+	switch method {
+	case "status":
+		var req statusReq
+		if len(body) > 0 {
+			if err := json.Unmarshal(body, &req); err != nil {
+				return nil, err
+			}
+		}
+		return json.Marshal(c.status(req.Digest))
+	case "meta.apply":
+		res, err := c.metaApply(ctx, body)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(metaReply{Result: res, Index: c.meta.applied.Load()})
+	case "charge", "refund":
+		var req chargeReq
+		if err := json.Unmarshal(body, &req); err != nil {
+			return nil, err
+		}
+		var rep chargeReply
+		var err error
+		if method == "refund" {
+			err = c.refundLocal(req)
+		} else {
+			rep, err = c.chargeLocal(ctx, req)
+		}
+		if errors.Is(err, errNotServedHere) {
+			err = ErrTryAgain
+		}
+		if err != nil || method == "refund" {
+			return nil, err
+		}
+		return json.Marshal(rep)
+	}
+	return nil, fmt.Errorf("ERR unknown internal call %q", method)
+}
+
+type statusReq struct {
+	Digest int64 `json:"digest,omitempty"` // 0: no digests; else the time to compute them at
+}
+
+// nodeStatus is what a node tells of itself.
+type nodeStatus struct {
+	ID     string        `json:"id"`
+	Groups []groupStatus `json:"groups"`
+}
+
+// groupStatus is one hosted group as this node sees it.
+type groupStatus struct {
+	ID      int    `json:"id"`
+	State   string `json:"state"`  // Leader, Follower, Candidate
+	Leader  string `json:"leader"` // node id, "" if unknown
+	Ready   bool   `json:"ready"`  // serving its slots here
+	Term    uint64 `json:"term"`
+	Applied uint64 `json:"applied"`
+	LastNow int64  `json:"last_now"` // time of the last entry applied
+	Keys    int    `json:"keys"`
+	Digest  string `json:"digest,omitempty"`
+}
+
+// status returns this node's groups; with at > 0, each with its state's
+// digest at that time.
+func (c *Cluster) status(at int64) nodeStatus {
+	s := nodeStatus{ID: c.cfg.NodeID}
+	for _, g := range c.groups {
+		if g == nil {
+			continue
+		}
+		_, leader := g.raft.LeaderWithID()
+		gs := groupStatus{ID: int(g.id), State: g.raft.State().String(), Leader: string(leader), Ready: g.ready.Load(),
+			Term: g.raft.CurrentTerm(), Applied: g.fsm.applied.Load(), LastNow: g.fsm.lastNow.Load(), Keys: g.store.Len()}
+		if at > 0 {
+			gs.Digest = fmt.Sprintf("%016x", g.store.Digest(at))
+		}
+		s.Groups = append(s.Groups, gs)
+	}
+	return s
+}
+
+// metaReply is the answer of meta.apply: the result and the meta index
+// after it, which the caller waits for before it reads its own write.
+type metaReply struct {
+	Result metaResult `json:"result"`
+	Index  uint64     `json:"index"`
+}
+
+// metaApply applies a meta command through the meta group's leader, this
+// node or another, and returns once this node has applied it too.
+func (c *Cluster) metaApply(ctx context.Context, cmd []byte) (metaResult, error) {
+	if c.metaR.State() == raft.Leader {
+		f := c.metaR.Apply(cmd, rpcTimeout)
+		if err := f.Error(); err != nil {
+			return metaResult{}, fmt.Errorf("TRYAGAIN the rule store is changing leaders: %v", err)
+		}
+		res, _ := f.Response().(metaResult)
+		return res, nil
+	}
+	addr, _ := c.metaR.LeaderWithID()
+	if addr == "" {
+		return metaResult{}, errors.New("TRYAGAIN the rule store has no leader yet")
+	}
+	cctx, cancel := context.WithTimeout(ctx, rpcTimeout)
+	defer cancel()
+	b, err := c.mux.Call(cctx, string(addr), "meta.apply", cmd)
+	if err != nil {
+		return metaResult{}, remoteErr(err)
+	}
+	var rep metaReply
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return metaResult{}, err
+	}
+	for c.meta.applied.Load() < rep.Index { // read our own write
+		select {
+		case <-cctx.Done():
+			return rep.Result, nil
+		case <-time.After(time.Millisecond):
+		}
+	}
+	return rep.Result, nil
+}
+
+// remoteErr passes a remote handler's Redis-style refusal on as it is and
+// turns an unreachable node into TRYAGAIN.
+func remoteErr(err error) error {
+	var re *transport.RemoteError
+	if errors.As(err, &re) {
+		return errors.New(re.Msg)
+	}
+	return fmt.Errorf("TRYAGAIN a node of the cluster cannot be reached: %v", err)
+}
+
+// chargeReq is one group's part of a rule check: its counters, charged
+// all or nothing (CheckAll), or given back (RefundAll).
+type chargeReq struct {
+	Group int        `json:"group"`
+	Cost  int64      `json:"cost"`
+	Now   int64      `json:"now"` // charge: the coordinator's clock; refund: when the charge was made
+	Ops   []chargeOp `json:"ops"`
+}
+
+type chargeOp struct {
+	Key     []byte `json:"key"`
+	Algo    int    `json:"algo"`
+	Limit   int64  `json:"limit"`
+	Window  int64  `json:"window"`
+	Burst   int64  `json:"burst"`
+	Shadow  bool   `json:"shadow,omitempty"`
+	Replace bool   `json:"replace,omitempty"`
+	// Charged: in a refund, the op was charged (its Result allowed).
+	Charged bool `json:"charged,omitempty"`
+}
+
+// chargeReply says whether the group's counters were charged, each op's
+// result, and when (the time the charge was made at, for a refund).
+type chargeReply struct {
+	Allowed bool            `json:"allowed"`
+	At      int64           `json:"at"`
+	Results []engine.Result `json:"results"`
+}
+
+// toOps turns the request's ops into shards.Ops.
+func (r chargeReq) toOps() []shards.Op {
+	ops := make([]shards.Op, len(r.Ops))
+	for i, o := range r.Ops {
+		ops[i] = shards.Op{Key: o.Key, Algo: engine.Algo(o.Algo), Shadow: o.Shadow, Replace: o.Replace,
+			Params: engine.Params{Limit: o.Limit, Window: o.Window, Burst: o.Burst}}
+		if o.Charged {
+			ops[i].Result.Allowed = true
+		}
+	}
+	return ops
+}
+
+// peerTable is the last status each other node reported.
+type peerTable struct {
+	mu    sync.Mutex
+	byID  map[string]*peerInfo
+	addrs map[string]string // id → raft address
+}
+
+type peerInfo struct {
+	status nodeStatus
+	seen   time.Time // of the last answer
+}
+
+// connected reports whether the node answered within the last two
+// seconds.
+func (p *peerInfo) connected() bool { return p != nil && time.Since(p.seen) < 2*time.Second }
+
+// poll asks every other node for its status every heartbeat timeout.
+func (c *Cluster) poll() {
+	t := time.NewTicker(c.cfg.HeartbeatTimeout)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.shutdownCh:
+			return
+		case <-t.C:
+		}
+		var wg sync.WaitGroup
+		for id, addr := range c.peerAddrs() {
+			if id == c.cfg.NodeID {
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c.pollOne(id, addr)
+			}()
+		}
+		wg.Wait()
+		c.noteRemoteLeaders()
+	}
+}
+
+func (c *Cluster) pollOne(id, addr string) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.HeartbeatTimeout)
+	defer cancel()
+	b, err := c.mux.Call(ctx, addr, "status", nil)
+	if err != nil {
+		return
+	}
+	var s nodeStatus
+	if json.Unmarshal(b, &s) != nil {
+		return
+	}
+	c.peers.mu.Lock()
+	if c.peers.byID == nil {
+		c.peers.byID = map[string]*peerInfo{}
+	}
+	c.peers.byID[id] = &peerInfo{status: s, seen: time.Now()}
+	c.peers.mu.Unlock()
+}
+
+// peerAddrs returns every member's Raft address: the initial peers and
+// the nodes the meta group knows.
+func (c *Cluster) peerAddrs() map[string]string {
+	out := map[string]string{}
+	for _, p := range c.initial {
+		out[p.ID] = p.Raft
+	}
+	for id, n := range c.meta.current().Nodes {
+		out[id] = n.Raft
+	}
+	return out
+}
+
+// peer returns what node id last reported, or nil.
+func (c *Cluster) peer(id string) *peerInfo {
+	c.peers.mu.Lock()
+	defer c.peers.mu.Unlock()
+	return c.peers.byID[id]
+}
+
+// noteRemoteLeaders updates the leaderless times of the groups this node
+// does not host, from the peers' reports.
+func (c *Cluster) noteRemoteLeaders() {
+	for g := 1; g <= c.ngroups; g++ {
+		if c.groups[g] == nil {
+			c.markLeader(g, c.remoteLeader(g) != "")
+		}
+	}
+}
+
+// remoteLeader returns the node that connected peers report as leading
+// group g (the highest term wins), or "".
+func (c *Cluster) remoteLeader(g int) string {
+	c.peers.mu.Lock()
+	defer c.peers.mu.Unlock()
+	var best string
+	var term uint64
+	for id, p := range c.peers.byID {
+		if !p.connected() {
+			continue
+		}
+		for _, gs := range p.status.Groups {
+			if gs.ID == g && gs.State == "Leader" && gs.Term >= term {
+				best, term = id, gs.Term
+			}
+		}
+	}
+	return best
+}
+
+// Report is GET /cluster's answer: the members, the groups with their
+// slots and leaders, and every replica's applied index (and digest, when
+// asked for one at a time) as each node reports it.
+type Report struct {
+	Node   string            `json:"node"` // the node that answered
+	OK     bool              `json:"ok"`   // every slot has a leader
+	Nodes  []ReportNode      `json:"nodes"`
+	Groups []ReportGroup     `json:"groups"`
+	Rules  int               `json:"rules"`
+	Errors map[string]string `json:"errors,omitempty"` // nodes that did not answer
+}
+
+// ReportNode is one member.
+type ReportNode struct {
+	Name      string `json:"name"`
+	ID        string `json:"id"`
+	RESP      string `json:"resp"`
+	HTTP      string `json:"http,omitempty"`
+	Raft      string `json:"raft"`
+	Connected bool   `json:"connected"`
+	Leads     int    `json:"leads"` // groups it serves
+}
+
+// ReportGroup is one data group.
+type ReportGroup struct {
+	ID       int             `json:"id"`
+	Slots    [2]int          `json:"slots"` // first and last, inclusive
+	Leader   string          `json:"leader"`
+	Voters   []string        `json:"voters"`
+	Replicas []ReportReplica `json:"replicas"`
+}
+
+// ReportReplica is one voter's copy of a group.
+type ReportReplica struct {
+	Node    string `json:"node"`
+	State   string `json:"state"`
+	Ready   bool   `json:"ready"`
+	Term    uint64 `json:"term"`
+	Applied uint64 `json:"applied"`
+	Keys    int    `json:"keys"`
+	Digest  string `json:"digest,omitempty"`
+}
+
+// Report asks every member for its groups' status (with digests at
+// digestAt, if not 0) and puts the answers together.
+func (c *Cluster) Report(ctx context.Context, digestAt int64) Report {
+	addrs := c.peerAddrs()
+	var mu sync.Mutex
+	statuses := map[string]nodeStatus{c.cfg.NodeID: c.status(digestAt)}
+	errs := map[string]string{}
+	body, _ := json.Marshal(statusReq{Digest: digestAt})
+	var wg sync.WaitGroup
+	for id, addr := range addrs {
+		if id == c.cfg.NodeID {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cctx, cancel := context.WithTimeout(ctx, rpcTimeout)
+			defer cancel()
+			b, err := c.mux.Call(cctx, addr, "status", body)
+			var s nodeStatus
+			if err == nil {
+				err = json.Unmarshal(b, &s)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs[id] = err.Error()
+				return
+			}
+			statuses[id] = s
+		}()
+	}
+	wg.Wait()
+	v := c.View()
+	r := Report{Node: c.cfg.NodeID, OK: v.OK, Rules: c.RuleCount()}
+	if len(errs) > 0 {
+		r.Errors = errs
+	}
+	names := map[string]string{} // cluster id → name
+	for _, n := range v.Nodes {
+		names[n.ID] = n.Name
+	}
+	leads := map[string]int{}
+	for _, g := range v.Groups {
+		rg := ReportGroup{ID: g.ID, Slots: [2]int{g.Start, g.End}, Leader: names[g.Leader]}
+		for _, id := range g.Voters {
+			name := names[id]
+			rg.Voters = append(rg.Voters, name)
+			for _, gs := range statuses[name].Groups {
+				if gs.ID == g.ID {
+					rg.Replicas = append(rg.Replicas, ReportReplica{Node: name, State: gs.State, Ready: gs.Ready,
+						Term: gs.Term, Applied: gs.Applied, Keys: gs.Keys, Digest: gs.Digest})
+					if gs.Ready {
+						leads[name]++
+					}
+				}
+			}
+		}
+		r.Groups = append(r.Groups, rg)
+	}
+	for _, n := range v.Nodes {
+		r.Nodes = append(r.Nodes, ReportNode{Name: n.Name, ID: n.ID, RESP: n.RESP, HTTP: n.HTTP, Raft: n.Raft,
+			Connected: n.Connected, Leads: leads[n.Name]})
+	}
+	return r
+}

@@ -1,0 +1,291 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/rules"
+	"github.com/rlserver/rlserver/slots"
+)
+
+// The rules live in the meta group: a change made on any node is applied
+// by the meta group's leader and reaches every node; reads are local.
+
+// ruleTimeout bounds a rule change.
+const ruleTimeout = 5 * time.Second
+
+// SetRule stores r, replacing any rule with its id, through the meta
+// group, and reports whether the id was new.
+func (c *Cluster) SetRule(r rules.Rule) (bool, error) {
+	if _, err := rules.Compile(r, 0); err != nil {
+		return false, err
+	}
+	return c.ruleCmd(metaCmd{Op: "rule.set", Rule: &r})
+}
+
+// CreateRule is SetRule that fails with rules.ErrExists if the id is taken.
+func (c *Cluster) CreateRule(r rules.Rule) error {
+	if _, err := rules.Compile(r, 0); err != nil {
+		return err
+	}
+	_, err := c.ruleCmd(metaCmd{Op: "rule.create", Rule: &r})
+	return err
+}
+
+// DeleteRule removes the rule with the given id and reports whether it
+// existed.
+func (c *Cluster) DeleteRule(id string) (bool, error) {
+	return c.ruleCmd(metaCmd{Op: "rule.del", ID: id})
+}
+
+func (c *Cluster) ruleCmd(cmd metaCmd) (bool, error) {
+	b, err := json.Marshal(cmd)
+	if err != nil {
+		return false, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), ruleTimeout)
+	defer cancel()
+	res, err := c.metaApply(ctx, b)
+	if err != nil {
+		return false, err
+	}
+	if res.Err != "" {
+		if res.Exists {
+			return false, fmt.Errorf("%w: %q", rules.ErrExists, cmd.Rule.ID)
+		}
+		return false, errors.New(res.Err)
+	}
+	return res.Added, nil
+}
+
+// Rule returns the rule with the given id.
+func (c *Cluster) Rule(id string) (rules.Rule, bool) {
+	r, ok := c.meta.current().Rules[id]
+	return r, ok
+}
+
+// Rules returns every rule in id order.
+func (c *Cluster) Rules() []rules.Rule { return sortedRules(c.meta.current()) }
+
+// RuleCount returns the number of rules.
+func (c *Cluster) RuleCount() int { return len(c.meta.current().Rules) }
+
+// CheckRules evaluates q against the rules: the counters of the matching
+// rules ("id:value") live in the groups of their slots, on this node or
+// others. The groups are charged one after the other in id order, each all
+// or nothing; if one denies, the charges already made are given back
+// (engine.Refund) and the request is denied. So the request is charged to
+// every rule or to none, and no rule ever admits more than its limit. The
+// price: while a charge waits to be given back, a concurrent request may be
+// denied for it (under-admission, never over-admission), and a refund made
+// after the charge's window has passed gives nothing back (it no longer
+// counts).
+func (c *Cluster) CheckRules(q *rules.Query, now int64) error {
+	c.meta.ruleSet().Match(q)
+	q.Allowed, q.Best = true, -1
+	if len(q.Evals) == 0 {
+		return nil
+	}
+	parts := c.partition(q)
+	var done []chargeDone
+	for _, p := range parts {
+		rep, err := c.charge(p.req)
+		if err == nil && !rep.Allowed {
+			for i, r := range rep.Results {
+				q.Evals[p.evals[i]].Result = r
+			}
+			c.giveBack(done)
+			q.Allowed, q.Best = false, rules.Best(q.Evals)
+			return nil
+		}
+		if err != nil {
+			c.giveBack(done)
+			return err
+		}
+		for i, r := range rep.Results {
+			q.Evals[p.evals[i]].Result = r
+		}
+		done = append(done, chargeDone{req: p.req, results: rep.Results, at: rep.At})
+	}
+	q.Best = rules.Best(q.Evals)
+	return nil
+}
+
+// part is the counters of one group.
+type part struct {
+	req   chargeReq
+	evals []int // index in q.Evals of each op
+}
+
+// partition splits q's counters by group, in group order.
+func (c *Cluster) partition(q *rules.Query) []part {
+	byGroup := map[int]*part{}
+	for i := range q.Evals {
+		e := &q.Evals[i]
+		g := c.groupOf(slots.Of(e.Key))
+		p := byGroup[g]
+		if p == nil {
+			p = &part{req: chargeReq{Group: g, Cost: q.Cost}}
+			byGroup[g] = p
+		}
+		p.req.Ops = append(p.req.Ops, chargeOp{Key: append([]byte(nil), e.Key...), Algo: int(e.Rule.Algo),
+			Limit: e.Rule.Params.Limit, Window: e.Rule.Params.Window, Burst: e.Rule.Params.Burst,
+			Shadow: e.Rule.Rule.Shadow, Replace: true})
+		p.evals = append(p.evals, i)
+	}
+	out := make([]part, 0, len(byGroup))
+	for _, p := range byGroup {
+		out = append(out, *p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].req.Group < out[j].req.Group })
+	return out
+}
+
+// chargeDone is a group's charge that may have to be given back.
+type chargeDone struct {
+	req     chargeReq
+	results []engine.Result
+	at      int64
+}
+
+// charge charges one group's counters, here or on the group's leader.
+func (c *Cluster) charge(req chargeReq) (chargeReply, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), rpcTimeout)
+	defer cancel()
+	for attempt := 0; ; attempt++ {
+		req.Now = c.clock()
+		rep, err := c.chargeLocal(ctx, req)
+		if !errors.Is(err, errNotServedHere) {
+			return rep, err
+		}
+		addr := c.leaderRaftAddr(req.Group)
+		if addr == "" {
+			return rep, c.routeErr(c.firstSlot(req.Group), req.Group)
+		}
+		body, _ := json.Marshal(req)
+		b, err := c.mux.Call(ctx, addr, "charge", body)
+		if err == nil {
+			err = json.Unmarshal(b, &rep)
+			return rep, err
+		}
+		if attempt > 0 || ctx.Err() != nil {
+			return rep, remoteErr(err)
+		}
+	}
+}
+
+// giveBack refunds every charge in done, where it was made.
+func (c *Cluster) giveBack(done []chargeDone) {
+	for _, d := range done {
+		req := d.req
+		req.Now = d.at
+		for i := range req.Ops {
+			req.Ops[i].Charged = d.results[i].Allowed
+		}
+		if err := c.refundLocal(req); errors.Is(err, errNotServedHere) {
+			if addr := c.leaderRaftAddr(req.Group); addr != "" {
+				body, _ := json.Marshal(req)
+				ctx, cancel := context.WithTimeout(context.Background(), rpcTimeout)
+				_, err = c.mux.Call(ctx, addr, "refund", body)
+				cancel()
+			}
+			if err != nil {
+				c.log.Warn("a rule check's charge could not be given back", "group", req.Group, "err", err)
+			}
+		}
+	}
+}
+
+// errNotServedHere: this node does not lead the group (the caller asks
+// the leader).
+var errNotServedHere = errors.New("cluster: the group is not served here")
+
+// chargeLocal charges req's counters on this node's store of the group, if
+// it serves it; in strong mode it answers only once the charge is
+// committed.
+func (c *Cluster) chargeLocal(ctx context.Context, req chargeReq) (chargeReply, error) {
+	g := c.hosted(req.Group)
+	if g == nil {
+		return chargeReply{}, errNotServedHere
+	}
+	g.serving.RLock()
+	if !g.ready.Load() {
+		g.serving.RUnlock()
+		return chargeReply{}, errNotServedHere
+	}
+	ops := req.toOps()
+	now := max(req.Now, c.clock())
+	allowed, err := g.store.CheckAll(ops, req.Cost, now)
+	g.serving.RUnlock()
+	if err != nil {
+		return chargeReply{}, err
+	}
+	rep := chargeReply{Allowed: allowed, At: now, Results: make([]engine.Result, len(ops))}
+	for i := range ops {
+		rep.Results[i] = ops[i].Result
+	}
+	if allowed && c.Strong() {
+		if err := c.Sync(ctx); err != nil {
+			return chargeReply{}, err
+		}
+	}
+	return rep, nil
+}
+
+// refundLocal gives back req's charged counters on this node's store of
+// the group, if it serves it.
+func (c *Cluster) refundLocal(req chargeReq) error {
+	g := c.hosted(req.Group)
+	if g == nil {
+		return errNotServedHere
+	}
+	g.serving.RLock()
+	defer g.serving.RUnlock()
+	if !g.ready.Load() {
+		return errNotServedHere
+	}
+	return g.store.RefundAll(req.toOps(), req.Cost, req.Now, max(req.Now, c.clock()))
+}
+
+// hosted returns this node's replica of group id, or nil.
+func (c *Cluster) hosted(id int) *group {
+	if id < 1 || id > c.ngroups {
+		return nil
+	}
+	return c.groups[id]
+}
+
+// leaderRaftAddr returns the Raft address of group g's leader, or "".
+func (c *Cluster) leaderRaftAddr(g int) string {
+	if grp := c.hosted(g); grp != nil {
+		addr, _ := grp.raft.LeaderWithID()
+		return string(addr)
+	}
+	if id := c.remoteLeader(g); id != "" {
+		return c.peerAddrs()[id]
+	}
+	return ""
+}
+
+// firstSlot returns the first slot of group g.
+func (c *Cluster) firstSlot(g int) int {
+	s, _ := c.slotRange(g)
+	return s
+}
+
+// Blocks reports whether the command named name may wait on other nodes:
+// a rule check (whose counters other nodes may hold) and a rule change
+// (which the meta group's leader applies). The server runs connections
+// that send them on goroutines of their own.
+func (c *Cluster) Blocks(name string) bool {
+	switch name {
+	case "rl.checkrules", "rl.rule.set", "rl.rule.del":
+		return true
+	}
+	return false
+}

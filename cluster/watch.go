@@ -1,0 +1,224 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// startBackground starts the node's goroutines: a watcher per hosted
+// group, the meta group's registration of this node, the status poller,
+// the leader balancer and the snapshot checker.
+func (c *Cluster) startBackground() {
+	for _, g := range c.groups {
+		if g != nil {
+			c.goLoop(func() { c.watch(g) })
+		}
+	}
+	c.goLoop(c.register)
+	c.goLoop(c.poll)
+	c.goLoop(c.balance)
+	c.goLoop(c.snapshots)
+}
+
+func (c *Cluster) goLoop(fn func()) {
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		fn()
+	}()
+}
+
+// watch follows the leadership of group g: when this node becomes its
+// leader, it applies every entry committed before (catchUp), then serves
+// the group's slots (ready) and flushes its journal (applier.activate);
+// when it stops leading, or one of its entries failed, it stops serving
+// them, gives up the entries not committed (applier.deactivate) and
+// rebuilds the state from the log, which its memory may have run ahead
+// of.
+func (c *Cluster) watch(g *group) {
+	t := time.NewTicker(c.cfg.HeartbeatTimeout)
+	defer t.Stop()
+	for {
+		dirty := false
+		select {
+		case <-c.shutdownCh:
+			return
+		case <-g.notify:
+		case <-g.dirty:
+			dirty = true
+		case <-t.C:
+		}
+		c.reconcile(g, dirty)
+	}
+}
+
+// reconcile brings g's serving state in line with raft's.
+func (c *Cluster) reconcile(g *group, dirty bool) {
+	leading := g.leader()
+	if g.ready.Load() && (!leading || dirty) {
+		c.stepDown(g)
+	}
+	if leading && !g.ready.Load() {
+		c.stepUp(g)
+	}
+	c.noteLeader(g)
+}
+
+// stepDown stops serving g and rebuilds its state from the log.
+func (c *Cluster) stepDown(g *group) {
+	g.serving.Lock() // wait for the checks under way
+	g.ready.Store(false)
+	g.serving.Unlock()
+	c.app.deactivate(g)
+	start := time.Now()
+	if err := g.fsm.rebuild(g.logs, g.snaps); err != nil {
+		c.log.Error("rebuilding a group's state from its log failed", "group", g.id, "err", err)
+		return
+	}
+	c.log.Info("no longer leading; state rebuilt from the log", "group", g.id, "keys", g.store.Len(),
+		"took", time.Since(start).Round(time.Millisecond))
+}
+
+// stepUp makes g serve once its log is applied.
+func (c *Cluster) stepUp(g *group) {
+	if err := g.catchUp(10 * c.cfg.ElectionTimeout); err != nil {
+		if !errors.Is(err, raft.ErrNotLeader) && !errors.Is(err, errNotLeading) && !errors.Is(err, raft.ErrLeadershipLost) {
+			c.log.Warn("catching up before leading failed", "group", g.id, "err", err)
+		}
+		return
+	}
+	c.app.activate(g)
+	g.ready.Store(true)
+	c.log.Debug("leading", "group", g.id)
+}
+
+// noteLeader records since when g has had no known leader.
+func (c *Cluster) noteLeader(g *group) {
+	_, id := g.raft.LeaderWithID()
+	c.markLeader(int(g.id), id != "")
+}
+
+func (c *Cluster) markLeader(g int, has bool) {
+	if has {
+		c.leaderless[g].Store(0)
+	} else {
+		c.leaderless[g].CompareAndSwap(0, c.clock())
+	}
+}
+
+// register records this node's addresses in the meta group (and, if it
+// has none yet, the number of groups and their voters), retrying until it
+// is done; a restart with other addresses records them again.
+func (c *Cluster) register() {
+	me := NodeInfo{ID: c.cfg.NodeID, Raft: c.cfg.RaftAdvertise, RESP: c.cfg.RESPAddr, HTTP: c.cfg.HTTPAddr}
+	ids := make([]string, 0, len(c.initial))
+	for _, p := range c.initial {
+		ids = append(ids, p.ID)
+	}
+	for {
+		m := c.meta.current()
+		var cmd metaCmd
+		switch {
+		case m.Groups == 0:
+			cmd = metaCmd{Op: "init", Groups: c.ngroups, Placement: placement(ids, c.ngroups)}
+		case m.Nodes[me.ID] != me:
+			cmd = metaCmd{Op: "hello", Node: &me}
+		default:
+			return
+		}
+		b, _ := json.Marshal(cmd)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, err := c.metaApply(ctx, b)
+		cancel()
+		if err == nil {
+			continue
+		}
+		select {
+		case <-c.shutdownCh:
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// snapshots takes a snapshot of a led group when the entries applied
+// since its last one pass SnapshotBytes, or twice the size of the group's
+// last snapshot if that is more (raft itself counts entries).
+func (c *Cluster) snapshots() {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.shutdownCh:
+			return
+		case <-t.C:
+		}
+		for _, g := range c.groups {
+			if g == nil {
+				continue
+			}
+			limit := c.cfg.SnapshotBytes
+			if b := g.snapBytes.Load(); 2*b > limit {
+				limit = 2 * b
+			}
+			if g.fsm.sinceSnap.Load() >= limit {
+				if err := g.raft.Snapshot().Error(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
+					c.log.Warn("snapshot failed", "group", g.id, "err", err)
+				}
+			}
+		}
+	}
+}
+
+// balance hands the lead of each group this node leads to the group's
+// preferred leader (the first of its voters) when that node is connected
+// and has applied the group's log up to within a few entries, so that
+// leaders spread evenly over the nodes and come back to a node that
+// returns after a failure. A group is moved at most every few seconds.
+func (c *Cluster) balance() {
+	t := time.NewTicker(2 * time.Second)
+	defer t.Stop()
+	last := map[uint32]time.Time{}
+	for {
+		select {
+		case <-c.shutdownCh:
+			return
+		case <-t.C:
+		}
+		place := c.placement()
+		addrs := c.peerAddrs()
+		for _, g := range c.groups {
+			if g == nil || !g.ready.Load() || time.Since(last[g.id]) < 5*time.Second {
+				continue
+			}
+			voters := place[int(g.id)]
+			if len(voters) == 0 || voters[0] == c.cfg.NodeID || !c.caughtUp(voters[0], g) {
+				continue
+			}
+			last[g.id] = time.Now()
+			c.log.Info("handing the lead to the group's preferred leader", "group", g.id, "to", voters[0])
+			if err := g.raft.LeadershipTransferToServer(raft.ServerID(voters[0]), raft.ServerAddress(addrs[voters[0]])).Error(); err != nil {
+				c.log.Warn("leadership transfer failed", "group", g.id, "to", voters[0], "err", err)
+			}
+		}
+	}
+}
+
+// caughtUp reports whether node id is connected and has applied group g's
+// log to within a few entries of this node.
+func (c *Cluster) caughtUp(id string, g *group) bool {
+	p := c.peer(id)
+	if !p.connected() {
+		return false
+	}
+	for _, gs := range p.status.Groups {
+		if gs.ID == int(g.id) {
+			return gs.Applied+64 >= g.fsm.applied.Load()
+		}
+	}
+	return false
+}

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"context"
+	"net"
+	"strconv"
+
+	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/server"
+)
+
+// clusterNode is a cluster node as the server sees it: the Limiter,
+// RuleStore, Committer and Transactor of *cluster.Cluster, and the
+// server's Cluster interface, whose view it translates.
+type clusterNode struct{ *cluster.Cluster }
+
+// ClusterView returns the cluster's View in the server's terms: nodes
+// with their client host and port and their Raft port as bus port, and a
+// slot range per group with its leader and its other voters.
+func (n clusterNode) ClusterView() server.ClusterView {
+	v := n.View()
+	out := server.ClusterView{MyID: v.MyID, OK: v.OK, Epoch: v.Epoch}
+	for _, node := range v.Nodes {
+		if node.RESP == "" {
+			continue // not registered yet: clients could not reach it
+		}
+		host, port := splitAddr(node.RESP)
+		_, bus := splitAddr(node.Raft)
+		out.Nodes = append(out.Nodes, server.ClusterNode{ID: node.ID, Name: node.Name, Host: host, Port: port,
+			BusPort: bus, Connected: node.Connected, Myself: node.Myself})
+	}
+	for _, g := range v.Groups {
+		r := server.SlotRange{Start: g.Start, End: g.End, Group: g.ID, Master: g.Leader}
+		for _, id := range g.Voters {
+			if id != g.Leader {
+				r.Replicas = append(r.Replicas, id)
+			}
+		}
+		out.Ranges = append(out.Ranges, r)
+	}
+	return out
+}
+
+// splitAddr splits host:port, with 0 for a missing or bad port.
+func splitAddr(addr string) (string, int) {
+	host, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr, 0
+	}
+	port, _ := strconv.Atoi(p)
+	return host, port
+}
+
+// ClusterReport is GET /cluster's answer (httpapi.Cluster).
+func (n clusterNode) ClusterReport(ctx context.Context, digestAt int64) any {
+	return n.Report(ctx, digestAt)
+}
