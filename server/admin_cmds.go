@@ -92,13 +92,21 @@ func (s *Server) configParams() []string {
 		host, port = addr[:i], addr[i+1:]
 	}
 	return []string{
-		"appendonly", "no", "bind", host, "cluster-enabled", "no", "databases", "1",
+		"appendonly", "no", "bind", host, "cluster-enabled", yesNo(s.cluster() != nil), "databases", "1",
 		"maxclients", strconv.Itoa(s.cfg.MaxClients), "maxmemory", strconv.FormatInt(maxMem, 10), "maxmemory-policy", policy,
 		"max-key-bytes", strconv.Itoa(s.cfg.MaxKeyBytes),
 		"max-log-limit", strconv.FormatInt(s.cfg.MaxLogLimit, 10),
 		"port", port, "proto-max-bulk-len", strconv.Itoa(s.cfg.MaxRequest),
 		"save", "", "timeout", strconv.FormatInt(int64(s.cfg.IdleTimeout/time.Second), 10),
 	}
+}
+
+// yesNo returns Redis's word for a boolean configuration value.
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }
 
 // INFO [section ...]
@@ -123,7 +131,7 @@ func cmdInfo(s *Server, c *conn, args [][]byte, now int64) {
 			b.WriteString(sec.fields[i] + ":" + sec.fields[i+1] + "\r\n")
 		}
 	}
-	c.writeBulkString(b.String())
+	c.writeVerbatim(b.String()) // a verbatim string in RESP3, as Redis 7 answers
 }
 
 type infoSection struct {
@@ -143,9 +151,13 @@ func (s *Server) infoSections(lim Limiter, now int64) []infoSection {
 		port = a.String()[strings.LastIndexByte(a.String(), ':')+1:]
 	}
 	uptime := int64(time.Since(s.started) / time.Second)
+	mode, clusterEnabled := "standalone", "0"
+	if s.cluster() != nil {
+		mode, clusterEnabled = "cluster", "1"
+	}
 	return []infoSection{
 		{"server", []string{"redis_version", redisVersion, "rlserver_version", s.cfg.Version,
-			"redis_mode", "standalone", "os", runtime.GOOS + " " + runtime.GOARCH, "arch_bits", "64",
+			"redis_mode", mode, "os", runtime.GOOS + " " + runtime.GOARCH, "arch_bits", "64",
 			"go_version", runtime.Version(), "process_id", itoa(int64(processID())), "tcp_port", port,
 			"uptime_in_seconds", itoa(uptime), "uptime_in_days", itoa(uptime / 86400)}},
 		{"clients", []string{"connected_clients", itoa(int64(s.ConnCount())), "maxclients", itoa(int64(s.cfg.MaxClients))}},
@@ -157,7 +169,7 @@ func (s *Server) infoSections(lim Limiter, now int64) []infoSection {
 			"used_memory_rss", itoa(residentBytes(&ms)), "maxmemory", itoa(maxMem), "maxmemory_policy", policy}},
 		{"persistence", s.persistenceInfo()},
 		{"replication", []string{"role", "master", "connected_slaves", "0"}},
-		{"cluster", []string{"cluster_enabled", "0"}},
+		{"cluster", []string{"cluster_enabled", clusterEnabled}},
 		{"keyspace", keyspace(keys)},
 		{"rlserver", s.rlserverInfo(keys, lim.MemoryBytes())},
 	}

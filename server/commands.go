@@ -41,6 +41,7 @@ func commandTable() (map[string]*command, []*command) {
 	list = append(list, ruleCommands()...)
 	list = append(list, persistenceCommands()...)
 	list = append(list, multiCommands()...)
+	list = append(list, clusterCommands()...)
 	sort.Slice(list, func(i, j int) bool { return list[i].name < list[j].name })
 	m := make(map[string]*command, len(list))
 	for i, c := range list {
@@ -89,6 +90,9 @@ func (s *Server) dispatch(c *conn, args [][]byte, now int64) {
 	}
 	if !cmd.arityOK(len(args)) {
 		c.writeError("ERR wrong number of arguments for '" + cmd.name + "' command")
+		return
+	}
+	if s.misrouted(c, cmd, args) { // a key of a slot this node does not serve
 		return
 	}
 	s.metrics.call(c, cmd)

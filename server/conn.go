@@ -264,6 +264,29 @@ func (c *conn) read() error {
 // megabytes. The requests not run yet stay in the read buffer.
 const maxBatchReplies = 1 << 20
 
+// errHandoff is runBatch's answer on an event loop when the next request
+// may wait (see Blocking): the loop hands the connection to a goroutine of
+// its own, which runs it.
+var errHandoff = errors.New("the next request may wait: hand the connection over")
+
+// Blocking is implemented by a Limiter some of whose commands may wait
+// on other machines (a cluster node asks other nodes during RL.CHECKRULES
+// and rule changes). A connection that sends one is served by a goroutine
+// of its own from then on, since an event loop must never wait.
+type Blocking interface {
+	// Blocks reports whether the command named name (lower case) may wait.
+	Blocks(name string) bool
+}
+
+// mayBlock reports whether the command named name may wait (Blocking).
+func (s *Server) mayBlock(name []byte) bool {
+	if s.blocking == nil {
+		return false
+	}
+	cmd := s.lookup(name)
+	return cmd != nil && s.blocking.Blocks(cmd.name)
+}
+
 // errClose ends a connection without an error reply: after QUIT, a failed
 // write, or when the server shuts down.
 var errClose = errors.New("connection closing")
@@ -276,6 +299,7 @@ func (s *Server) runBatch(c *conn) error {
 	// stamps the whole batch, and the limiter can fetch the batch's keys
 	// into the CPU caches together (see prefetch).
 	c.rd.reset()
+	begin := c.rd.start
 	c.batch, c.ends, c.pending = c.batch[:0], c.ends[:0], false
 	var perr error
 	for {
@@ -291,8 +315,21 @@ func (s *Server) runBatch(c *conn) error {
 	c.lastSeen.Store(now)
 	s.prefetch(c)
 	c.batchStart, c.nreplies, c.wait = len(c.out), 0, waitNone
+	handoff := false
 	for i, args := range c.batch {
 		if c.closing {
+			break
+		}
+		if c.lp != nil && c.multi == nil && s.mayBlock(args[0]) {
+			// A command that may wait cannot run on an event loop: the
+			// requests from it on run again on the connection's own
+			// goroutine, after the replies before it have gone out.
+			pos := begin
+			if i > 0 {
+				pos = c.ends[i-1]
+			}
+			c.rd.rewind(pos)
+			c.pending, perr, handoff = true, nil, i == 0
 			break
 		}
 		s.dispatch(c, args, now)
@@ -306,6 +343,9 @@ func (s *Server) runBatch(c *conn) error {
 	}
 	c.done()
 	c.perr = perr
+	if handoff {
+		return errHandoff
+	}
 	if s.mustWait(c) {
 		if c.lp != nil {
 			return errHold // the loop parks c and calls finishBatch (loop.release)

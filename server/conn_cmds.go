@@ -104,9 +104,13 @@ func cmdHello(s *Server, c *conn, args [][]byte, now int64) {
 	}
 	c.proto = proto
 	c.publish()
+	mode := "standalone"
+	if s.cluster() != nil {
+		mode = "cluster"
+	}
 	c.writeValue(kv{
 		"server", "redis", "version", redisVersion, "proto", proto, "id", c.id,
-		"mode", "standalone", "role", "master", "modules", []any{},
+		"mode", mode, "role", "master", "modules", []any{},
 	})
 }
 

@@ -407,6 +407,8 @@ func (l *loop) serve(c *conn) {
 // hands the connection over, closes it, or has it read again.
 func (l *loop) finish(c *conn, err error) {
 	switch {
+	case err == errHandoff:
+		l.handoff(c, nil)
 	case c.stuck || (err != nil && isProtocolError(err)):
 		l.handoff(c, err)
 	case err != nil:

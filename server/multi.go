@@ -115,8 +115,9 @@ func (s *Server) queue(c *conn, cmd *command, args [][]byte) bool {
 }
 
 // queueError returns the error reply of a command that cannot be queued:
-// unknown, not allowed before AUTH, of the wrong arity, or whose arguments
-// do not parse. A valid RL.CHECKRULES is parsed into *q.
+// unknown, not allowed before AUTH, of the wrong arity, whose key this
+// cluster node does not serve, or whose arguments do not parse. A valid
+// RL.CHECKRULES is parsed into *q.
 func (s *Server) queueError(c *conn, cmd *command, args [][]byte, q **rules.Query) string {
 	switch {
 	case cmd == nil:
@@ -125,6 +126,12 @@ func (s *Server) queueError(c *conn, cmd *command, args [][]byte, q **rules.Quer
 		return "NOAUTH Authentication required."
 	case !cmd.arityOK(len(args)):
 		return "ERR wrong number of arguments for '" + cmd.name + "' command"
+	}
+	// In a cluster, a key of a slot this node does not serve is refused
+	// now, as Redis Cluster does; that its keys share one slot with the
+	// other queued commands' is checked by EXEC (see execRoute).
+	if msg := s.routeKey(cmd, args); msg != "" {
+		return msg
 	}
 	var msg string
 	switch cmd.name {
@@ -182,9 +189,11 @@ func (m *multiState) release(s *Server) {
 
 // EXEC
 //
-// Runs the queued commands and replies with an array of their replies.
-// Their keys (and the counters of queued RL.CHECKRULES) are locked for the
-// whole run, so no other client's command on them comes in between.
+// Runs the queued commands and replies with an array of their replies; in
+// a cluster, answers CROSSSLOT instead when their keys are in more than one
+// slot, as Redis Cluster does (see execRoute). Their keys (and the
+// counters of queued RL.CHECKRULES) are locked for the whole run, so no
+// other client's command on them comes in between.
 func cmdExec(s *Server, c *conn, args [][]byte, now int64) {
 	m := c.multi
 	if m == nil {
@@ -196,6 +205,12 @@ func cmdExec(s *Server, c *conn, args [][]byte, now int64) {
 		c.queued.Store(0)
 		m.release(s)
 	}()
+	// As in Redis Cluster, keys in more than one slot, or a slot this
+	// node no longer serves, discard the transaction before anything else.
+	if msg := s.execRoute(m.queue); msg != "" {
+		c.writeError(msg)
+		return
+	}
 	if m.dirty {
 		c.writeError("EXECABORT Transaction discarded because of previous errors.")
 		return

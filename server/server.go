@@ -111,6 +111,7 @@ type Server struct {
 	// it implements MemoryBound.
 	prefetcher Prefetcher
 	commitState
+	blocking Blocking // cfg.Limiter if it implements Blocking
 	// txRules says that the rules live in the Limiter (Config.Rules was
 	// nil), so that EXEC's transaction covers rule checks too.
 	txRules  bool
@@ -182,6 +183,7 @@ func New(cfg Config) *Server {
 	s := &Server{cfg: cfg, log: cfg.Logger, conns: make(map[*conn]struct{}), started: time.Now()}
 	s.prefetcher, _ = cfg.Limiter.(Prefetcher)
 	s.initCommitter()
+	s.blocking, _ = cfg.Limiter.(Blocking)
 	s.txRules = txRules
 	s.bound, _ = cfg.Limiter.(MemoryBound)
 	s.input, s.connMem = &budget{max: cfg.MaxBuffered}, cfg.ConnMemory
