@@ -5,7 +5,7 @@ GO ?= go
 # bench-compare writes here; the committed results are bench/results (BENCHOUT=bench/results).
 BENCHOUT ?= bench/out
 
-.PHONY: help build run test test-short bench bench-compare flood soak conns lint docker clean
+.PHONY: help build run cluster test test-short bench bench-compare flood soak conns lint docker clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -15,6 +15,9 @@ build: ## build a static bin/rlserver
 
 run: build ## start one node: RESP on 127.0.0.1:6379, HTTP on 127.0.0.1:8080, data in ./data
 	./bin/rlserver
+
+cluster: build ## three local nodes of one cluster: RESP 127.0.0.1:7001-7003, HTTP 8001-8003, data in ./data/cluster (Ctrl-C stops them)
+	./scripts/cluster.sh
 
 test: ## run every test with the race detector (needs redis-server and redis-cli: see .ci/run)
 	$(GO) vet ./...

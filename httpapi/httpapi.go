@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -48,6 +49,34 @@ type Config struct {
 	// Durable, when set, is waited on before an answer that reports a
 	// change: always after a rule change, after a check in strong mode.
 	Durable Durable
+	// Cluster, when set (a cluster node), serves GET /cluster.
+	Cluster Cluster
+}
+
+// Cluster reports a cluster's state for GET /cluster.
+type Cluster interface {
+	// ClusterReport returns a JSON-encodable description of the nodes,
+	// groups, leaders and slots, and every replica's applied index; with
+	// digestAt > 0, each replica's state digest at that time (Unix ns).
+	ClusterReport(ctx context.Context, digestAt int64) any
+}
+
+// cluster answers GET /cluster[?digest_at=<unix ns>|now].
+func (a *api) cluster(w http.ResponseWriter, r *http.Request) {
+	var at int64
+	switch v := r.URL.Query().Get("digest_at"); v {
+	case "":
+	case "now":
+		at = a.cfg.Clock()
+	default:
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			writeJSON(w, http.StatusBadRequest, errorBody{"digest_at: want a time in Unix nanoseconds, or now"})
+			return
+		}
+		at = n
+	}
+	writeJSON(w, http.StatusOK, a.cfg.Cluster.ClusterReport(r.Context(), at))
 }
 
 // Metrics counts checks. Implementations are safe for concurrent use.
@@ -107,6 +136,9 @@ func New(cfg Config) http.Handler {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	a.handle(mux, "GET /readyz", "readyz", a.readyz)
+	if cfg.Cluster != nil {
+		a.handle(mux, "GET /cluster", "cluster", a.cluster)
+	}
 	if cfg.Gatherer != nil {
 		mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"sort"
 	"strconv"
@@ -51,6 +52,16 @@ type Config struct {
 	SnapshotBytes    int64
 	SnapshotInterval time.Duration
 	TrailingLogs     uint64
+
+	// Cluster (see cluster.OpenCluster): --peers (or a data directory that
+	// holds a cluster node) makes this node one of a cluster.
+	RaftAddr           string
+	Peers              string
+	Groups             int
+	Announce           string
+	HeartbeatTimeout   time.Duration
+	ElectionTimeout    time.Duration
+	LeaderLeaseTimeout time.Duration
 }
 
 // flagSet declares every flag on a fresh FlagSet bound to cfg, with cfg's
@@ -86,6 +97,13 @@ func flagSet(cfg *Config) *flag.FlagSet {
 	fs.Var(sizeValue{&cfg.SnapshotBytes}, "snapshot-bytes", "take a snapshot (and compact the log) after this many bytes of log entries, e.g. 64mb")
 	fs.DurationVar(&cfg.SnapshotInterval, "snapshot-interval", cluster.DefaultSnapshotInterval, "how often the snapshot thresholds are checked")
 	fs.Uint64Var(&cfg.TrailingLogs, "trailing-logs", cluster.DefaultTrailingLogs, "log entries kept after a snapshot")
+	fs.StringVar(&cfg.RaftAddr, "raft-addr", "127.0.0.1:7379", "cluster: address of the node's Raft listener, which carries every Raft group and the nodes' internal calls")
+	fs.StringVar(&cfg.Peers, "peers", "", "cluster: the initial members as id=raftaddr,... (this node included; the same list on every node); empty runs a standalone node")
+	fs.IntVar(&cfg.Groups, "groups", cluster.DefaultGroups, "cluster: Raft groups the 16384 slots are split over, fixed when the cluster is first started")
+	fs.StringVar(&cfg.Announce, "announce", "", `cluster: host clients reach this node at (MOVED, CLUSTER SLOTS); "" takes --listen's host, or --raft-addr's when --listen's is unspecified (0.0.0.0)`)
+	fs.DurationVar(&cfg.HeartbeatTimeout, "raft-heartbeat-timeout", cluster.DefaultHeartbeatTimeout, "cluster: a follower that hears nothing from its leader this long (randomized up to twice it) starts an election")
+	fs.DurationVar(&cfg.ElectionTimeout, "raft-election-timeout", cluster.DefaultElectionTimeout, "cluster: how long a candidate waits for votes before it tries again")
+	fs.DurationVar(&cfg.LeaderLeaseTimeout, "raft-leader-lease-timeout", cluster.DefaultLeaderLeaseTimeout, "cluster: a leader that cannot reach a majority this long steps down (at most --raft-heartbeat-timeout)")
 	return fs
 }
 
@@ -214,6 +232,14 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--snapshot-interval %s: want at least 10ms", c.SnapshotInterval)
 	case c.NodeID != "" && !validNodeID(c.NodeID):
 		return fmt.Errorf("--node-id %q: want 1 to 64 letters, digits, '-', '_' or '.'", c.NodeID)
+	case c.Groups < 1 || c.Groups > 1024:
+		return fmt.Errorf("--groups %d: want 1 to 1024", c.Groups)
+	case c.Peers != "" && c.DataDir == "":
+		return errors.New("--peers needs a --data-dir: a cluster node keeps its Raft logs there")
+	case c.HeartbeatTimeout < 5*time.Millisecond || c.ElectionTimeout < 5*time.Millisecond:
+		return fmt.Errorf("--raft-heartbeat-timeout %s, --raft-election-timeout %s: want at least 5ms", c.HeartbeatTimeout, c.ElectionTimeout)
+	case c.LeaderLeaseTimeout < 5*time.Millisecond || c.LeaderLeaseTimeout > c.HeartbeatTimeout:
+		return fmt.Errorf("--raft-leader-lease-timeout %s: want 5ms to --raft-heartbeat-timeout (%s)", c.LeaderLeaseTimeout, c.HeartbeatTimeout)
 	case c.MaxClients < 1 || c.MaxClients > 1<<20:
 		return fmt.Errorf("--maxclients %d: want 1 to 1048576", c.MaxClients)
 	case c.Timeout < 0 || c.Timeout > 1<<31-1:
@@ -227,6 +253,9 @@ func (c *Config) Validate() error {
 	}
 	if c.TLSCACert != "" && c.TLSCert == "" {
 		return errors.New("--tls-ca-cert needs --tls-cert and --tls-key")
+	}
+	if _, err := parsePeers(c.Peers); err != nil {
+		return err
 	}
 	if _, err := shards.ParsePolicy(c.MaxMemoryPolicy); err != nil {
 		return fmt.Errorf("--maxmemory-policy %q: want volatile-ttl or noeviction", c.MaxMemoryPolicy)
@@ -306,4 +335,29 @@ func parseSize(s string) (int64, error) {
 		return 0, fmt.Errorf("want a size such as 67108864, 64mb or 1gb")
 	}
 	return n * mult, nil
+}
+
+// parsePeers parses --peers: id=raftaddr,... with distinct ids and
+// addresses of the form host:port.
+func parsePeers(s string) ([]cluster.Peer, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []cluster.Peer
+	seen := map[string]bool{}
+	for _, item := range strings.Split(s, ",") {
+		id, addr, ok := strings.Cut(strings.TrimSpace(item), "=")
+		if !ok || !validNodeID(id) {
+			return nil, fmt.Errorf("--peers %q: want id=host:port,... (ids of letters, digits, '-', '_' or '.')", s)
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return nil, fmt.Errorf("--peers: %s=%q: want host:port", id, addr)
+		}
+		if seen[id] {
+			return nil, fmt.Errorf("--peers: %q appears twice", id)
+		}
+		seen[id] = true
+		out = append(out, cluster.Peer{ID: id, Raft: addr})
+	}
+	return out, nil
 }

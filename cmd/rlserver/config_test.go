@@ -22,7 +22,9 @@ func TestConfigDefaults(t *testing.T) {
 		MaxKeyBytes: 1024, MaxLogLimit: 10000, Shards: 256, LogLevel: "info", MaxClients: 10000,
 		MaxMemoryPolicy: "volatile-ttl",
 		Consistency:     "fast", FlushInterval: 10 * time.Millisecond, SnapshotEntries: 4096, SnapshotBytes: 64 << 20,
-		SnapshotInterval: 10 * time.Second, TrailingLogs: 64}
+		SnapshotInterval: 10 * time.Second, TrailingLogs: 64,
+		RaftAddr: "127.0.0.1:7379", Groups: 16, HeartbeatTimeout: 300 * time.Millisecond,
+		ElectionTimeout: 300 * time.Millisecond, LeaderLeaseTimeout: 250 * time.Millisecond}
 	if cfg != want {
 		t.Fatalf("defaults = %+v\nwant %+v", cfg, want)
 	}

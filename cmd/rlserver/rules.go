@@ -1,11 +1,15 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/httpapi"
 	"github.com/rlserver/rlserver/rules"
 )
@@ -56,5 +60,38 @@ func httpConfig(cfg Config, st *state, reg *prometheus.Registry, m httpapi.Metri
 	if st.node != nil {
 		hc.Durable = st.node
 	}
+	if st.cl != nil {
+		hc.Durable = st.cl
+		hc.Cluster = clusterNode{st.cl}
+		hc.Ready = func() error {
+			if !st.cl.View().OK {
+				return errors.New("some slots have no leader yet")
+			}
+			return nil
+		}
+	}
 	return hc
+}
+
+// loadClusterRules stores the --rules file's rules through the cluster's
+// meta group, retrying while it has no leader (at start every node is
+// electing), for up to a minute.
+func loadClusterRules(ctx context.Context, cl *cluster.Cluster, path string, list []rules.Rule, log *slog.Logger) {
+	deadline := time.Now().Add(time.Minute)
+	for _, r := range list {
+		for {
+			_, err := cl.SetRule(r)
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) || ctx.Err() != nil {
+				log.Error("rules file: a rule could not be stored", "file", path, "rule", r.ID, "err", err)
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	if path != "" {
+		log.Info("rules loaded", "file", path, "rules", len(list))
+	}
 }

@@ -61,8 +61,9 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 			st.close(context.Background(), log)
 		}
 	}()
-	store := st.store
-	if err := loadRules(st.lim, cfg.RulesFile, fileRules, log); err != nil {
+	if st.cl != nil {
+		go loadClusterRules(ctx, st.cl, cfg.RulesFile, fileRules, log)
+	} else if err := loadRules(st.lim, cfg.RulesFile, fileRules, log); err != nil {
 		return err
 	}
 	clients := maxClients(cfg.MaxClients, log)
@@ -88,7 +89,7 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 		return err
 	}
 	log.Info("rlserver started", "version", version, "resp", ln.Addr().String(), "http", cfg.HTTP,
-		"data_dir", cfg.DataDir, "shards", store.Shards(), "procs", runtime.GOMAXPROCS(0), "auth", cfg.RequirePass != "",
+		"data_dir", cfg.DataDir, "shards", shardCount(st.stores), "procs", runtime.GOMAXPROCS(0), "auth", cfg.RequirePass != "",
 		"tls", tc != nil)
 	warnExposed(cfg, log)
 	if ready != nil {
@@ -96,7 +97,9 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
-	go sweep(ctx, store)
+	for _, store := range st.stores {
+		go sweep(ctx, store)
+	}
 
 	select {
 	case <-ctx.Done():
@@ -147,6 +150,15 @@ func addrOf(ln net.Listener) net.Addr {
 		return nil
 	}
 	return ln.Addr()
+}
+
+// shardCount returns the shards of every store.
+func shardCount(stores []*shards.Store) int {
+	n := 0
+	for _, s := range stores {
+		n += s.Shards()
+	}
+	return n
 }
 
 // sweepGrace is how long the background sweep leaves a key whose state

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,9 +24,11 @@ type limiter interface {
 
 // state is the node's key state and how to stop it.
 type state struct {
-	store   *shards.Store
+	store   *shards.Store   // nil in a cluster, whose groups have a store each
+	stores  []*shards.Store // every store, for the background sweep
 	lim     limiter
-	node    *cluster.Node // nil in memory
+	node    *cluster.Node    // a durable standalone node, else nil
+	cl      *cluster.Cluster // a cluster node, else nil
 	release func()
 }
 
@@ -36,7 +39,7 @@ func openState(ctx context.Context, cfg Config, opts shards.Options, reg prometh
 	store := shards.NewStore(opts)
 	if cfg.DataDir == "" {
 		log.Warn("--data-dir is empty: state is kept in memory only and a restart forgets it")
-		return &state{store: store, lim: store, release: func() {}}, nil
+		return &state{store: store, stores: []*shards.Store{store}, lim: store, release: func() {}}, nil
 	}
 	unlock, err := lockDataDir(cfg.DataDir)
 	if err != nil {
@@ -45,6 +48,18 @@ func openState(ctx context.Context, cfg Config, opts shards.Options, reg prometh
 	start := time.Now()
 	disk, err := cluster.OpenStorage(cfg.DataDir, cluster.StorageOptions{NodeID: cfg.NodeID, Logger: log})
 	if err != nil {
+		unlock()
+		return nil, err
+	}
+	layout, err := disk.LoadLayout()
+	if err == nil && layout == nil && cfg.Peers == "" && disk.HasState() {
+		err = nil // a standalone node's directory
+	}
+	if err == nil && (layout != nil || cfg.Peers != "") {
+		return openCluster(ctx, cfg, opts, disk, unlock, reg, log)
+	}
+	if err != nil {
+		disk.Close()
 		unlock()
 		return nil, err
 	}
@@ -69,15 +84,98 @@ func openState(ctx context.Context, cfg Config, opts shards.Options, reg prometh
 	}
 	log.Info("state loaded", "data_dir", cfg.DataDir, "node_id", disk.NodeID, "keys", store.Len(),
 		"rules", store.RuleCount(), "consistency", consistency, "took", time.Since(start).Round(time.Millisecond))
-	return &state{store: store, lim: node, node: node, release: func() {
+	return &state{store: store, stores: []*shards.Store{store}, lim: node, node: node, release: func() {
 		disk.Close()
 		unlock()
 	}}, nil
 }
 
+// openCluster starts this node as a member of a cluster on disk, whose
+// data groups each get a store made with opts (the shards and the memory
+// bound shared out among them).
+func openCluster(ctx context.Context, cfg Config, opts shards.Options, disk *cluster.Storage, unlock func(), reg prometheus.Registerer, log *slog.Logger) (*state, error) {
+	fail := func(err error) (*state, error) {
+		disk.Close()
+		unlock()
+		return nil, fmt.Errorf("data directory %s: %w", cfg.DataDir, err)
+	}
+	peers, err := parsePeers(cfg.Peers)
+	if err != nil {
+		return fail(err)
+	}
+	resp, err := announce(cfg.Listen, cfg.Announce, cfg.RaftAddr)
+	if err != nil {
+		return fail(err)
+	}
+	httpAddr := ""
+	if cfg.HTTP != "" {
+		if httpAddr, err = announce(cfg.HTTP, cfg.Announce, cfg.RaftAddr); err != nil {
+			return fail(err)
+		}
+	}
+	consistency := cluster.Fast
+	if cfg.Consistency == "strong" {
+		consistency = cluster.Strong
+	}
+	cl, err := cluster.OpenCluster(ctx, cluster.ClusterConfig{
+		Storage: disk, NodeID: disk.NodeID, RaftAddr: cfg.RaftAddr, RESPAddr: resp, HTTPAddr: httpAddr,
+		Peers: peers, Groups: cfg.Groups,
+		NewStore: func(hosted int) *shards.Store {
+			per := opts
+			per.Shards = max(16, opts.Shards/hosted)
+			per.MaxMemory = opts.MaxMemory / int64(hosted)
+			return shards.NewStore(per)
+		},
+		Consistency: consistency, FlushInterval: cfg.FlushInterval,
+		SnapshotEntries: cfg.SnapshotEntries, SnapshotBytes: cfg.SnapshotBytes,
+		SnapshotInterval: cfg.SnapshotInterval, TrailingLogs: cfg.TrailingLogs,
+		HeartbeatTimeout: cfg.HeartbeatTimeout, ElectionTimeout: cfg.ElectionTimeout,
+		LeaderLeaseTimeout: cfg.LeaderLeaseTimeout,
+		Logger:             log, Registerer: reg,
+	})
+	if err == nil {
+		err = disk.MarkInitialised()
+	}
+	if err != nil {
+		return fail(err)
+	}
+	log.Info("cluster node started", "node_id", disk.NodeID, "raft", cl.RaftAddr().String(), "announce", resp,
+		"groups", cl.Groups(), "consistency", consistency)
+	return &state{lim: clusterNode{cl}, cl: cl, stores: cl.Stores(), release: func() {
+		disk.Close()
+		unlock()
+	}}, nil
+}
+
+// announce returns the address clients reach a listener on listen at: its
+// host (or announceHost, or, when listen's host is unspecified, the host of
+// raftAddr) with listen's port.
+func announce(listen, announceHost, raftAddr string) (string, error) {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return "", fmt.Errorf("%q: %w", listen, err)
+	}
+	switch {
+	case announceHost != "":
+		host = announceHost
+	case host == "" || net.ParseIP(host) != nil && net.ParseIP(host).IsUnspecified():
+		if h, _, err := net.SplitHostPort(raftAddr); err == nil && h != "" {
+			host = h
+		}
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
 // close flushes a durable node's last changes into its log and closes the
 // data directory.
 func (st *state) close(ctx context.Context, log *slog.Logger) {
+	if st.cl != nil {
+		if err := st.cl.Close(ctx); err != nil {
+			log.Error("the last changes may not be in the log", "err", err)
+		} else {
+			log.Info("state flushed to the log; leadership handed over")
+		}
+	}
 	if st.node != nil {
 		if err := st.node.Close(ctx); err != nil {
 			log.Error("the last changes may not be in the log", "err", err)
