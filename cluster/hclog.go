@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -67,9 +68,26 @@ func (w slogWriter) Write(p []byte) (int, error) {
 		for _, k := range keys {
 			args = append(args, k, m[k])
 		}
-		w.log.Log(context.Background(), slogLevel(lvl), msg, args...)
+		w.log.Log(context.Background(), demote(slogLevel(lvl), msg, m), msg, args...)
 	}
 	return len(p), nil
+}
+
+// demote lowers the level of raft's errors that are how a cluster works,
+// not faults: a leader that hands over its lead or loses it "stops
+// replication" to a peer with a newer term, and a connection that a
+// stopping or restarting peer closed fails to decode.
+func demote(l slog.Level, msg string, fields map[string]any) slog.Level {
+	switch msg {
+	case "peer has newer term, stopping replication":
+		return min(l, slog.LevelInfo)
+	case "failed to decode incoming command":
+		if e, _ := fields["error"].(string); strings.Contains(e, "closed network connection") || strings.HasSuffix(e, "EOF") ||
+			strings.Contains(e, "connection reset") {
+			return min(l, slog.LevelDebug)
+		}
+	}
+	return l
 }
 
 func slogLevel(l string) slog.Level {

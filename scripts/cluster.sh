@@ -22,4 +22,4 @@ for i in 1 2 3; do
   pids+=($!)
 done
 echo "cluster: redis-cli -c -p 7001 CLUSTER SLOTS; curl -s 127.0.0.1:8001/cluster; Ctrl-C stops the nodes" >&2
-wait -n "${pids[@]}"
+wait "${pids[@]}"

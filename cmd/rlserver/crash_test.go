@@ -47,8 +47,21 @@ type crashLoad struct {
 	total atomic.Int64
 }
 
+// doer is a go-redis client, plain or cluster.
+type doer interface {
+	Do(ctx context.Context, args ...any) *redis.Cmd
+	Close() error
+}
+
 // startLoad starts the clients against addr.
 func startLoad(t *testing.T, addr string) *crashLoad {
+	return startLoadWith(t, func() doer {
+		return redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, PoolSize: 1, ReadTimeout: 5 * time.Second})
+	})
+}
+
+// startLoadWith starts the clients, each on a client from newClient.
+func startLoadWith(t *testing.T, newClient func() doer) *crashLoad {
 	l := &crashLoad{keys: make([][]*crashKey, crashClients)}
 	for c := range l.keys {
 		for _, algo := range crashAlgos {
@@ -57,14 +70,13 @@ func startLoad(t *testing.T, addr string) *crashLoad {
 			}
 		}
 		l.wg.Add(1)
-		go l.client(addr, l.keys[c])
+		go l.client(newClient(), l.keys[c])
 	}
 	return l
 }
 
-func (l *crashLoad) client(addr string, keys []*crashKey) {
+func (l *crashLoad) client(rdb doer, keys []*crashKey) {
 	defer l.wg.Done()
-	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, PoolSize: 1, ReadTimeout: 5 * time.Second})
 	defer rdb.Close()
 	for i := 0; !l.stop.Load(); i++ {
 		k := keys[i%len(keys)]
@@ -104,9 +116,21 @@ func (l *crashLoad) crash(t *testing.T, p *proc, d time.Duration) time.Time {
 // tally; it fails on any key that counts more than its tally plus its
 // request in flight.
 func (l *crashLoad) compare(t *testing.T, q *proc) (missing, tally int64) {
+	return l.compareWith(t, func(args ...any) []any {
+		v, _ := q.do(args...).([]any)
+		return v
+	})
+}
+
+// compareWith is compare, reading each key's reply to RL.PEEK with peek.
+func (l *crashLoad) compareWith(t *testing.T, peek func(args ...any) []any) (missing, tally int64) {
 	for _, keys := range l.keys {
 		for _, k := range keys {
-			used := crashLimit - q.remaining("RL.PEEK", k.name, k.algo, crashLimit, crashWindow)
+			v := peek("RL.PEEK", k.name, k.algo, crashLimit, crashWindow)
+			if len(v) != 5 {
+				t.Fatalf("RL.PEEK %s: %v", k.name, v)
+			}
+			used := crashLimit - v[2].(int64)
 			if used > k.tally+k.inflight {
 				t.Errorf("%s counts %d, but only %d were allowed and %d in flight", k.name, used, k.tally, k.inflight)
 			}
@@ -132,11 +156,16 @@ func (l *crashLoad) lastAck() time.Time {
 
 // acksSince counts the allowed replies received after since.
 func (l *crashLoad) acksSince(since time.Time) int64 {
+	return l.acksBetween(since, time.Now())
+}
+
+// acksBetween counts the allowed replies received after from, up to to.
+func (l *crashLoad) acksBetween(from, to time.Time) int64 {
 	var n int64
 	for _, keys := range l.keys {
 		for _, k := range keys {
 			for _, at := range k.acks {
-				if at.After(since) {
+				if at.After(from) && !at.After(to) {
 					n++
 				}
 			}

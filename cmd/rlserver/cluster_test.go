@@ -1,0 +1,288 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The cluster tests run three real rlserver processes, drive them with
+// go-redis's ClusterClient, and kill one with SIGKILL.
+
+// clusterProcs starts n nodes of one cluster with extra flags and waits
+// until every group is served by its preferred leader.
+func clusterProcs(t *testing.T, bin string, n int, extra ...string) []*proc {
+	t.Helper()
+	var ids, raft []string
+	for i := 0; i < n; i++ {
+		ids = append(ids, fmt.Sprintf("n%d", i+1))
+		raft = append(raft, freePort(t))
+	}
+	var peers []string
+	for i := range ids {
+		peers = append(peers, ids[i]+"="+raft[i])
+	}
+	procs := make([]*proc, n)
+	var wg sync.WaitGroup
+	for i := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			flags := append([]string{"--node-id", ids[i], "--raft-addr", raft[i], "--peers", strings.Join(peers, ","),
+				"--groups", "8"}, extra...)
+			procs[i] = startProc(t, bin, t.TempDir(), flags...)
+		}()
+	}
+	wg.Wait()
+	waitBalanced(t, procs, 20*time.Second)
+	return procs
+}
+
+// clusterReport is the part of GET /cluster the tests read.
+type clusterReport struct {
+	OK    bool `json:"ok"`
+	Nodes []struct {
+		Name  string `json:"name"`
+		RESP  string `json:"resp"`
+		Leads int    `json:"leads"`
+	} `json:"nodes"`
+	Groups []struct {
+		ID       int      `json:"id"`
+		Leader   string   `json:"leader"`
+		Voters   []string `json:"voters"`
+		Replicas []struct {
+			Node    string `json:"node"`
+			Ready   bool   `json:"ready"`
+			Applied uint64 `json:"applied"`
+			Digest  string `json:"digest"`
+		} `json:"replicas"`
+	} `json:"groups"`
+}
+
+func report(p *proc, query string) (clusterReport, error) {
+	var r clusterReport
+	resp, err := http.Get("http://" + p.http + "/cluster" + query)
+	if err != nil {
+		return r, err
+	}
+	defer resp.Body.Close()
+	return r, json.NewDecoder(resp.Body).Decode(&r)
+}
+
+// waitBalanced waits until every group has exactly one serving replica,
+// its preferred leader (its first voter), as node procs[0] reports.
+func waitBalanced(t *testing.T, procs []*proc, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		r, err := report(procs[0], "")
+		if err == nil && r.OK && len(r.Groups) > 0 && balanced(r) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the cluster did not balance within %v: %+v %v\n%s", d, r, err, procs[0].logs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func balanced(r clusterReport) bool {
+	for _, g := range r.Groups {
+		ready := 0
+		for _, rep := range g.Replicas {
+			if rep.Ready {
+				ready++
+				if rep.Node != g.Voters[0] {
+					return false
+				}
+			}
+		}
+		if ready != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// clusterClient returns a ClusterClient over procs' RESP addresses. It
+// reloads the slots every 250ms (ClusterStateReloadInterval, 10s by
+// default): a client cannot learn from a dead node that its slots moved,
+// so a failover is followed as fast as the client asks again (see the
+// README's cluster section).
+func clusterClient(t *testing.T, procs []*proc) *redis.ClusterClient {
+	var addrs []string
+	for _, p := range procs {
+		addrs = append(addrs, p.resp)
+	}
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRedirects: 8, ReadTimeout: 5 * time.Second,
+		MinRetryBackoff: 5 * time.Millisecond, MaxRetryBackoff: 50 * time.Millisecond,
+		ClusterStateReloadInterval: 250 * time.Millisecond})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// mostLeader returns the index of the node that leads the most groups.
+func mostLeader(t *testing.T, procs []*proc) int {
+	r, err := report(procs[0], "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	best, most := 0, -1
+	for i, p := range procs {
+		for _, n := range r.Nodes {
+			if n.RESP == p.resp && n.Leads > most {
+				best, most = i, n.Leads
+			}
+		}
+	}
+	return best
+}
+
+// waitServedBy polls p's GET /cluster until every group is served by a
+// node other than the one at dead (its RESP address), and returns when.
+func waitServedBy(t *testing.T, p *proc, dead string, deadline time.Time) time.Time {
+	t.Helper()
+	for {
+		r, err := report(p, "")
+		if err == nil && servedWithout(r, dead) {
+			return time.Now()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("groups still not served without %s: %+v %v", dead, r, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func servedWithout(r clusterReport, dead string) bool {
+	name := ""
+	for _, n := range r.Nodes {
+		if n.RESP == dead {
+			name = n.Name
+		}
+	}
+	for _, g := range r.Groups {
+		ok := false
+		for _, rep := range g.Replicas {
+			ok = ok || (rep.Ready && rep.Node != name)
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// checkUntil runs RL.CHECK through c, retrying errors (a failover under
+// way) until deadline, and returns the reply.
+func checkUntil(c *redis.ClusterClient, deadline time.Time, args ...any) ([]any, error) {
+	for {
+		v, err := c.Do(context.Background(), append([]any{"RL.CHECK"}, args...)...).Slice()
+		if err == nil || time.Now().After(deadline) {
+			return v, err
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestClusterKill9StrongForgetsNothing: three nodes in strong mode; 200
+// keys are each admitted 5 times (fixed, 5 per hour) through a
+// ClusterClient; the node leading the most groups is killed with SIGKILL;
+// every key's sixth check is then denied — nothing admitted was forgotten
+// — and the time until every key is served again is measured.
+func TestClusterKill9StrongForgetsNothing(t *testing.T) {
+	bin := buildBinary(t)
+	procs := clusterProcs(t, bin, 3, "--consistency", "strong")
+	c := clusterClient(t, procs)
+	for i := 0; i < 200; i++ {
+		for j := 0; j < 5; j++ {
+			v, err := checkUntil(c, time.Now().Add(5*time.Second), fmt.Sprint("key:", i), "fixed", 5, "1h")
+			if err != nil || v[0] != int64(1) {
+				t.Fatalf("key:%d check %d: %v %v", i, j+1, v, err)
+			}
+		}
+	}
+	victim := mostLeader(t, procs)
+	killed := time.Now()
+	procs[victim].kill()
+	var live []*proc
+	for i, p := range procs {
+		if i != victim {
+			live = append(live, p)
+		}
+	}
+	served := waitServedBy(t, live[0], procs[victim].resp, killed.Add(15*time.Second))
+	c2 := clusterClient(t, live)
+	for i := 0; i < 200; i++ {
+		v, err := checkUntil(c2, killed.Add(15*time.Second), fmt.Sprint("key:", i), "fixed", 5, "1h")
+		if err != nil {
+			t.Fatalf("key:%d after the crash: %v", i, err)
+		}
+		if v[0] != int64(0) {
+			t.Fatalf("key:%d: the sixth check was allowed after the crash (%v): an admission was forgotten", i, v)
+		}
+	}
+	took := time.Since(killed)
+	t.Logf("strong: kill -9 of the node leading the most groups; every group led by a live node after %v, every key answered through ClusterClient after %v",
+		served.Sub(killed).Round(time.Millisecond), took.Round(time.Millisecond))
+	if took > 5*time.Second {
+		t.Errorf("full service took %v after kill -9 (goal 2s, test bound 5s)", took)
+	}
+}
+
+// TestClusterKill9FastBounded: three nodes in fast mode under the kill -9
+// load of crash_test.go (16 clients, all six algorithms) through
+// ClusterClients; one node is killed; what the cluster forgot is at most
+// what was acknowledged within three flush intervals before the kill.
+func TestClusterKill9FastBounded(t *testing.T) {
+	bin := buildBinary(t)
+	const interval = 100 * time.Millisecond
+	procs := clusterProcs(t, bin, 3, "--consistency", "fast", "--flush-interval", interval.String(),
+		"--max-log-limit", fmt.Sprint(crashLimit))
+	var addrs []string
+	for _, p := range procs {
+		addrs = append(addrs, p.resp)
+	}
+	l := startLoadWith(t, func() doer {
+		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRedirects: 8, PoolSize: 1,
+			ReadTimeout: 5 * time.Second, MaxRetries: -1})
+	})
+	victim := mostLeader(t, procs)
+	killed := l.crash(t, procs[victim], 3*time.Second)
+	var live []*proc
+	for i, p := range procs {
+		if i != victim {
+			live = append(live, p)
+		}
+	}
+	c := clusterClient(t, live)
+	peek := func(args ...any) []any {
+		v, err := c.Do(context.Background(), args...).Slice()
+		for deadline := time.Now().Add(15 * time.Second); err != nil && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+			v, err = c.Do(context.Background(), args...).Slice()
+		}
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		return v
+	}
+	missing, tally := l.compareWith(t, peek)
+	window := 3 * interval
+	bound := l.acksBetween(killed.Add(-window), killed)
+	t.Logf("fast: %d checks, %d allowed, %d missing after kill -9 of one node of three; bound %d (allowed within %s before the kill)",
+		l.total.Load(), tally, missing, bound, window)
+	if missing > bound {
+		t.Fatalf("fast mode forgot %d admissions, more than the %d acknowledged within %s of the kill", missing, bound, window)
+	}
+	if bound >= tally/2 {
+		t.Fatalf("the bound (%d of %d) says nothing: the load was too short", bound, tally)
+	}
+}
