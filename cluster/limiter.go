@@ -112,10 +112,10 @@ func (c *Cluster) Prefetch(keys [][]byte) uint64 {
 
 // Transact runs a MULTI/EXEC transaction on the store of its keys' group
 // (the server has checked that they share one slot, which this node
-// serves). A transaction without keys, or whose group this node no longer
-// serves, runs on an empty store and changes nothing: its commands answer
-// as on a fresh key. The server refuses rule changes, rule checks and
-// FLUSHALL inside a transaction in a cluster.
+// serves). A transaction without keys, or whose group this node stopped
+// serving meanwhile, runs its commands one by one outside a transaction
+// (run gets a nil Tx): each is then routed, and answered MOVED if its slot
+// moved.
 func (c *Cluster) Transact(plan shards.TxPlan, run func(tx *shards.Tx)) {
 	if len(plan.Keys) > 0 {
 		if g, err := c.serving(plan.Keys[0]); err == nil {
@@ -124,7 +124,7 @@ func (c *Cluster) Transact(plan shards.TxPlan, run func(tx *shards.Tx)) {
 			return
 		}
 	}
-	shards.New(1).Transact(plan, run)
+	run(nil)
 }
 
 // Digest returns the digest of the state of every group this node leads,

@@ -134,3 +134,49 @@ func (n *Node) PersistenceInfo() []string {
 	}
 	return out
 }
+
+// PersistenceInfo returns the fields of INFO persistence of a cluster
+// node, as alternating names and values: the totals of the groups it
+// hosts, then one line per group (raft_group_<id>) with its role, term and
+// indexes.
+func (c *Cluster) PersistenceInfo() []string {
+	m := c.metrics
+	itoa := func(v int64) string { return strconv.FormatInt(v, 10) }
+	avg := "0"
+	if e := m.nEntries.Load(); e > 0 {
+		avg = strconv.FormatFloat(float64(m.nRecords.Load())/float64(e), 'f', 1, 64)
+	}
+	out := []string{
+		"loading", "0",
+		"aof_enabled", "0",
+		"rl_durable", "1",
+		"rl_cluster", "1",
+		"rl_consistency", c.cfg.Consistency.String(),
+		"rl_flush_interval_ms", itoa(c.cfg.FlushInterval.Milliseconds()),
+		"rl_log_status", "ok",
+		"log_entries", itoa(int64(m.nEntries.Load())),
+		"log_records", itoa(int64(m.nRecords.Load())),
+		"log_last_batch_records", itoa(m.lastRecords.Load()),
+		"log_last_batch_bytes", itoa(m.lastBytes.Load()),
+		"log_avg_batch_records", avg,
+		"log_last_append_us", itoa(m.lastAppendDur.Load() / 1e3),
+	}
+	{
+		ls := c.cfg.Storage.LogStats()
+		out = append(out, "log_fsyncs", strconv.FormatUint(ls.Fsyncs, 10), "log_bytes", strconv.FormatUint(ls.EntriesBytes, 10))
+	}
+	for _, g := range c.groups {
+		if g == nil {
+			continue
+		}
+		st := g.raft.Stats()
+		role := "follower"
+		if g.ready.Load() {
+			role = "leader"
+		}
+		out = append(out, "raft_group_"+strconv.Itoa(int(g.id)), "role="+role+",state="+st["state"]+",term="+st["term"]+
+			",applied="+strconv.FormatUint(g.fsm.applied.Load(), 10)+",commit="+st["commit_index"]+
+			",last_log="+st["last_log_index"]+",snapshot="+st["last_snapshot_index"]+",keys="+strconv.Itoa(g.store.Len()))
+	}
+	return out
+}

@@ -278,13 +278,29 @@ type Blocking interface {
 	Blocks(name string) bool
 }
 
-// mayBlock reports whether the command named name may wait (Blocking).
-func (s *Server) mayBlock(name []byte) bool {
+// mayBlock reports whether the command named name, sent on c, may wait
+// (Blocking): a command that does, run now, or EXEC of a queue that holds
+// one. A command sent inside MULTI is only queued.
+func (s *Server) mayBlock(c *conn, name []byte) bool {
 	if s.blocking == nil {
 		return false
 	}
 	cmd := s.lookup(name)
-	return cmd != nil && s.blocking.Blocks(cmd.name)
+	if cmd == nil {
+		return false
+	}
+	if c.multi == nil {
+		return s.blocking.Blocks(cmd.name)
+	}
+	if cmd.name != "exec" {
+		return false
+	}
+	for _, q := range c.multi.queue {
+		if qc := s.lookup(q[0]); qc != nil && s.blocking.Blocks(qc.name) {
+			return true
+		}
+	}
+	return false
 }
 
 // errClose ends a connection without an error reply: after QUIT, a failed
@@ -320,7 +336,7 @@ func (s *Server) runBatch(c *conn) error {
 		if c.closing {
 			break
 		}
-		if c.lp != nil && c.multi == nil && s.mayBlock(args[0]) {
+		if c.lp != nil && s.mayBlock(c, args[0]) {
 			// A command that may wait cannot run on an event loop: the
 			// requests from it on run again on the connection's own
 			// goroutine, after the replies before it have gone out.

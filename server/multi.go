@@ -12,6 +12,8 @@ import (
 type Transactor interface {
 	// Transact locks what plan names, calls run with a view of the state
 	// on which the commands run, and unlocks (see shards.Store.Transact).
+	// It may call run with a nil Tx (a cluster node that no longer serves
+	// the keys): the commands then run one by one as outside MULTI.
 	Transact(plan shards.TxPlan, run func(tx *shards.Tx))
 }
 
