@@ -34,6 +34,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 type entry struct {
 	origin, epoch uint64
 	now           int64
+	sum           uint32 // CRC-32C of records, as the header says
 	records       []byte
 }
 
@@ -52,21 +53,36 @@ func sealEntry(b []byte, origin, epoch uint64, now int64) {
 	binary.LittleEndian.PutUint32(b[25:], crc32.Checksum(b[entryHeader:], castagnoli))
 }
 
+// decodeEntry decodes b and verifies its checksum.
 func decodeEntry(b []byte) (entry, error) {
+	e, err := decodeHeader(b)
+	if err == nil {
+		err = e.verify()
+	}
+	return e, err
+}
+
+// decodeHeader decodes b's header; verify checks the records.
+func decodeHeader(b []byte) (entry, error) {
 	if len(b) < entryHeader {
 		return entry{}, fmt.Errorf("%w: %d bytes", errBadEntry, len(b))
 	}
 	if b[0] != entryVersion {
 		return entry{}, fmt.Errorf("%w: version %d", errBadEntry, b[0])
 	}
-	e := entry{
+	return entry{
 		origin:  binary.LittleEndian.Uint64(b[1:]),
 		epoch:   binary.LittleEndian.Uint64(b[9:]),
 		now:     int64(binary.LittleEndian.Uint64(b[17:])),
+		sum:     binary.LittleEndian.Uint32(b[25:]),
 		records: b[entryHeader:],
+	}, nil
+}
+
+// verify checks the records against the header's checksum.
+func (e entry) verify() error {
+	if crc32.Checksum(e.records, castagnoli) != e.sum {
+		return fmt.Errorf("%w: checksum mismatch", errBadEntry)
 	}
-	if crc32.Checksum(e.records, castagnoli) != binary.LittleEndian.Uint32(b[25:]) {
-		return entry{}, fmt.Errorf("%w: checksum mismatch", errBadEntry)
-	}
-	return e, nil
+	return nil
 }

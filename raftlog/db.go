@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/sstable"
@@ -66,9 +67,19 @@ const memTableSize = 32 << 20
 
 // tune sets the options that suit a Raft log: tables are not compressed
 // (log entries are short-lived, and compressing them took about 4% of a
-// loaded node's CPU), and memtables are large (memTableSize).
+// loaded node's CPU), memtables are large (memTableSize), and values of a
+// KiB and more — log entries, snapshot chunks — are separated into blob
+// files when a memtable is flushed, so that compactions move only their
+// keys: an entry is written once more by the flush and never again, and
+// dropped with its blob file once the log is truncated behind a snapshot.
+// Without it, compactions rewrote every entry they met (about 3% of a
+// loaded node's CPU, and twice the disk writes).
 func tune(opts *pebble.Options) {
 	opts.MemTableSize = memTableSize
+	opts.Experimental.ValueSeparationPolicy = func() pebble.ValueSeparationPolicy {
+		return pebble.ValueSeparationPolicy{Enabled: true, MinimumSize: 1 << 10, MaxBlobReferenceDepth: 10,
+			RewriteMinimumAge: time.Minute, TargetGarbageRatio: 0.5}
+	}
 	for i := range opts.Levels {
 		opts.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.NoCompression }
 	}
