@@ -265,9 +265,10 @@ func (a *applier) activate(g *group) {
 	go a.commitLoop(g, g.inflight, g.loopDone)
 }
 
-// deactivate removes g from the active groups, if it is one, and records
-// the epochs whose changes in g may not be in its log as a lost window.
-func (a *applier) deactivate(g *group) {
+// deactivate removes g from the active groups, if it is one. Unless clean
+// (every change made in g is committed: see drain), it records the epochs
+// whose changes in g may not be in its log as a lost window.
+func (a *applier) deactivate(g *group, clean bool) {
 	a.gate.Lock()
 	if !g.active {
 		a.gate.Unlock()
@@ -275,7 +276,7 @@ func (a *applier) deactivate(g *group) {
 	}
 	g.active = false
 	a.retired = append(a.retired, g.inflight)
-	if lo, hi := g.committed.Load(), a.open.Load(); lo < hi {
+	if lo, hi := g.committed.Load(), a.open.Load(); lo < hi && !clean {
 		ws := append([]window(nil), *a.lost.Load()...)
 		ws = append(ws, window{lo: lo, hi: hi})
 		if len(ws) > maxLost {
@@ -393,7 +394,7 @@ func (a *applier) commitLoop(g *group, inflight <-chan pending, done chan<- stru
 					a.log.Warn("a log entry was not committed; the node gives up the group's state", "group", g.id, "epoch", p.epoch, "err", err)
 				}
 				failed = true
-				a.deactivate(g)
+				a.deactivate(g, false)
 				g.markDirty()
 				continue
 			}
@@ -456,6 +457,32 @@ func (a *applier) notify() {
 	a.mu.Unlock()
 	for _, fn := range ls {
 		fn()
+	}
+}
+
+// drain waits until every change made in g so far is committed: g no
+// longer changes (it stopped serving), so once the epoch open now is
+// sealed and g has committed it, its journal and entries are all in its
+// log. It returns an error if g's entries fail or done closes first.
+func (a *applier) drain(g *group, done <-chan struct{}) error {
+	seq := a.open.Load()
+	for {
+		ch := *a.gen.Load()
+		if g.committed.Load() >= seq {
+			return nil
+		}
+		a.gate.Lock()
+		active := g.active
+		a.gate.Unlock()
+		if !active {
+			return errors.New("cluster: the group's entries failed")
+		}
+		a.Kick()
+		select {
+		case <-ch:
+		case <-done:
+			return errWaitAbandoned
+		}
 	}
 }
 

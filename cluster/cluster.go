@@ -41,6 +41,11 @@ type ClusterConfig struct {
 	Peers []Peer
 	// Groups is the number of data groups at bootstrap (default 16).
 	Groups int
+	// Join, for a node that joins a running cluster (--join), asks a
+	// member to add this node, described by me, and returns the number of
+	// data groups. OpenCluster calls it, retrying, on a new data directory
+	// when Peers is empty.
+	Join func(ctx context.Context, me NodeInfo) (groups int, err error)
 	// NewStore makes the store of one data group, given how many groups
 	// this node hosts (among which to share shards and memory).
 	NewStore func(hosted int) *shards.Store
@@ -81,19 +86,24 @@ const (
 // the slot cannot be served (CLUSTERDOWN). All methods are safe for
 // concurrent use.
 type Cluster struct {
-	cfg     ClusterConfig
-	id      string // the node's cluster id: 40 hex characters
-	log     *slog.Logger
-	clock   func() int64
-	mux     *transport.Mux
-	meta    *metaFSM
-	metaR   *raft.Raft
-	groups  []*group // by group id, nil for groups not hosted here; [0] is unused
-	ngroups int
+	cfg   ClusterConfig
+	id    string // the node's cluster id: 40 hex characters
+	log   *slog.Logger
+	clock func() int64
+	mux   *transport.Mux
+	meta  *metaFSM
+	metaR *raft.Raft
+	// groups holds this node's replica of each data group, by id (nil for
+	// a group it does not host; [0] is unused). Replicas come and go as
+	// groups move between nodes, so readers load them atomically.
+	groups  []atomic.Pointer[group]
+	ngroups atomic.Int32 // data groups; 0 until a joining node learns it
 	app     *applier
 	metrics *metrics
 	peers   peerTable
 	initial []Peer // the members the data directory was bootstrapped with
+	// layoutMu orders the writes of the data directory's Layout.
+	layoutMu sync.Mutex
 
 	// leaderless[g] is when group g was first seen without a leader (Unix
 	// ns), 0 while it has one.
@@ -116,18 +126,24 @@ func OpenCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.ngroups, c.initial = layout.Groups, layout.Peers
+	c.ngroups.Store(int32(layout.Groups))
+	c.initial = layout.Peers
 	c.meta = newMetaFSM()
 	c.metrics = newMetrics(cfg.Registerer, c.appliedSum, func() bool { return false }, cfg.Storage.LogStats)
 	c.app = newApplier(cfg.FlushInterval, cfg.Clock, c.metrics, cfg.Logger, c.shutdownCh, true)
 	c.app.strong = cfg.Consistency == Strong
-	c.leaderless = make([]atomic.Int64, c.ngroups+1)
+	c.leaderless = make([]atomic.Int64, maxGroups+1)
 	c.mux, err = transport.Listen(cfg.RaftAddr, transport.Options{Logger: cfg.Logger, Advertise: cfg.RaftAdvertise})
 	if err != nil {
 		return nil, fmt.Errorf("raft listener on %s: %w", cfg.RaftAddr, err)
 	}
 	c.mux.Handle(c.handleRPC)
-	if err := c.startGroups(layout); err != nil {
+	err = c.startGroups(layout)
+	if err == nil && layout.Groups == 0 {
+		layout.Groups, err = c.join(ctx)
+		c.ngroups.Store(int32(layout.Groups))
+	}
+	if err != nil {
 		c.stopRafts()
 		c.mux.Close()
 		return nil, err
@@ -215,6 +231,9 @@ func (c *Cluster) layout() (*Layout, error) {
 	if st.HasState() {
 		return nil, fmt.Errorf("%w: %s holds a standalone node's state; start it without --peers", ErrMode, st.dir)
 	}
+	if len(c.cfg.Peers) == 0 && c.cfg.Join != nil {
+		return &Layout{Version: 1}, nil // Groups learned from the cluster (join)
+	}
 	if len(c.cfg.Peers) == 0 {
 		return nil, ErrNoPeers
 	}
@@ -239,8 +258,30 @@ func (c *Cluster) layout() (*Layout, error) {
 	return l, nil
 }
 
+// join asks the cluster to add this node (cfg.Join), retrying until ctx
+// ends, and returns the number of data groups. The meta group's leader
+// then replicates the meta state to this node, whose reconciler starts the
+// replicas of the groups placed on it.
+func (c *Cluster) join(ctx context.Context) (int, error) {
+	me := NodeInfo{ID: c.cfg.NodeID, Raft: c.cfg.RaftAdvertise, RESP: c.cfg.RESPAddr, HTTP: c.cfg.HTTPAddr}
+	for {
+		n, err := c.cfg.Join(ctx, me)
+		if err == nil && n > 0 {
+			c.log.Info("joined the cluster", "groups", n)
+			return n, nil
+		}
+		c.log.Warn("joining the cluster failed; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("join the cluster: %w (last: %v)", ctx.Err(), err)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
 // startGroups starts raft for the meta group and every hosted data group,
-// bootstrapping them on a new directory.
+// bootstrapping them on a new directory (unless the node joins a running
+// cluster: then the meta leader adds it).
 func (c *Cluster) startGroups(l *Layout) error {
 	st := c.cfg.Storage
 	fresh := !st.HasState()
@@ -259,29 +300,20 @@ func (c *Cluster) startGroups(l *Layout) error {
 		return fmt.Errorf("meta group: start raft: %w", err)
 	}
 	c.metaR = r
-	if fresh {
+	if fresh && len(metaConf.Servers) > 0 {
 		if err := r.BootstrapCluster(metaConf).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
 			return fmt.Errorf("meta group: bootstrap: %w", err)
 		}
 	}
 	place := placement(ids, l.Groups)
-	c.groups = make([]*group, l.Groups+1)
+	c.groups = make([]atomic.Pointer[group], maxGroups+1)
 	for _, id := range l.Hosted {
 		logs, snaps, err := st.GroupStorage(id, 1, c.log)
 		if err != nil {
 			return fmt.Errorf("group %d: %w", id, err)
 		}
-		g := newGroup(id, c.cfg.NewStore(len(l.Hosted)), logs, snaps, c.log)
-		g.fsm.fail = func(index uint64, err error) {
-			c.log.Error("a log entry cannot be applied", "group", id, "index", index, "err", err)
-		}
-		g.fsm.onSnapshot = func(d time.Duration, records, bytes int64, err error) {
-			c.metrics.snapshot(d, err)
-			if err == nil {
-				g.snapBytes.Store(bytes)
-			}
-		}
-		c.groups[id] = g
+		g := c.newDataGroup(id, logs, snaps)
+		c.groups[id].Store(g)
 		if err := g.startRaft(c.raftConfig(id), logs, c.transport(id)); err != nil {
 			return err
 		}
@@ -296,6 +328,36 @@ func (c *Cluster) startGroups(l *Layout) error {
 		}
 	}
 	return nil
+}
+
+// newDataGroup returns this node's replica of data group id over its
+// storage, with a new store.
+func (c *Cluster) newDataGroup(id uint32, logs raft.LogStore, snaps raft.SnapshotStore) *group {
+	hosted := max(len(c.hostedGroups()), len(c.placedHere()), 1)
+	g := newGroup(id, c.cfg.NewStore(hosted), logs, snaps, c.log)
+	g.fsm.fail = func(index uint64, err error) {
+		c.log.Error("a log entry cannot be applied", "group", id, "index", index, "err", err)
+	}
+	g.fsm.onSnapshot = func(d time.Duration, records, bytes int64, err error) {
+		c.metrics.snapshot(d, err)
+		if err == nil {
+			g.snapBytes.Store(bytes)
+		}
+	}
+	return g
+}
+
+// placedHere returns the groups the meta group places on this node.
+func (c *Cluster) placedHere() []int {
+	var out []int
+	for g, voters := range c.meta.current().Placement {
+		for _, v := range voters {
+			if v == c.cfg.NodeID {
+				out = append(out, g)
+			}
+		}
+	}
+	return out
 }
 
 // transport returns a raft transport for group id over the node's listener.
@@ -323,10 +385,29 @@ func (c *Cluster) raftConfig(id uint32) *raft.Config {
 	return rc
 }
 
+// replica returns this node's replica of group id, or nil.
+func (c *Cluster) replica(id int) *group {
+	if id < 1 || id >= len(c.groups) {
+		return nil
+	}
+	return c.groups[id].Load()
+}
+
+// hostedGroups returns this node's replicas, in group order.
+func (c *Cluster) hostedGroups() []*group {
+	var out []*group
+	for i := range c.groups {
+		if g := c.groups[i].Load(); g != nil {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
 // Stores returns the store of every data group this node hosts.
 func (c *Cluster) Stores() []*shards.Store {
 	var out []*shards.Store
-	for _, g := range c.groups {
+	for _, g := range c.hostedGroups() {
 		if g != nil {
 			out = append(out, g.store)
 		}
@@ -394,7 +475,7 @@ func (c *Cluster) Settle(ctx context.Context, change bool) error {
 // rlserver_raft_applied_index series.
 func (c *Cluster) appliedSum() uint64 {
 	var n uint64
-	for _, g := range c.groups {
+	for _, g := range c.hostedGroups() {
 		if g != nil {
 			n += g.fsm.applied.Load()
 		}
@@ -412,6 +493,7 @@ func (c *Cluster) Close(ctx context.Context) error {
 		if serr := c.Sync(ctx); serr != nil {
 			err = fmt.Errorf("commit the last changes: %w", serr)
 		}
+		c.handOver(ctx)
 		close(c.app.stop)
 		select {
 		case <-c.app.done:
@@ -420,7 +502,6 @@ func (c *Cluster) Close(ctx context.Context) error {
 				err = ctx.Err()
 			}
 		}
-		c.handOver(ctx)
 		close(c.shutdownCh)
 		c.wg.Wait()
 		c.stopRafts()
@@ -429,21 +510,21 @@ func (c *Cluster) Close(ctx context.Context) error {
 	return err
 }
 
-// handOver transfers the lead of every group this node leads, the meta
-// group's last, so that the others serve its slots at once.
+// handOver hands the lead of every group this node serves to another
+// voter (handOff: its changes committed first), the meta group's last, so
+// that the others serve its slots at once.
 func (c *Cluster) handOver(ctx context.Context) {
-	var fs []raft.Future
-	for _, g := range c.groups {
-		if g != nil && g.leader() {
-			g.ready.Store(false)
-			fs = append(fs, g.raft.LeadershipTransfer())
+	var wg sync.WaitGroup
+	for _, g := range c.hostedGroups() {
+		if g.ready.Load() {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c.handOff(g, "", "")
+			}()
 		}
 	}
-	for _, f := range fs {
-		if err := f.Error(); err != nil {
-			c.log.Warn("leadership transfer failed", "err", err)
-		}
-	}
+	wg.Wait()
 	if c.metaR != nil && c.metaR.State() == raft.Leader {
 		c.metaR.LeadershipTransfer().Error()
 	}
@@ -453,7 +534,7 @@ func (c *Cluster) handOver(ctx context.Context) {
 // stopRafts shuts every raft instance down.
 func (c *Cluster) stopRafts() {
 	var fs []raft.Future
-	for _, g := range c.groups {
+	for _, g := range c.hostedGroups() {
 		if g != nil && g.raft != nil {
 			fs = append(fs, g.raft.Shutdown())
 		}
@@ -466,15 +547,28 @@ func (c *Cluster) stopRafts() {
 	}
 }
 
+// maxGroups bounds --groups.
+const maxGroups = 1024
+
+// numGroups returns the number of data groups (0 while a joining node has
+// not learned it).
+func (c *Cluster) numGroups() int { return int(c.ngroups.Load()) }
+
 // groupOf returns the data group that owns slot: the slots are split into
-// ngroups contiguous ranges of (nearly) equal size.
+// the groups' contiguous ranges of (nearly) equal size. It returns 0 (no
+// group) while the number of groups is unknown.
 func (c *Cluster) groupOf(slot int) int {
-	return slot*c.ngroups/slots.Count + 1
+	n := c.numGroups()
+	if n == 0 {
+		return 0
+	}
+	return slot*n/slots.Count + 1
 }
 
 // slotRange returns the first and last slot of group g.
 func (c *Cluster) slotRange(g int) (int, int) {
-	first := ((g-1)*slots.Count + c.ngroups - 1) / c.ngroups
-	last := (g*slots.Count+c.ngroups-1)/c.ngroups - 1
+	n := c.numGroups()
+	first := ((g-1)*slots.Count + n - 1) / n
+	last := (g*slots.Count+n-1)/n - 1
 	return first, last
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,6 +25,7 @@ import (
 // directory of its own, on 127.0.0.1 ports.
 type testCluster struct {
 	t     *testing.T
+	mu    sync.Mutex // guards nodes against the load's readers (any, byRESP)
 	nodes []*Cluster
 	cfgs  []ClusterConfig
 	dirs  []string
@@ -62,6 +65,9 @@ func startCluster(t *testing.T, n, groups int, mode Consistency) *testCluster {
 			Peers: peers, Groups: groups, Consistency: mode, FlushInterval: 2 * time.Millisecond,
 			HeartbeatTimeout: 150 * time.Millisecond, ElectionTimeout: 150 * time.Millisecond, LeaderLeaseTimeout: 100 * time.Millisecond,
 			NewStore: func(int) *shards.Store { return shards.New(8) }}
+		if os.Getenv("RL_TEST_LOG") != "" { // the nodes' logs on stderr
+			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})).With("node", peers[i].ID)
+		}
 		tc.cfgs = append(tc.cfgs, cfg)
 		tc.dirs = append(tc.dirs, t.TempDir())
 		tc.nodes = append(tc.nodes, nil)
@@ -101,7 +107,9 @@ func (tc *testCluster) open(i int) error {
 		disk.Close()
 		return err
 	}
+	tc.mu.Lock()
 	tc.nodes[i], tc.disks[i] = c, disk
+	tc.mu.Unlock()
 	return disk.MarkInitialised()
 }
 
@@ -124,7 +132,9 @@ func (tc *testCluster) kill(i int) {
 	c.stopRafts()
 	c.mux.Close()
 	tc.disks[i].Close()
+	tc.mu.Lock()
 	tc.nodes[i] = nil
+	tc.mu.Unlock()
 }
 
 // waitServed waits until every live node sees a leader for every slot
@@ -154,10 +164,10 @@ func (tc *testCluster) waitBalanced(d time.Duration) {
 func (tc *testCluster) servedOnce(preferred bool) bool {
 	c0 := tc.any()
 	place := c0.placement()
-	for g := 1; g <= c0.ngroups; g++ {
+	for g := 1; g <= c0.numGroups(); g++ {
 		n := 0
 		for _, c := range tc.nodes {
-			if c == nil || c.groups[g] == nil || !c.groups[g].ready.Load() {
+			if c == nil || c.replica(g) == nil || !c.replica(g).ready.Load() {
 				continue
 			}
 			n++
@@ -185,6 +195,8 @@ func waitUntil(t *testing.T, d time.Duration, what string, ok func() bool) {
 
 // byRESP returns the live node whose client address is addr.
 func (tc *testCluster) byRESP(addr string) *Cluster {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
 	for _, c := range tc.nodes {
 		if c != nil && c.cfg.RESPAddr == addr {
 			return c
@@ -195,12 +207,20 @@ func (tc *testCluster) byRESP(addr string) *Cluster {
 
 // check runs a check on the node that serves key, following MOVED and
 // retrying TRYAGAIN/CLUSTERDOWN as a cluster client does, until deadline.
+// In strong mode it returns, as the server replies, only once the check's
+// change is committed; if the change may have been lost (the group's lead
+// moved first), it returns that error.
 func (tc *testCluster) check(key string, a engine.Algo, p engine.Params, cost int64, deadline time.Time) (engine.Result, error) {
 	c := tc.any()
 	for {
 		r, err := c.Check([]byte(key), a, p, cost, time.Now().UnixNano())
 		var moved *MovedError
 		switch {
+		case err == nil && c.Strong():
+			ctx, cancel := context.WithDeadline(context.Background(), deadline)
+			err = c.app.wait(c.Pending(), ctx.Done())
+			cancel()
+			return r, err
 		case err == nil:
 			return r, nil
 		case errors.As(err, &moved):
@@ -232,6 +252,8 @@ func (tc *testCluster) settle() {
 }
 
 func (tc *testCluster) any() *Cluster {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
 	for _, c := range tc.nodes {
 		if c != nil {
 			return c
@@ -388,7 +410,7 @@ func (tc *testCluster) mostLeader() int {
 			continue
 		}
 		n := 0
-		for _, g := range c.groups {
+		for _, g := range c.hostedGroups() {
 			if g != nil && g.ready.Load() {
 				n++
 			}
@@ -464,5 +486,122 @@ func TestCheckRulesAcrossGroups(t *testing.T) {
 	r, err := tc.check("per-ip:"+ip, engine.Fixed, engine.Params{Limit: 70, Window: 3600e9}, 0, time.Now().Add(5*time.Second))
 	if err != nil || r.Remaining != 20 {
 		t.Fatalf("the wider rule's counter: %+v %v, want 20 remaining (charged once per admission)", r, err)
+	}
+}
+
+// TestJoinAndLeaveUnderLoad: three nodes in strong mode serve a steady
+// load while a fourth joins and then one of the first three leaves. The
+// load sees no error but redirects and retries (MOVED, TRYAGAIN); every
+// admission acknowledged is counted at the end; the fourth node leads
+// groups, the one that left holds none and is forgotten.
+func TestJoinAndLeaveUnderLoad(t *testing.T) {
+	tc := startCluster(t, 3, 8, Strong)
+	p := engine.Params{Limit: 1 << 40, Window: 3600e9}
+	const workers, keys = 8, 40
+	type tally struct{ ok, unsure int64 }
+	counts := make([][]tally, workers)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var fails atomic.Int64
+	for w := 0; w < workers; w++ {
+		counts[w] = make([]tally, keys)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				k := i % keys
+				r, err := tc.check(fmt.Sprintf("jl:%d:%d", w, k), engine.Fixed, p, 1, time.Now().Add(10*time.Second))
+				switch {
+				case err != nil:
+					counts[w][k].unsure++
+					fails.Add(1)
+				case r.Allowed:
+					counts[w][k].ok++
+				}
+			}
+		}()
+	}
+	// A fourth node joins through node 1.
+	tc.add(t, func(ctx context.Context, me NodeInfo) (int, error) { return tc.nodes[0].Join(ctx, me) })
+	waitUntil(t, 30*time.Second, "the new node to lead groups", func() bool { return leads(tc.nodes[3]) > 0 })
+	// Node 2 leaves.
+	if err := tc.nodes[1].Leave(context.Background(), "n2"); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 30*time.Second, "n2 to hold no group and be forgotten", func() bool {
+		_, known := tc.nodes[0].meta.current().Nodes["n2"]
+		return len(tc.nodes[1].hostedGroups()) == 0 && !known
+	})
+	close(stop)
+	wg.Wait()
+	if f := fails.Load(); f > 0 {
+		t.Errorf("%d checks failed (after retrying for 10s) while the nodes moved", f)
+	}
+	tc.kill(1) // n2 left; stop it
+	tc.waitServed(10 * time.Second)
+	total := int64(0)
+	for w := 0; w < workers; w++ {
+		for k := 0; k < keys; k++ {
+			r, err := tc.check(fmt.Sprintf("jl:%d:%d", w, k), engine.Fixed, p, 0, time.Now().Add(10*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			used := p.Limit - r.Remaining
+			c := counts[w][k]
+			if used < c.ok || used > c.ok+c.unsure {
+				t.Fatalf("jl:%d:%d counts %d, but %d were acknowledged (%d unsure)", w, k, used, c.ok, c.unsure)
+			}
+			total += c.ok
+		}
+	}
+	if total < 1000 {
+		t.Fatalf("only %d admissions during the moves: the test proves little", total)
+	}
+	t.Logf("%d admissions acknowledged while a node joined and another left; every one counted", total)
+	for _, c := range tc.nodes {
+		if c != nil {
+			t.Logf("%s leads %d groups, hosts %d", c.cfg.NodeID, leads(c), len(c.hostedGroups()))
+		}
+	}
+	if leads(tc.nodes[3]) < 2 {
+		t.Errorf("the node that joined leads %d groups of 8", leads(tc.nodes[3]))
+	}
+}
+
+// leads returns the groups c serves.
+func leads(c *Cluster) int {
+	n := 0
+	for _, g := range c.hostedGroups() {
+		if g.ready.Load() {
+			n++
+		}
+	}
+	return n
+}
+
+// add starts one more node, which joins the cluster with join.
+func (tc *testCluster) add(t *testing.T, join func(context.Context, NodeInfo) (int, error)) {
+	i := len(tc.nodes)
+	cfg := tc.cfgs[0]
+	cfg.NodeID, cfg.Peers, cfg.Join = fmt.Sprintf("n%d", i+1), nil, join
+	if cfg.Logger != nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})).With("node", cfg.NodeID)
+	}
+	cfg.RaftAddr = freePorts(t, 1)[0]
+	cfg.RaftAdvertise = ""
+	cfg.RESPAddr = fmt.Sprintf("127.0.0.1:%d", 20000+i)
+	tc.cfgs = append(tc.cfgs, cfg)
+	tc.dirs = append(tc.dirs, t.TempDir())
+	tc.mu.Lock()
+	tc.nodes = append(tc.nodes, nil)
+	tc.mu.Unlock()
+	tc.disks = append(tc.disks, nil)
+	if err := tc.open(i); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -217,3 +217,11 @@ func (f *fsm) restoreLatest(snaps raft.SnapshotStore, index uint64) (uint64, err
 	}
 	return 0, nil
 }
+
+// resetOrigin stops skipping this node's entries: it no longer leads, and
+// every entry it wrote is applied (a clean hand-off waited for them).
+func (f *fsm) resetOrigin() {
+	f.mu.Lock()
+	f.origin.Store(0)
+	f.mu.Unlock()
+}

@@ -48,6 +48,8 @@ type group struct {
 	committed atomic.Uint64 // the last epoch whose changes in this group are committed
 	loopDone  chan struct{} // closed when the commit loop has ended
 	dirty     chan struct{} // an entry failed: give up the state and take it again
+	stop      chan struct{} // closed when the replica is dropped
+	handing   atomic.Bool   // handOff is under way: the watcher leaves it be
 }
 
 // newGroup returns a group over store and its storage; start it with
@@ -59,6 +61,7 @@ func newGroup(id uint32, store *shards.Store, logs raft.LogStore, snaps raft.Sna
 		fsm:    &fsm{store: store},
 		notify: make(chan bool, 1),
 		dirty:  make(chan struct{}, 1),
+		stop:   make(chan struct{}),
 	}
 }
 

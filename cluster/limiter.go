@@ -54,7 +54,7 @@ func (c *Cluster) Flush() error {
 // unlocks them).
 func (c *Cluster) led() []*group {
 	var out []*group
-	for _, g := range c.groups {
+	for _, g := range c.hostedGroups() {
 		if g == nil {
 			continue
 		}
@@ -83,7 +83,7 @@ func (c *Cluster) Len() int {
 // led or followed.
 func (c *Cluster) MemoryBytes() int64 {
 	var n int64
-	for _, g := range c.groups {
+	for _, g := range c.hostedGroups() {
 		if g != nil {
 			n += g.store.MemoryBytes()
 		}
@@ -102,7 +102,7 @@ func (c *Cluster) Prefetch(keys [][]byte) uint64 {
 		for n < len(keys) && c.groupOf(slots.Of(keys[n])) == gi {
 			n++
 		}
-		if g := c.groups[gi]; g != nil && g.ready.Load() {
+		if g := c.replica(gi); g != nil && g.ready.Load() {
 			sum += g.store.Prefetch(keys[:n])
 		}
 		keys = keys[n:]

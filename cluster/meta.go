@@ -29,6 +29,9 @@ type NodeInfo struct {
 	Raft string `json:"raft"` // address of its Raft listener
 	RESP string `json:"resp"` // address clients reach its RESP port at
 	HTTP string `json:"http"` // address of its HTTP API, "" if none
+	// Leaving: the node asked to leave; no group is placed on it, and it
+	// is forgotten once no group has it as a voter.
+	Leaving bool `json:"leaving,omitempty"`
 }
 
 // metaState is the meta group's state.
@@ -44,10 +47,11 @@ const metaVersion = 1
 
 // metaCmd is one entry of the meta group's log.
 type metaCmd struct {
-	Op        string           `json:"op"` // init, hello, rule.set, rule.create, rule.del
+	Op        string           `json:"op"` // init, hello, join, leave, forget, rule.set, rule.create, rule.del
 	Groups    int              `json:"groups,omitempty"`
 	Placement map[int][]string `json:"placement,omitempty"`
 	Node      *NodeInfo        `json:"node,omitempty"`
+	Peers     []NodeInfo       `json:"peers,omitempty"` // init: the initial members
 	Rule      *rules.Rule      `json:"rule,omitempty"`
 	ID        string           `json:"id,omitempty"`
 }
@@ -108,10 +112,40 @@ func (f *metaFSM) apply(c metaCmd) metaResult {
 	case "init":
 		if s.Groups == 0 { // the first init wins; every node sends the same
 			s.Groups, s.Placement = c.Groups, c.Placement
+			for _, p := range c.Peers {
+				if _, ok := s.Nodes[p.ID]; !ok {
+					s.Nodes[p.ID] = p
+				}
+			}
 		}
-	case "hello":
-		if c.Node != nil {
-			s.Nodes[c.Node.ID] = *c.Node
+	case "hello": // an update of a member's addresses
+		if _, ok := s.Nodes[c.Node.ID]; c.Node != nil && ok {
+			n := *c.Node
+			n.Leaving = s.Nodes[n.ID].Leaving
+			s.Nodes[n.ID] = n
+		}
+	case "join":
+		if c.Node == nil || s.Groups == 0 {
+			return metaResult{Err: "ERR the cluster is not initialised yet"}
+		}
+		n := *c.Node
+		n.Leaving = false
+		s.Nodes[n.ID] = n
+		s.Placement = placement(activeNodes(s), s.Groups)
+	case "leave":
+		n, ok := s.Nodes[c.ID]
+		if !ok {
+			return metaResult{Err: fmt.Sprintf("ERR no node %q in the cluster", c.ID)}
+		}
+		if !n.Leaving && len(activeNodes(s)) <= 1 {
+			return metaResult{Err: "ERR the last node cannot leave"}
+		}
+		n.Leaving = true
+		s.Nodes[c.ID] = n
+		s.Placement = placement(activeNodes(s), s.Groups)
+	case "forget":
+		if n, ok := s.Nodes[c.ID]; ok && n.Leaving {
+			delete(s.Nodes, c.ID)
 		}
 	case "rule.set", "rule.create":
 		if c.Rule == nil {
@@ -232,6 +266,19 @@ func sortedRules(s *metaState) []rules.Rule {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
+}
+
+// activeNodes returns the ids of the nodes that are not leaving. Call with
+// the state's lock held, or on a copy.
+func activeNodes(s *metaState) []string {
+	var ids []string
+	for id, n := range s.Nodes {
+		if !n.Leaving {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	return ids
 }
 
 // placement returns the voters of each of groups data groups over the

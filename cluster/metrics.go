@@ -165,7 +165,7 @@ func (c *Cluster) PersistenceInfo() []string {
 		ls := c.cfg.Storage.LogStats()
 		out = append(out, "log_fsyncs", strconv.FormatUint(ls.Fsyncs, 10), "log_bytes", strconv.FormatUint(ls.EntriesBytes, 10))
 	}
-	for _, g := range c.groups {
+	for _, g := range c.hostedGroups() {
 		if g == nil {
 			continue
 		}

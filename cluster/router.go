@@ -26,7 +26,7 @@ var (
 func (c *Cluster) serving(key []byte) (*group, error) {
 	slot := slots.Of(key)
 	gi := c.groupOf(slot)
-	if g := c.groups[gi]; g != nil {
+	if g := c.replica(gi); g != nil {
 		g.serving.RLock()
 		if g.ready.Load() {
 			return g, nil
@@ -41,7 +41,7 @@ func (c *Cluster) serving(key []byte) (*group, error) {
 // be served (CLUSTERDOWN).
 func (c *Cluster) Route(slot int) error {
 	gi := c.groupOf(slot)
-	if g := c.groups[gi]; g != nil && g.ready.Load() {
+	if g := c.replica(gi); g != nil && g.ready.Load() {
 		return nil
 	}
 	return c.routeErr(slot, gi)
@@ -77,7 +77,7 @@ func (e *MovedError) Error() string { return "MOVED " + strconv.Itoa(e.Slot) + "
 // leaderOf returns the node id that leads group g as far as this node
 // knows, or "".
 func (c *Cluster) leaderOf(g int) string {
-	if grp := c.groups[g]; grp != nil {
+	if grp := c.replica(g); grp != nil {
 		_, id := grp.raft.LeaderWithID()
 		return string(id)
 	}
@@ -136,7 +136,7 @@ func (c *Cluster) View() View {
 			Connected: me || c.peer(name).connected(), Myself: me})
 	}
 	place := c.placement()
-	for g := 1; g <= c.ngroups; g++ {
+	for g := 1; g <= c.numGroups(); g++ {
 		start, end := c.slotRange(g)
 		vg := ViewGroup{ID: g, Start: start, End: end}
 		if l := c.leaderOf(g); l != "" && m.Nodes[l].RESP != "" {
@@ -162,13 +162,13 @@ func (c *Cluster) placement() map[int][]string {
 	for id := range c.peerAddrs() {
 		ids = append(ids, id)
 	}
-	return placement(ids, c.ngroups)
+	return placement(ids, c.numGroups())
 }
 
 // KeysInSlot returns the number of keys this node holds in slot, if it
 // serves the slot, else 0 (as a Redis master counts only its own slots).
 func (c *Cluster) KeysInSlot(slot int) int {
-	g := c.groups[c.groupOf(slot)]
+	g := c.replica(c.groupOf(slot))
 	if g == nil || !g.ready.Load() {
 		return 0
 	}
@@ -176,7 +176,7 @@ func (c *Cluster) KeysInSlot(slot int) int {
 }
 
 // Groups returns the number of data groups.
-func (c *Cluster) Groups() int { return c.ngroups }
+func (c *Cluster) Groups() int { return c.numGroups() }
 
 // String names the node for logs.
 func (c *Cluster) String() string { return fmt.Sprintf("node %s (%s)", c.cfg.NodeID, c.id[:8]) }

@@ -40,6 +40,8 @@ func (c *Cluster) handleRPC(ctx context.Context, method string, body []byte) ([]
 			}
 		}
 		return json.Marshal(c.status(req.Digest))
+	case "meta.join", "meta.leave":
+		return c.handleMembership(ctx, method, body)
 	case "meta.apply":
 		res, err := c.metaApply(ctx, body)
 		if err != nil {
@@ -90,13 +92,16 @@ type groupStatus struct {
 	LastNow int64  `json:"last_now"` // time of the last entry applied
 	Keys    int    `json:"keys"`
 	Digest  string `json:"digest,omitempty"`
+	// Servers: the group's servers in its latest configuration, reported
+	// by its leader (nil from a follower).
+	Servers []string `json:"servers,omitempty"`
 }
 
 // status returns this node's groups; with at > 0, each with its state's
 // digest at that time.
 func (c *Cluster) status(at int64) nodeStatus {
 	s := nodeStatus{ID: c.cfg.NodeID}
-	for _, g := range c.groups {
+	for _, g := range c.hostedGroups() {
 		if g == nil {
 			continue
 		}
@@ -105,6 +110,9 @@ func (c *Cluster) status(at int64) nodeStatus {
 			Term: g.raft.CurrentTerm(), Applied: g.fsm.applied.Load(), LastNow: g.fsm.lastNow.Load(), Keys: g.store.Len()}
 		if at > 0 {
 			gs.Digest = fmt.Sprintf("%016x", g.store.Digest(at))
+		}
+		if g.leader() {
+			gs.Servers = configServers(g)
 		}
 		s.Groups = append(s.Groups, gs)
 	}
@@ -289,8 +297,8 @@ func (c *Cluster) peer(id string) *peerInfo {
 // noteRemoteLeaders updates the leaderless times of the groups this node
 // does not host, from the peers' reports.
 func (c *Cluster) noteRemoteLeaders() {
-	for g := 1; g <= c.ngroups; g++ {
-		if c.groups[g] == nil {
+	for g := 1; g <= c.numGroups(); g++ {
+		if c.replica(g) == nil {
 			c.markLeader(g, c.remoteLeader(g) != "")
 		}
 	}
@@ -357,6 +365,9 @@ type ReportReplica struct {
 	Applied uint64 `json:"applied"`
 	Keys    int    `json:"keys"`
 	Digest  string `json:"digest,omitempty"`
+	// Servers: the group's servers in its latest configuration, reported
+	// by its leader (nil from a follower).
+	Servers []string `json:"servers,omitempty"`
 }
 
 // Report asks every member for its groups' status (with digests at

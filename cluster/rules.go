@@ -253,12 +253,7 @@ func (c *Cluster) refundLocal(req chargeReq) error {
 }
 
 // hosted returns this node's replica of group id, or nil.
-func (c *Cluster) hosted(id int) *group {
-	if id < 1 || id > c.ngroups {
-		return nil
-	}
-	return c.groups[id]
-}
+func (c *Cluster) hosted(id int) *group { return c.replica(id) }
 
 // leaderRaftAddr returns the Raft address of group g's leader, or "".
 func (c *Cluster) leaderRaftAddr(g int) string {

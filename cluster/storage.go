@@ -268,3 +268,17 @@ func (st *Storage) HasState() bool {
 	snaps, _ := st.Snaps.List()
 	return last > 0 || len(snaps) > 0
 }
+
+// DropGroup deletes everything the database holds of group id — its log,
+// stable store and snapshots — synced, for a replica that moved away.
+func (st *Storage) DropGroup(id uint32) error {
+	b := st.DB.NewBatch()
+	defer b.Close()
+	for _, ns := range []raftlog.Namespace{raftlog.NamespaceLog, raftlog.NamespaceStable, raftlog.NamespaceSnapshot} {
+		lo, hi := ns.Bounds(id)
+		if err := b.DeleteRange(lo, hi, nil); err != nil {
+			return err
+		}
+	}
+	return b.Commit(pebble.Sync)
+}

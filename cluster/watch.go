@@ -13,12 +13,11 @@ import (
 // group, the meta group's registration of this node, the status poller,
 // the leader balancer and the snapshot checker.
 func (c *Cluster) startBackground() {
-	for _, g := range c.groups {
-		if g != nil {
-			c.goLoop(func() { c.watch(g) })
-		}
+	for _, g := range c.hostedGroups() {
+		c.startWatch(g)
 	}
 	c.goLoop(c.register)
+	c.goLoop(c.reconcileLoop)
 	c.goLoop(c.poll)
 	c.goLoop(c.balance)
 	c.goLoop(c.snapshots)
@@ -47,6 +46,8 @@ func (c *Cluster) watch(g *group) {
 		select {
 		case <-c.shutdownCh:
 			return
+		case <-g.stop:
+			return
 		case <-g.notify:
 		case <-g.dirty:
 			dirty = true
@@ -56,8 +57,16 @@ func (c *Cluster) watch(g *group) {
 	}
 }
 
+// startWatch starts g's watcher.
+func (c *Cluster) startWatch(g *group) {
+	c.goLoop(func() { c.watch(g) })
+}
+
 // reconcile brings g's serving state in line with raft's.
 func (c *Cluster) reconcile(g *group, dirty bool) {
+	if g.handing.Load() {
+		return // handOff decides
+	}
 	leading := g.leader()
 	if g.ready.Load() && (!leading || dirty) {
 		c.stepDown(g)
@@ -73,7 +82,7 @@ func (c *Cluster) stepDown(g *group) {
 	g.serving.Lock() // wait for the checks under way
 	g.ready.Store(false)
 	g.serving.Unlock()
-	c.app.deactivate(g)
+	c.app.deactivate(g, false)
 	start := time.Now()
 	if err := g.fsm.rebuild(g.logs, g.snaps); err != nil {
 		c.log.Error("rebuilding a group's state from its log failed", "group", g.id, "err", err)
@@ -116,19 +125,33 @@ func (c *Cluster) markLeader(g int, has bool) {
 func (c *Cluster) register() {
 	me := NodeInfo{ID: c.cfg.NodeID, Raft: c.cfg.RaftAdvertise, RESP: c.cfg.RESPAddr, HTTP: c.cfg.HTTPAddr}
 	ids := make([]string, 0, len(c.initial))
+	var peers []NodeInfo
 	for _, p := range c.initial {
 		ids = append(ids, p.ID)
+		peers = append(peers, NodeInfo{ID: p.ID, Raft: p.Raft})
 	}
 	for {
 		m := c.meta.current()
 		var cmd metaCmd
 		switch {
+		case m.Groups == 0 && len(ids) > 0:
+			cmd = metaCmd{Op: "init", Groups: c.numGroups(), Placement: placement(ids, c.numGroups()), Peers: peers}
 		case m.Groups == 0:
-			cmd = metaCmd{Op: "init", Groups: c.ngroups, Placement: placement(ids, c.ngroups)}
+			cmd = metaCmd{} // a joining node: its join registers it
+		case m.Nodes[me.ID].ID == "" || m.Nodes[me.ID].Leaving:
+			return // not a member (any more), or leaving
 		case m.Nodes[me.ID] != me:
 			cmd = metaCmd{Op: "hello", Node: &me}
 		default:
 			return
+		}
+		if cmd.Op == "" {
+			select {
+			case <-c.shutdownCh:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			continue
 		}
 		b, _ := json.Marshal(cmd)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -157,7 +180,7 @@ func (c *Cluster) snapshots() {
 			return
 		case <-t.C:
 		}
-		for _, g := range c.groups {
+		for _, g := range c.hostedGroups() {
 			if g == nil {
 				continue
 			}
@@ -191,7 +214,7 @@ func (c *Cluster) balance() {
 		}
 		place := c.placement()
 		addrs := c.peerAddrs()
-		for _, g := range c.groups {
+		for _, g := range c.hostedGroups() {
 			if g == nil || !g.ready.Load() || time.Since(last[g.id]) < 5*time.Second {
 				continue
 			}
@@ -201,9 +224,7 @@ func (c *Cluster) balance() {
 			}
 			last[g.id] = time.Now()
 			c.log.Info("handing the lead to the group's preferred leader", "group", g.id, "to", voters[0])
-			if err := g.raft.LeadershipTransferToServer(raft.ServerID(voters[0]), raft.ServerAddress(addrs[voters[0]])).Error(); err != nil {
-				c.log.Warn("leadership transfer failed", "group", g.id, "to", voters[0], "err", err)
-			}
+			c.handOff(g, voters[0], addrs[voters[0]])
 		}
 	}
 }

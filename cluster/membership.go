@@ -1,0 +1,425 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Membership: a node joins a running cluster (Join, called on any member
+// for the node that runs --join) or leaves it (Leave). Both change the
+// meta group's record of the members, which places the data groups anew
+// over the members that are not leaving (placement). Then every node's
+// reconciler moves the groups to match, one change at a time per group and
+// tick, without stopping service:
+//
+//   - a node that a group is placed on and that has no replica of it
+//     starts one, empty, which waits to be added;
+//   - the group's leader adds a missing node as a non-voter (raft sends it
+//     a snapshot and the log), promotes it to voter once it has applied the
+//     log to within a few entries, then removes the voters no longer placed
+//     on it; a leader that is itself to be removed first hands its lead
+//     to a node that stays (handOff: nothing acknowledged is forgotten);
+//   - a node that a group is no longer placed on, and that the group's
+//     leader no longer counts among its servers, drops its replica and the
+//     replica's data;
+//   - the meta leader forgets a leaving node once no group counts it among
+//     its servers, and removes it from the meta group.
+//
+// Rules and counters are never lost: a group changes its voters one at a
+// time, each change committed by a majority of the voters before it.
+
+// maxMetaVoters bounds the meta group's voters; further members follow it
+// as non-voters.
+const maxMetaVoters = 5
+
+// joinReq and leaveReq are the bodies of meta.join and meta.leave.
+type joinReq struct {
+	Node NodeInfo `json:"node"`
+}
+
+type leaveReq struct {
+	ID string `json:"id"`
+}
+
+// Join adds node n to the cluster and returns the number of data groups,
+// through the meta group's leader (this node or another). n's Raft
+// listener should be up: the meta leader starts replicating to it at once.
+func (c *Cluster) Join(ctx context.Context, n NodeInfo) (int, error) {
+	if n.ID == "" || n.Raft == "" || n.RESP == "" {
+		return 0, errors.New("ERR a joining node needs an id, a Raft address and a RESP address")
+	}
+	body, _ := json.Marshal(joinReq{Node: n})
+	if _, err := c.onMetaLeader(ctx, "meta.join", body); err != nil {
+		return 0, err
+	}
+	return c.meta.current().Groups, nil
+}
+
+// Leave makes node id leave the cluster: no group is placed on it any
+// more, its groups move to the other nodes, then it is forgotten (watch
+// GET /cluster). It returns once the leave is recorded.
+func (c *Cluster) Leave(ctx context.Context, id string) error {
+	body, _ := json.Marshal(leaveReq{ID: id})
+	_, err := c.onMetaLeader(ctx, "meta.leave", body)
+	return err
+}
+
+// onMetaLeader runs an internal call on the meta group's leader: here if
+// this node leads it, else over the transport; then waits until this node
+// has applied the meta index the leader reached.
+func (c *Cluster) onMetaLeader(ctx context.Context, method string, body []byte) ([]byte, error) {
+	if c.metaR.State() == raft.Leader {
+		return c.handleMembership(ctx, method, body)
+	}
+	addr, _ := c.metaR.LeaderWithID()
+	if addr == "" {
+		return nil, errors.New("TRYAGAIN the cluster's meta group has no leader yet")
+	}
+	cctx, cancel := context.WithTimeout(ctx, 2*rpcTimeout)
+	defer cancel()
+	b, err := c.mux.Call(cctx, string(addr), method, body)
+	if err != nil {
+		return nil, remoteErr(err)
+	}
+	var rep metaReply
+	if err := json.Unmarshal(b, &rep); err == nil {
+		for c.meta.applied.Load() < rep.Index && cctx.Err() == nil {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	return b, nil
+}
+
+// handleMembership runs meta.join and meta.leave on the meta leader.
+func (c *Cluster) handleMembership(ctx context.Context, method string, body []byte) ([]byte, error) {
+	if c.metaR.State() != raft.Leader {
+		return nil, errors.New("TRYAGAIN this node no longer leads the meta group")
+	}
+	var cmd metaCmd
+	switch method {
+	case "meta.join":
+		var req joinReq
+		if err := json.Unmarshal(body, &req); err != nil {
+			return nil, err
+		}
+		if err := c.addMetaServer(req.Node); err != nil {
+			return nil, err
+		}
+		cmd = metaCmd{Op: "join", Node: &req.Node}
+	case "meta.leave":
+		var req leaveReq
+		if err := json.Unmarshal(body, &req); err != nil {
+			return nil, err
+		}
+		cmd = metaCmd{Op: "leave", ID: req.ID}
+	}
+	b, _ := json.Marshal(cmd)
+	res, err := c.metaApply(ctx, b)
+	if err == nil && res.Err != "" {
+		err = errors.New(res.Err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(metaReply{Result: res, Index: c.meta.applied.Load()})
+}
+
+// addMetaServer adds n to the meta group: as a voter while it has fewer
+// than maxMetaVoters, else as a non-voter. A member already there stays as
+// it is (a node that joins again after a restart).
+func (c *Cluster) addMetaServer(n NodeInfo) error {
+	f := c.metaR.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return err
+	}
+	voters := 0
+	for _, s := range f.Configuration().Servers {
+		if s.ID == raft.ServerID(n.ID) {
+			return nil
+		}
+		if s.Suffrage == raft.Voter {
+			voters++
+		}
+	}
+	var fut raft.IndexFuture
+	if voters < maxMetaVoters {
+		fut = c.metaR.AddVoter(raft.ServerID(n.ID), raft.ServerAddress(n.Raft), 0, rpcTimeout)
+	} else {
+		fut = c.metaR.AddNonvoter(raft.ServerID(n.ID), raft.ServerAddress(n.Raft), 0, rpcTimeout)
+	}
+	if err := fut.Error(); err != nil {
+		return fmt.Errorf("TRYAGAIN adding %s to the meta group: %v", n.ID, err)
+	}
+	return nil
+}
+
+// reconcile moves this node's groups toward the meta group's placement,
+// every half second.
+func (c *Cluster) reconcileLoop() {
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.shutdownCh:
+			return
+		case <-t.C:
+		}
+		m := c.meta.current()
+		if m.Groups == 0 || len(m.Placement) == 0 {
+			continue
+		}
+		for g := 1; g <= m.Groups; g++ {
+			placed := slices.Contains(m.Placement[g], c.cfg.NodeID)
+			grp := c.replica(g)
+			switch {
+			case grp == nil && placed:
+				if err := c.addReplica(g); err != nil {
+					c.log.Warn("starting a replica of a group placed here failed", "group", g, "err", err)
+				}
+			case grp == nil:
+			case grp.ready.Load():
+				c.adjustVoters(grp, m)
+			case !placed:
+				c.maybeDropReplica(grp)
+			}
+		}
+		if c.metaR.State() == raft.Leader {
+			c.forgetLeft(m)
+		}
+	}
+}
+
+// adjustVoters makes one change to the servers of group g, which this node
+// leads, toward the voters placed on it: add a missing node as a
+// non-voter, promote a non-voter that caught up, hand the lead away if this
+// node is to leave the group, or remove a server that is not placed.
+func (c *Cluster) adjustVoters(g *group, m *metaState) {
+	want := m.Placement[int(g.id)]
+	f := g.raft.GetConfiguration()
+	if f.Error() != nil || len(want) == 0 {
+		return
+	}
+	servers := f.Configuration().Servers
+	has := map[string]raft.ServerSuffrage{}
+	for _, s := range servers {
+		has[string(s.ID)] = s.Suffrage
+	}
+	for _, id := range want {
+		if _, ok := has[id]; !ok {
+			c.configChange(g, "add a non-voter", id, g.raft.AddNonvoter(raft.ServerID(id), raft.ServerAddress(m.Nodes[id].Raft), 0, rpcTimeout))
+			return
+		}
+	}
+	for _, id := range want {
+		if has[id] == raft.Nonvoter && c.caughtUp(id, g) {
+			c.configChange(g, "promote to voter", id, g.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(m.Nodes[id].Raft), 0, rpcTimeout))
+			return
+		}
+	}
+	for _, s := range servers {
+		id := string(s.ID)
+		if slices.Contains(want, id) {
+			continue
+		}
+		if s.Suffrage == raft.Voter && !c.allVoters(want, has) {
+			return // remove voters only once every placed node votes
+		}
+		if id == c.cfg.NodeID {
+			c.handOff(g, want[0], m.Nodes[want[0]].Raft)
+			return
+		}
+		c.configChange(g, "remove", id, g.raft.RemoveServer(raft.ServerID(id), 0, rpcTimeout))
+		return
+	}
+}
+
+func (c *Cluster) allVoters(want []string, has map[string]raft.ServerSuffrage) bool {
+	for _, id := range want {
+		if s, ok := has[id]; !ok || s != raft.Voter {
+			return false
+		}
+	}
+	return true
+}
+
+// configChange waits for a change of g's servers and logs it.
+func (c *Cluster) configChange(g *group, what, id string, f raft.IndexFuture) {
+	if err := f.Error(); err != nil {
+		c.log.Warn("changing a group's servers failed", "group", g.id, "change", what, "node", id, "err", err)
+		return
+	}
+	c.log.Info("group servers changed", "group", g.id, "change", what, "node", id)
+}
+
+// maybeDropReplica drops this node's replica of g, which is no longer
+// placed here, once a node that leads g no longer counts this node among
+// g's servers (this node's own raft may not know who leads g any more: a
+// removed server hears from no leader).
+func (c *Cluster) maybeDropReplica(g *group) {
+	c.peers.mu.Lock()
+	drop := false
+	for _, p := range c.peers.byID {
+		if !p.connected() {
+			continue
+		}
+		for _, gs := range p.status.Groups {
+			if gs.ID == int(g.id) && gs.State == "Leader" && gs.Servers != nil && !slices.Contains(gs.Servers, c.cfg.NodeID) {
+				drop = true
+			}
+		}
+	}
+	c.peers.mu.Unlock()
+	if drop {
+		c.dropReplica(g)
+	}
+}
+
+// forgetLeft removes from the meta group the leaving nodes that no group
+// counts among its servers any more (the meta leader runs it).
+func (c *Cluster) forgetLeft(m *metaState) {
+	for id, n := range m.Nodes {
+		if !n.Leaving || c.inSomeGroup(id, m.Groups) {
+			continue
+		}
+		if err := c.metaR.RemoveServer(raft.ServerID(id), 0, rpcTimeout).Error(); err != nil {
+			c.log.Warn("removing a node that left from the meta group failed", "node", id, "err", err)
+			continue
+		}
+		b, _ := json.Marshal(metaCmd{Op: "forget", ID: id})
+		ctx, cancel := context.WithTimeout(context.Background(), rpcTimeout)
+		c.metaApply(ctx, b)
+		cancel()
+		c.log.Info("a node left the cluster", "node", id)
+	}
+}
+
+// inSomeGroup reports whether any group's leader counts node id among its
+// servers, or whether that is unknown for some group.
+func (c *Cluster) inSomeGroup(id string, groups int) bool {
+	for g := 1; g <= groups; g++ {
+		servers, ok := c.groupServers(g)
+		if !ok || slices.Contains(servers, id) {
+			return true
+		}
+	}
+	return false
+}
+
+// groupServers returns the servers of group g as its leader reports them.
+func (c *Cluster) groupServers(g int) ([]string, bool) {
+	if grp := c.replica(g); grp != nil && grp.leader() {
+		return configServers(grp), true
+	}
+	leader := c.leaderOf(g)
+	p := c.peer(leader)
+	if leader == "" || !p.connected() {
+		return nil, false
+	}
+	for _, gs := range p.status.Groups {
+		if gs.ID == g && gs.State == "Leader" && gs.Servers != nil {
+			return gs.Servers, true
+		}
+	}
+	return nil, false
+}
+
+// configServers returns the ids of g's servers in its latest configuration.
+func configServers(g *group) []string {
+	f := g.raft.GetConfiguration()
+	if f.Error() != nil {
+		return nil
+	}
+	out := []string{}
+	for _, s := range f.Configuration().Servers {
+		out = append(out, string(s.ID))
+	}
+	return out
+}
+
+// addReplica starts this node's replica of group id, empty: the group's
+// leader adds it as a non-voter and sends it a snapshot and the log.
+func (c *Cluster) addReplica(id int) error {
+	st := c.cfg.Storage
+	if err := st.DropGroup(uint32(id)); err != nil { // leftovers of an earlier replica
+		return err
+	}
+	logs, snaps, err := st.GroupStorage(uint32(id), 1, c.log)
+	if err != nil {
+		return err
+	}
+	g := c.newDataGroup(uint32(id), logs, snaps)
+	if err := g.startRaft(c.raftConfig(uint32(id)), logs, c.transport(uint32(id))); err != nil {
+		return err
+	}
+	c.groups[id].Store(g)
+	c.startWatch(g)
+	c.log.Info("replica started; waiting for the group's leader to add it", "group", id)
+	return c.saveHosted()
+}
+
+// dropReplica stops this node's replica of g and deletes its data.
+func (c *Cluster) dropReplica(g *group) {
+	close(g.stop)
+	c.groups[g.id].Store(nil)
+	g.raft.Shutdown().Error()
+	if err := c.cfg.Storage.DropGroup(g.id); err != nil {
+		c.log.Warn("deleting a dropped replica's data failed", "group", g.id, "err", err)
+	}
+	c.log.Info("replica dropped: the group moved to other nodes", "group", g.id)
+	if err := c.saveHosted(); err != nil {
+		c.log.Warn("recording the groups hosted here failed", "err", err)
+	}
+}
+
+// saveHosted records the groups this node hosts in its data directory.
+func (c *Cluster) saveHosted() error {
+	c.layoutMu.Lock()
+	defer c.layoutMu.Unlock()
+	l := Layout{Version: 1, Groups: c.numGroups(), Peers: c.initial}
+	for _, g := range c.hostedGroups() {
+		l.Hosted = append(l.Hosted, g.id)
+	}
+	return c.cfg.Storage.SaveLayout(l)
+}
+
+// handOff hands the lead of g to node id at addr: it stops serving g,
+// waits until every change it made is committed, then asks raft to
+// transfer the lead (which first brings the target up to date). Nothing
+// acknowledged is forgotten, in fast mode too. If the transfer fails, the
+// watcher makes the node serve g again while it still leads.
+func (c *Cluster) handOff(g *group, id, addr string) {
+	if !g.handing.CompareAndSwap(false, true) {
+		return
+	}
+	defer g.handing.Store(false)
+	g.serving.Lock()
+	g.ready.Store(false)
+	g.serving.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	err := c.app.drain(g, ctx.Done())
+	cancel()
+	c.app.deactivate(g, err == nil)
+	if err != nil {
+		c.log.Warn("the changes of a group could not be committed before handing over its lead", "group", g.id, "err", err)
+		g.markDirty()
+		return
+	}
+	g.fsm.resetOrigin()
+	var f raft.Future
+	if id == "" {
+		f = g.raft.LeadershipTransfer()
+	} else {
+		f = g.raft.LeadershipTransferToServer(raft.ServerID(id), raft.ServerAddress(addr))
+	}
+	if err := f.Error(); err != nil {
+		c.log.Warn("leadership transfer failed", "group", g.id, "to", id, "err", err)
+		return
+	}
+	c.log.Info("lead handed over", "group", g.id, "to", id)
+}
