@@ -60,6 +60,9 @@ type ClusterConfig struct {
 	// follower that hears nothing from its leader for HeartbeatTimeout
 	// (randomized up to twice that) starts an election.
 	HeartbeatTimeout, ElectionTimeout, LeaderLeaseTimeout time.Duration
+	// Proxy makes the node forward the commands of slots it does not serve
+	// to the nodes that do, instead of answering MOVED (--proxy).
+	Proxy bool
 	// DownAfter is how long a slot whose group has no leader is answered
 	// TRYAGAIN before CLUSTERDOWN (default 2s).
 	DownAfter  time.Duration

@@ -54,6 +54,13 @@ func freePorts(t *testing.T, n int) []string {
 // startCluster starts n nodes and waits until every slot is served.
 func startCluster(t *testing.T, n, groups int, mode Consistency) *testCluster {
 	t.Helper()
+	return startClusterWith(t, n, groups, mode, nil)
+}
+
+// startClusterWith is startCluster with mod applied to every node's
+// configuration.
+func startClusterWith(t *testing.T, n, groups int, mode Consistency, mod func(*ClusterConfig)) *testCluster {
+	t.Helper()
 	raftAddrs := freePorts(t, n)
 	var peers []Peer
 	for i := 0; i < n; i++ {
@@ -65,6 +72,9 @@ func startCluster(t *testing.T, n, groups int, mode Consistency) *testCluster {
 			Peers: peers, Groups: groups, Consistency: mode, FlushInterval: 2 * time.Millisecond,
 			HeartbeatTimeout: 150 * time.Millisecond, ElectionTimeout: 150 * time.Millisecond, LeaderLeaseTimeout: 100 * time.Millisecond,
 			NewStore: func(int) *shards.Store { return shards.New(8) }}
+		if mod != nil {
+			mod(&cfg)
+		}
 		if os.Getenv("RL_TEST_LOG") != "" { // the nodes' logs on stderr
 			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})).With("node", peers[i].ID)
 		}
@@ -603,5 +613,53 @@ func (tc *testCluster) add(t *testing.T, join func(context.Context, NodeInfo) (i
 	tc.disks = append(tc.disks, nil)
 	if err := tc.open(i); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestProxyServesEveryKeyOnEveryNode: with Proxy, every node answers every
+// key, forwarding the keys of groups it does not lead, and the counts are
+// exact: 12 clients, four on each node, charge 30 keys of all six
+// algorithms (limit 100 per hour, 5 checks each per client): every check
+// is allowed and each key ends with exactly 60 charged.
+func TestProxyServesEveryKeyOnEveryNode(t *testing.T) {
+	for _, mode := range []Consistency{Fast, Strong} {
+		t.Run(mode.String(), func(t *testing.T) {
+			tc := startClusterWith(t, 3, 8, mode, func(c *ClusterConfig) { c.Proxy = true })
+			algos := []engine.Algo{engine.Fixed, engine.Sliding, engine.Log, engine.Token, engine.Leaky, engine.GCRA}
+			p := engine.Params{Limit: 100, Window: 3600e9}
+			var wg sync.WaitGroup
+			var denied, failed atomic.Int64
+			for w := 0; w < 12; w++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					c := tc.nodes[w%3]
+					for i := 0; i < 5; i++ {
+						for k := 0; k < 30; k++ {
+							r, err := c.Check([]byte(fmt.Sprint("px:", k)), algos[k%6], p, 1, time.Now().UnixNano())
+							switch {
+							case err != nil:
+								failed.Add(1)
+							case !r.Allowed:
+								denied.Add(1)
+							}
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			if failed.Load() > 0 || denied.Load() > 0 {
+				t.Fatalf("%d checks failed and %d were denied; want every one allowed", failed.Load(), denied.Load())
+			}
+			tc.settle()
+			for k := 0; k < 30; k++ {
+				for _, c := range tc.nodes {
+					r, err := c.Check([]byte(fmt.Sprint("px:", k)), algos[k%6], p, 0, time.Now().UnixNano())
+					if err != nil || r.Remaining != 40 {
+						t.Fatalf("px:%d on %s: %+v %v, want 40 remaining (60 charged)", k, c.cfg.NodeID, r, err)
+					}
+				}
+			}
+		})
 	}
 }

@@ -7,8 +7,16 @@ import (
 )
 
 // Check is shards.Store.Check on the store of key's group, if this node
-// serves its slot; else the routing error (MOVED, TRYAGAIN, CLUSTERDOWN).
+// serves its slot; else, with Proxy, the check forwarded to the node that
+// does, or the routing error (MOVED, TRYAGAIN, CLUSTERDOWN).
 func (c *Cluster) Check(key []byte, a engine.Algo, p engine.Params, cost, now int64) (engine.Result, error) {
+	if c.cfg.Proxy {
+		return c.Forwarder().Check(key, a, p, cost, now)
+	}
+	return c.check(key, a, p, cost, now)
+}
+
+func (c *Cluster) check(key []byte, a engine.Algo, p engine.Params, cost, now int64) (engine.Result, error) {
 	g, err := c.serving(key)
 	if err != nil {
 		return engine.Result{}, err
@@ -17,8 +25,15 @@ func (c *Cluster) Check(key []byte, a engine.Algo, p engine.Params, cost, now in
 	return g.store.Check(key, a, p, cost, now)
 }
 
-// Throttle is shards.Store.Throttle on the store of key's group.
+// Throttle is shards.Store.Throttle on the store of key's group (as Check).
 func (c *Cluster) Throttle(key []byte, maxBurst, count, period, quantity, now int64) (engine.CellResult, error) {
+	if c.cfg.Proxy {
+		return c.Forwarder().Throttle(key, maxBurst, count, period, quantity, now)
+	}
+	return c.throttle(key, maxBurst, count, period, quantity, now)
+}
+
+func (c *Cluster) throttle(key []byte, maxBurst, count, period, quantity, now int64) (engine.CellResult, error) {
 	g, err := c.serving(key)
 	if err != nil {
 		return engine.CellResult{}, err
@@ -27,8 +42,15 @@ func (c *Cluster) Throttle(key []byte, maxBurst, count, period, quantity, now in
 	return g.store.Throttle(key, maxBurst, count, period, quantity, now)
 }
 
-// Reset is shards.Store.Reset on the store of key's group.
+// Reset is shards.Store.Reset on the store of key's group (as Check).
 func (c *Cluster) Reset(key []byte, now int64) (bool, error) {
+	if c.cfg.Proxy {
+		return c.Forwarder().Reset(key, now)
+	}
+	return c.reset(key, now)
+}
+
+func (c *Cluster) reset(key []byte, now int64) (bool, error) {
 	g, err := c.serving(key)
 	if err != nil {
 		return false, err

@@ -40,6 +40,16 @@ func (c *Cluster) handleRPC(ctx context.Context, method string, body []byte) ([]
 			}
 		}
 		return json.Marshal(c.status(req.Digest))
+	case "key":
+		var req keyReq
+		if err := json.Unmarshal(body, &req); err != nil {
+			return nil, err
+		}
+		rep, err := c.runKey(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(rep)
 	case "meta.join", "meta.leave":
 		return c.handleMembership(ctx, method, body)
 	case "meta.apply":
@@ -278,10 +288,13 @@ func (c *Cluster) pollOne(id, addr string) {
 // the nodes the meta group knows.
 func (c *Cluster) peerAddrs() map[string]string {
 	out := map[string]string{}
-	for _, p := range c.initial {
-		out[p.ID] = p.Raft
+	m := c.meta.current()
+	if m.Groups == 0 { // the meta group has not recorded the members yet
+		for _, p := range c.initial {
+			out[p.ID] = p.Raft
+		}
 	}
-	for id, n := range c.meta.current().Nodes {
+	for id, n := range m.Nodes {
 		out[id] = n.Raft
 	}
 	return out

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -59,6 +60,32 @@ type Cluster interface {
 	// groups, leaders and slots, and every replica's applied index; with
 	// digestAt > 0, each replica's state digest at that time (Unix ns).
 	ClusterReport(ctx context.Context, digestAt int64) any
+	// LeaveNode makes node id leave the cluster: its groups move to the
+	// other nodes, then it is forgotten.
+	LeaveNode(ctx context.Context, id string) error
+}
+
+// leave answers DELETE /cluster/nodes/{id} (admin): 202 once the leave is
+// recorded (the groups move afterwards: watch GET /cluster), 404 for a
+// node the cluster does not know.
+func (a *api) leave(w http.ResponseWriter, r *http.Request) {
+	if err := a.authorize(r, true); err != nil {
+		writeError(w, err)
+		return
+	}
+	id := r.PathValue("id")
+	if err := a.cfg.Cluster.LeaveNode(r.Context(), id); err != nil {
+		status := http.StatusServiceUnavailable
+		if strings.Contains(err.Error(), "no node") {
+			status = http.StatusNotFound
+		} else if strings.Contains(err.Error(), "last node") {
+			status = http.StatusConflict
+		}
+		writeJSON(w, status, errorBody{err.Error()})
+		return
+	}
+	a.cfg.Logger.Info("a node leaves the cluster", "node", id, "client", r.RemoteAddr, "via", "http")
+	writeJSON(w, http.StatusAccepted, map[string]string{"status": "leaving", "node": id})
 }
 
 // cluster answers GET /cluster[?digest_at=<unix ns>|now].
@@ -138,6 +165,7 @@ func New(cfg Config) http.Handler {
 	a.handle(mux, "GET /readyz", "readyz", a.readyz)
 	if cfg.Cluster != nil {
 		a.handle(mux, "GET /cluster", "cluster", a.cluster)
+		a.handle(mux, "DELETE /cluster/nodes/{id}", "cluster_leave", a.leave)
 	}
 	if cfg.Gatherer != nil {
 		mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))

@@ -41,6 +41,7 @@ func commandTable() (map[string]*command, []*command) {
 	list = append(list, ruleCommands()...)
 	list = append(list, persistenceCommands()...)
 	list = append(list, multiCommands()...)
+	list = append(list, membershipCommands()...)
 	list = append(list, clusterCommands()...)
 	sort.Slice(list, func(i, j int) bool { return list[i].name < list[j].name })
 	m := make(map[string]*command, len(list))

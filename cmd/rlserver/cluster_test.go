@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -285,4 +287,199 @@ func TestClusterKill9FastBounded(t *testing.T) {
 	if bound >= tally/2 {
 		t.Fatalf("the bound (%d of %d) says nothing: the load was too short", bound, tally)
 	}
+}
+
+// TestClusterProxyPlainClients: three nodes with --proxy serve clients
+// that do not follow MOVED — redis-cli without -c, redis-py's plain
+// Redis (pipelined), redis-benchmark without --cluster — on any node,
+// and the counts are exact.
+func TestClusterProxyPlainClients(t *testing.T) {
+	bin := buildBinary(t)
+	procs := clusterProcs(t, bin, 3, "--proxy", "--consistency", "strong")
+	py := pythonRedis(t)
+	// redis-cli without -c: 20 keys, checked once on each node.
+	for k := 0; k < 20; k++ {
+		for _, p := range procs {
+			host, port := splitAddr(p.resp)
+			out, err := exec.Command("redis-cli", "-h", host, "-p", fmt.Sprint(port), "RL.CHECK", fmt.Sprint("cli:", k), "fixed", "10", "1h").CombinedOutput()
+			if err != nil || !strings.HasPrefix(string(out), "1\n") {
+				t.Fatalf("redis-cli on %s: %v %q", p.resp, err, out)
+			}
+		}
+	}
+	// redis-py, a plain (non-transactional) pipeline of 20 checks per node.
+	script := `
+import sys, redis
+for addr in sys.argv[1:]:
+    host, port = addr.rsplit(":", 1)
+    r = redis.Redis(host=host, port=int(port))
+    p = r.pipeline(transaction=False)
+    for k in range(20):
+        p.execute_command("RL.CHECK", "cli:%d" % k, "fixed", 10, "1h")
+    for res in p.execute():
+        assert res[0] == 1, res
+print("ok")
+`
+	args := []string{"-c", script}
+	for _, p := range procs {
+		args = append(args, p.resp)
+	}
+	if out, err := exec.Command(py, args...).CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "ok" {
+		t.Fatalf("redis-py: %v\n%s", err, out)
+	}
+	// Every key: 3 checks by redis-cli and 3 by redis-py of 10.
+	c := procs[0].client
+	for k := 0; k < 20; k++ {
+		if rem := procs[k%3].remaining("RL.PEEK", fmt.Sprint("cli:", k), "fixed", 10, "1h"); rem != 4 {
+			t.Fatalf("cli:%d: remaining %d, want 4 (6 checks of 10)", k, rem)
+		}
+	}
+	// redis-benchmark without --cluster: 1000 checks of one key on each node.
+	for _, p := range procs {
+		host, port := splitAddr(p.resp)
+		out, err := exec.Command("redis-benchmark", "-h", host, "-p", fmt.Sprint(port), "-n", "1000", "-c", "8", "-P", "4", "-q",
+			"RL.CHECK", "bench:one", "fixed", "100000", "1h").CombinedOutput()
+		if err != nil || strings.Contains(string(out), "rror") {
+			t.Fatalf("redis-benchmark on %s: %v\n%s", p.resp, err, out)
+		}
+	}
+	if v, err := c.Do(context.Background(), "RL.PEEK", "bench:one", "fixed", 100000, "1h").Slice(); err != nil || v[2] != int64(100000-3000) {
+		t.Fatalf("bench:one after 3 x 1000 checks: %v %v, want remaining 97000", v, err)
+	}
+}
+
+// pythonRedis returns a python3 that can import redis-py (.ci/run
+// installs Debian's python3-redis).
+func pythonRedis(t *testing.T) string {
+	t.Helper()
+	for _, py := range []string{"/usr/bin/python3", "python3"} {
+		if exec.Command(py, "-c", "import redis").Run() == nil {
+			return py
+		}
+	}
+	t.Fatal("no python3 with redis-py (apt-get install python3-redis; .ci/run does this)")
+	return ""
+}
+
+// TestClusterJoinLeaveUnderLoad: three nodes in strong mode; 8 clients
+// check at a steady rate through ClusterClients while a fourth node joins
+// (--join) and then one of the first three leaves (DELETE
+// /cluster/nodes/n2). The clients see no error (they follow MOVED and
+// retry TRYAGAIN); every admission acknowledged is counted; GET /cluster
+// shows groups led by the new node and leaders balanced.
+func TestClusterJoinLeaveUnderLoad(t *testing.T) {
+	bin := buildBinary(t)
+	procs := clusterProcs(t, bin, 3, "--consistency", "strong")
+	var addrs []string
+	for _, p := range procs {
+		addrs = append(addrs, p.resp)
+	}
+	const workers, keys = 8, 50
+	acked := make([][]int64, workers)
+	var errs atomic.Int64
+	var lastErr atomic.Value
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		acked[w] = make([]int64, keys)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRedirects: 16,
+				ClusterStateReloadInterval: 250 * time.Millisecond, MinRetryBackoff: 5 * time.Millisecond,
+				MaxRetryBackoff: 100 * time.Millisecond})
+			defer c.Close()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				k := i % keys
+				v, err := c.Do(context.Background(), "RL.CHECK", fmt.Sprintf("jl:%d:%d", w, k), "fixed", 1000000, "1h").Slice()
+				if err != nil {
+					errs.Add(1)
+					lastErr.Store(err.Error())
+					continue
+				}
+				if v[0] == int64(1) {
+					acked[w][k]++
+				}
+				time.Sleep(2 * time.Millisecond)
+			}
+		}()
+	}
+	time.Sleep(time.Second)
+	n4 := startProc(t, bin, t.TempDir(), "--node-id", "n4", "--raft-addr", freePort(t), "--join", procs[0].resp,
+		"--consistency", "strong")
+	deadline := time.Now().Add(30 * time.Second)
+	for !leadsGroups(t, procs[0], "n4") {
+		if time.Now().After(deadline) {
+			t.Fatalf("n4 leads no group 30s after joining\n%s", n4.logs)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	req, _ := http.NewRequest(http.MethodDelete, "http://"+procs[0].http+"/cluster/nodes/n2", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("DELETE /cluster/nodes/n2: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	for {
+		r, err := report(procs[0], "")
+		if err == nil && !hasNode(r, "n2") && balanced(r) {
+			break
+		}
+		if time.Now().After(deadline.Add(30 * time.Second)) {
+			t.Fatalf("n2 not forgotten, or leaders not balanced: %+v %v", r, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(time.Second)
+	close(stop)
+	wg.Wait()
+	procs[1].stop()
+	if n := errs.Load(); n > 0 {
+		t.Errorf("the clients saw %d errors (last: %v) while a node joined and another left", n, lastErr.Load())
+	}
+	live := []*proc{procs[0], procs[2], n4}
+	c := clusterClient(t, live)
+	var total int64
+	for w := 0; w < workers; w++ {
+		for k := 0; k < keys; k++ {
+			v, err := c.Do(context.Background(), "RL.PEEK", fmt.Sprintf("jl:%d:%d", w, k), "fixed", 1000000, "1h").Slice()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if used := 1000000 - v[2].(int64); used != acked[w][k] {
+				t.Fatalf("jl:%d:%d counts %d, but %d were acknowledged", w, k, used, acked[w][k])
+			}
+			total += acked[w][k]
+		}
+	}
+	r, _ := report(procs[0], "")
+	t.Logf("%d admissions acknowledged during the join and the leave, every one counted; leads: %+v", total, r.Nodes)
+}
+
+// leadsGroups reports whether node name leads a group, as p reports.
+func leadsGroups(t *testing.T, p *proc, name string) bool {
+	r, err := report(p, "")
+	if err != nil {
+		return false
+	}
+	for _, n := range r.Nodes {
+		if n.Name == name {
+			return n.Leads > 0
+		}
+	}
+	return false
+}
+
+func hasNode(r clusterReport, name string) bool {
+	for _, n := range r.Nodes {
+		if n.Name == name {
+			return true
+		}
+	}
+	return false
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/server"
 )
 
@@ -54,4 +55,26 @@ func splitAddr(addr string) (string, int) {
 // ClusterReport is GET /cluster's answer (httpapi.Cluster).
 func (n clusterNode) ClusterReport(ctx context.Context, digestAt int64) any {
 	return n.Report(ctx, digestAt)
+}
+
+// JoinNode adds a node to the cluster (server.Membership).
+func (n clusterNode) JoinNode(ctx context.Context, id, raft, resp, http string) (int, error) {
+	return n.Join(ctx, cluster.NodeInfo{ID: id, Raft: raft, RESP: resp, HTTP: http})
+}
+
+// LeaveNode makes a node leave the cluster (server.Membership).
+func (n clusterNode) LeaveNode(ctx context.Context, id string) error { return n.Leave(ctx, id) }
+
+// httpChecker is what the HTTP API checks against on a cluster node: keyed
+// checks forwarded to the node that serves their slot, rule checks
+// coordinated by this node.
+type httpChecker struct {
+	cluster.Forwarder
+	*cluster.Cluster
+}
+
+// Check is the Forwarder's (the embedded Cluster's Check would answer
+// MOVED).
+func (h httpChecker) Check(key []byte, a engine.Algo, p engine.Params, cost, now int64) (engine.Result, error) {
+	return h.Forwarder.Check(key, a, p, cost, now)
 }

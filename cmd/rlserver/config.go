@@ -57,6 +57,8 @@ type Config struct {
 	// holds a cluster node) makes this node one of a cluster.
 	RaftAddr           string
 	Peers              string
+	Join               string
+	Proxy              bool
 	Groups             int
 	Announce           string
 	HeartbeatTimeout   time.Duration
@@ -99,6 +101,8 @@ func flagSet(cfg *Config) *flag.FlagSet {
 	fs.Uint64Var(&cfg.TrailingLogs, "trailing-logs", cluster.DefaultTrailingLogs, "log entries kept after a snapshot")
 	fs.StringVar(&cfg.RaftAddr, "raft-addr", "127.0.0.1:7379", "cluster: address of the node's Raft listener, which carries every Raft group and the nodes' internal calls")
 	fs.StringVar(&cfg.Peers, "peers", "", "cluster: the initial members as id=raftaddr,... (this node included; the same list on every node); empty runs a standalone node")
+	fs.StringVar(&cfg.Join, "join", "", "cluster: join the running cluster that the node at this RESP address (host:port) belongs to, as --node-id with --raft-addr")
+	fs.BoolVar(&cfg.Proxy, "proxy", false, "cluster: forward the commands of slots this node does not serve to the nodes that do, instead of answering MOVED (for clients that are not cluster-aware)")
 	fs.IntVar(&cfg.Groups, "groups", cluster.DefaultGroups, "cluster: Raft groups the 16384 slots are split over, fixed when the cluster is first started")
 	fs.StringVar(&cfg.Announce, "announce", "", `cluster: host clients reach this node at (MOVED, CLUSTER SLOTS); "" takes --listen's host, or --raft-addr's when --listen's is unspecified (0.0.0.0)`)
 	fs.DurationVar(&cfg.HeartbeatTimeout, "raft-heartbeat-timeout", cluster.DefaultHeartbeatTimeout, "cluster: a follower that hears nothing from its leader this long (randomized up to twice it) starts an election")
@@ -234,8 +238,12 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--node-id %q: want 1 to 64 letters, digits, '-', '_' or '.'", c.NodeID)
 	case c.Groups < 1 || c.Groups > 1024:
 		return fmt.Errorf("--groups %d: want 1 to 1024", c.Groups)
-	case c.Peers != "" && c.DataDir == "":
-		return errors.New("--peers needs a --data-dir: a cluster node keeps its Raft logs there")
+	case (c.Peers != "" || c.Join != "") && c.DataDir == "":
+		return errors.New("--peers and --join need a --data-dir: a cluster node keeps its Raft logs there")
+	case c.Peers != "" && c.Join != "":
+		return errors.New("--peers starts a new cluster, --join joins a running one: give one of them")
+	case c.Join != "" && c.NodeID == "":
+		return errors.New("--join needs --node-id: the name the new node has in the cluster")
 	case c.HeartbeatTimeout < 5*time.Millisecond || c.ElectionTimeout < 5*time.Millisecond:
 		return fmt.Errorf("--raft-heartbeat-timeout %s, --raft-election-timeout %s: want at least 5ms", c.HeartbeatTimeout, c.ElectionTimeout)
 	case c.LeaderLeaseTimeout < 5*time.Millisecond || c.LeaderLeaseTimeout > c.HeartbeatTimeout:

@@ -63,6 +63,7 @@ func httpConfig(cfg Config, st *state, reg *prometheus.Registry, m httpapi.Metri
 	if st.cl != nil {
 		hc.Durable = st.cl
 		hc.Cluster = clusterNode{st.cl}
+		hc.Checker = httpChecker{st.cl.Forwarder(), st.cl} // HTTP clients do not follow MOVED
 		hc.Ready = func() error {
 			if !st.cl.View().OK {
 				return errors.New("some slots have no leader yet")

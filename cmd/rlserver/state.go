@@ -55,7 +55,7 @@ func openState(ctx context.Context, cfg Config, opts shards.Options, reg prometh
 	if err == nil && layout == nil && cfg.Peers == "" && disk.HasState() {
 		err = nil // a standalone node's directory
 	}
-	if err == nil && (layout != nil || cfg.Peers != "") {
+	if err == nil && (layout != nil || cfg.Peers != "" || cfg.Join != "") {
 		return openCluster(ctx, cfg, opts, disk, unlock, reg, log)
 	}
 	if err != nil {
@@ -119,7 +119,7 @@ func openCluster(ctx context.Context, cfg Config, opts shards.Options, disk *clu
 	}
 	cl, err := cluster.OpenCluster(ctx, cluster.ClusterConfig{
 		Storage: disk, NodeID: disk.NodeID, RaftAddr: cfg.RaftAddr, RESPAddr: resp, HTTPAddr: httpAddr,
-		Peers: peers, Groups: cfg.Groups,
+		Peers: peers, Groups: cfg.Groups, Proxy: cfg.Proxy,
 		NewStore: func(hosted int) *shards.Store {
 			per := opts
 			per.Shards = max(16, opts.Shards/hosted)
@@ -131,7 +131,7 @@ func openCluster(ctx context.Context, cfg Config, opts shards.Options, disk *clu
 		SnapshotInterval: cfg.SnapshotInterval, TrailingLogs: cfg.TrailingLogs,
 		HeartbeatTimeout: cfg.HeartbeatTimeout, ElectionTimeout: cfg.ElectionTimeout,
 		LeaderLeaseTimeout: cfg.LeaderLeaseTimeout,
-		Logger:             log, Registerer: reg,
+		Logger:             log, Registerer: reg, Join: joinVia(cfg),
 	})
 	if err == nil {
 		err = disk.MarkInitialised()
