@@ -80,6 +80,14 @@ func TestConfigErrors(t *testing.T) {
 		{[]string{"--snapshot-bytes", "1kb"}, nil, "--snapshot-bytes 1024: want at least 1mb"},
 		{[]string{"--node-id", "a b"}, nil, `--node-id "a b": want 1 to 64 letters`},
 		{[]string{"extra"}, nil, `unexpected argument "extra"`},
+		{[]string{"--peers", "n1"}, nil, `--peers "n1": want id=host:port,...`},
+		{[]string{"--peers", "n1=x"}, nil, `--peers: n1="x": want host:port`},
+		{[]string{"--peers", "n1=a:1,n1=b:2"}, nil, `--peers: "n1" appears twice`},
+		{[]string{"--peers", "n1=a:1", "--data-dir", ""}, nil, "--peers and --join need a --data-dir"},
+		{[]string{"--peers", "n1=a:1", "--join", "a:6379"}, nil, "give one of them"},
+		{[]string{"--join", "a:6379"}, nil, "--join needs --node-id"},
+		{[]string{"--groups", "0"}, nil, "--groups 0: want 1 to 1024"},
+		{[]string{"--raft-leader-lease-timeout", "1s"}, nil, "--raft-leader-lease-timeout 1s: want 5ms to --raft-heartbeat-timeout"},
 		{nil, map[string]string{"RLSERVER_SHARDS": "x"}, `invalid value "x" for RLSERVER_SHARDS`},
 		{[]string{"--config", bad}, nil, "listen must be a single value"},
 		{[]string{"--config", unknown}, nil, `unknown key "lisen"`},
@@ -120,7 +128,9 @@ func TestHelpListsEveryFlag(t *testing.T) {
 		"--requirepass", "--admin-token", "--max-key-bytes (default \"1024\"", "--max-log-limit (default \"10000\"",
 		"--log-level", "--config", "--io-loops (default \"0\"", "RLSERVER_MAX_KEY_BYTES",
 		"--maxclients (default \"10000\"", "--timeout (default \"0\"", "--maxmemory (default \"0\"",
-		"--maxmemory-policy (default \"volatile-ttl\"", "--tls-cert", "--tls-key", "--tls-ca-cert"} {
+		"--maxmemory-policy (default \"volatile-ttl\"", "--tls-cert", "--tls-key", "--tls-ca-cert",
+		"--peers", "--raft-addr (default \"127.0.0.1:7379\"", "--groups (default \"16\"", "--join", "--proxy",
+		"--announce", "--raft-heartbeat-timeout (default \"300ms\"", "--raft-election-timeout", "--raft-leader-lease-timeout"} {
 		if !strings.Contains(out.String(), f) {
 			t.Errorf("--help lacks %q:\n%s", f, out.String())
 		}
