@@ -89,6 +89,7 @@ const (
 // the slot cannot be served (CLUSTERDOWN). All methods are safe for
 // concurrent use.
 type Cluster struct {
+	commits
 	cfg   ClusterConfig
 	id    string // the node's cluster id: 40 hex characters
 	log   *slog.Logger
@@ -135,6 +136,7 @@ func OpenCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	c.metrics = newMetrics(cfg.Registerer, c.appliedSum, func() bool { return false }, cfg.Storage.LogStats)
 	c.app = newApplier(cfg.FlushInterval, cfg.Clock, c.metrics, cfg.Logger, c.shutdownCh, true)
 	c.app.strong = cfg.Consistency == Strong
+	c.commits = commits{c.app}
 	c.leaderless = make([]atomic.Int64, maxGroups+1)
 	c.mux, err = transport.Listen(cfg.RaftAddr, transport.Options{Logger: cfg.Logger, Advertise: cfg.RaftAdvertise})
 	if err != nil {
@@ -426,53 +428,6 @@ func (c *Cluster) NodeID() string { return c.cfg.NodeID }
 
 // RaftAddr returns the address the node's Raft listener listens on.
 func (c *Cluster) RaftAddr() net.Addr { return c.mux.Addr() }
-
-// Strong reports whether every reply waits for its changes to commit.
-func (c *Cluster) Strong() bool { return c.cfg.Consistency == Strong }
-
-// Pending returns the epoch that covers every change made so far.
-func (c *Cluster) Pending() uint64 { return c.app.Pending() }
-
-// Committed reports whether every change of epoch seq is committed in its
-// group's log (on a majority of its voters), or the error that keeps it
-// from being so.
-func (c *Cluster) Committed(seq uint64) (bool, error) { return c.app.Committed(seq) }
-
-// Kick asks for the changes made so far to be written to the logs now.
-func (c *Cluster) Kick() { c.app.Kick() }
-
-// Lagging reports whether the logs are so far behind that fast-mode
-// replies must wait, and the epoch to wait for.
-func (c *Cluster) Lagging() (uint64, bool) { return c.app.Lagging() }
-
-// OnCommit registers fn, called whenever more changes are committed or
-// some are lost. fn must not block.
-func (c *Cluster) OnCommit(fn func()) { c.app.OnCommit(fn) }
-
-// Sync waits until every change made before it is committed.
-func (c *Cluster) Sync(ctx context.Context) error {
-	err := c.app.wait(c.app.Pending(), ctx.Done())
-	if errors.Is(err, errWaitAbandoned) {
-		return ctx.Err()
-	}
-	return err
-}
-
-// Settle waits until an answer may go out, as Node.Settle.
-func (c *Cluster) Settle(ctx context.Context, change bool) error {
-	seq := c.app.Pending()
-	if !change && !c.Strong() {
-		var lagging bool
-		if seq, lagging = c.app.Lagging(); !lagging {
-			return nil
-		}
-	}
-	err := c.app.wait(seq, ctx.Done())
-	if errors.Is(err, errWaitAbandoned) {
-		return ctx.Err()
-	}
-	return err
-}
 
 // appliedSum is the sum of the hosted groups' applied indexes, for the
 // rlserver_raft_applied_index series.

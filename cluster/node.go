@@ -113,6 +113,7 @@ const (
 // Raft group. It satisfies the server's Limiter, RuleStore and Committer
 // interfaces. All methods are safe for concurrent use.
 type Node struct {
+	commits
 	cfg     Config
 	store   *shards.Store
 	g       *group
@@ -152,6 +153,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 	n.metrics = newMetrics(cfg.Registerer, n.fsm.applied.Load, n.refusing, cfg.LogStats)
 	n.app = newApplier(cfg.FlushInterval, cfg.Clock, n.metrics, cfg.Logger, n.shutdownCh, cfg.ReuseEntries)
 	n.app.strong = cfg.Consistency == Strong
+	n.commits = commits{n.app}
 	_, trans := raft.NewInmemTransport(raft.ServerAddress(cfg.NodeID))
 	if err := g.startRaft(raftConfig(cfg), cfg.Stable, trans); err != nil {
 		return nil, err
@@ -411,58 +413,6 @@ func (n *Node) Prefetch(keys [][]byte) uint64 { return n.store.Prefetch(keys) }
 
 // Digest returns the state digest at now (shards.Store.Digest).
 func (n *Node) Digest(now int64) uint64 { return n.store.Digest(now) }
-
-// Strong reports whether every reply waits for its changes to commit.
-func (n *Node) Strong() bool { return n.cfg.Consistency == Strong }
-
-// Pending returns the sequence number that covers every change made so
-// far, for Committed.
-func (n *Node) Pending() uint64 { return n.app.Pending() }
-
-// Committed reports whether every change covered by seq is in the log, or
-// the error that keeps it out.
-func (n *Node) Committed(seq uint64) (bool, error) { return n.app.Committed(seq) }
-
-// Kick asks for the changes made so far to be written to the log now.
-func (n *Node) Kick() { n.app.Kick() }
-
-// Lagging reports whether the log is so far behind that fast-mode replies
-// must wait, and the sequence number to wait for.
-func (n *Node) Lagging() (uint64, bool) { return n.app.Lagging() }
-
-// OnCommit registers fn, called (from one goroutine, which it must not
-// block) whenever more changes are committed or the log fails.
-func (n *Node) OnCommit(fn func()) { n.app.OnCommit(fn) }
-
-// Sync waits until every change made before it is committed, for callers
-// that may block (HTTP handlers): an error says why they are not.
-func (n *Node) Sync(ctx context.Context) error {
-	err := n.app.wait(n.app.Pending(), ctx.Done())
-	if errors.Is(err, errWaitAbandoned) {
-		return ctx.Err()
-	}
-	return err
-}
-
-// Settle waits until an answer may go out, for callers that may block
-// (HTTP handlers): after a change (change true) or any answer in strong
-// mode, until every change made so far is committed; after a check in
-// fast mode, only while the log lags (see Lagging). An error says why the
-// changes are not committed.
-func (n *Node) Settle(ctx context.Context, change bool) error {
-	seq := n.app.Pending()
-	if !change && !n.Strong() {
-		var lagging bool
-		if seq, lagging = n.app.Lagging(); !lagging {
-			return nil
-		}
-	}
-	err := n.app.wait(seq, ctx.Done())
-	if errors.Is(err, errWaitAbandoned) {
-		return ctx.Err()
-	}
-	return err
-}
 
 // Snapshot takes a snapshot now and compacts the log.
 func (n *Node) Snapshot() error {
