@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rlserver/rlserver/cluster/transport"
 	"github.com/rlserver/rlserver/shards"
 	"github.com/rlserver/rlserver/slots"
@@ -50,12 +49,8 @@ type ClusterConfig struct {
 	// this node hosts (among which to share shards and memory).
 	NewStore func(hosted int) *shards.Store
 
-	Consistency      Consistency
-	FlushInterval    time.Duration
-	SnapshotEntries  uint64
-	SnapshotBytes    int64
-	SnapshotInterval time.Duration
-	TrailingLogs     uint64
+	// Durability tunes the logs and the snapshots of every group.
+	Durability
 	// Raft timeouts, tuned for a LAN (defaults 300ms, 300ms, 250ms): a
 	// follower that hears nothing from its leader for HeartbeatTimeout
 	// (randomized up to twice that) starts an election.
@@ -65,10 +60,7 @@ type ClusterConfig struct {
 	Proxy bool
 	// DownAfter is how long a slot whose group has no leader is answered
 	// TRYAGAIN before CLUSTERDOWN (default 2s).
-	DownAfter  time.Duration
-	Clock      func() int64
-	Logger     *slog.Logger
-	Registerer prometheus.Registerer
+	DownAfter time.Duration
 }
 
 // Defaults of ClusterConfig.
@@ -167,21 +159,7 @@ func clusterDefaults(cfg ClusterConfig) ClusterConfig {
 	if cfg.Groups <= 0 {
 		cfg.Groups = DefaultGroups
 	}
-	if cfg.FlushInterval <= 0 {
-		cfg.FlushInterval = DefaultFlushInterval
-	}
-	if cfg.SnapshotEntries == 0 {
-		cfg.SnapshotEntries = DefaultSnapshotEntries
-	}
-	if cfg.SnapshotBytes <= 0 {
-		cfg.SnapshotBytes = DefaultSnapshotBytes
-	}
-	if cfg.SnapshotInterval <= 0 {
-		cfg.SnapshotInterval = DefaultSnapshotInterval
-	}
-	if cfg.TrailingLogs == 0 {
-		cfg.TrailingLogs = DefaultTrailingLogs
-	}
+	cfg.Durability = cfg.Durability.withDefaults()
 	if cfg.HeartbeatTimeout <= 0 {
 		cfg.HeartbeatTimeout = DefaultHeartbeatTimeout
 	}
@@ -196,15 +174,6 @@ func clusterDefaults(cfg ClusterConfig) ClusterConfig {
 	}
 	if cfg.RaftAdvertise == "" {
 		cfg.RaftAdvertise = cfg.RaftAddr
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = func() int64 { return time.Now().UnixNano() }
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.Registerer == nil {
-		cfg.Registerer = prometheus.NewRegistry()
 	}
 	return cfg
 }

@@ -69,7 +69,7 @@ func startClusterWith(t *testing.T, n, groups int, mode Consistency, mod func(*C
 	tc := &testCluster{t: t}
 	for i := 0; i < n; i++ {
 		cfg := ClusterConfig{NodeID: peers[i].ID, RaftAddr: raftAddrs[i], RESPAddr: fmt.Sprintf("127.0.0.1:%d", 20000+i),
-			Peers: peers, Groups: groups, Consistency: mode, FlushInterval: 2 * time.Millisecond,
+			Peers: peers, Groups: groups, Durability: Durability{Consistency: mode, FlushInterval: 2 * time.Millisecond},
 			HeartbeatTimeout: 150 * time.Millisecond, ElectionTimeout: 150 * time.Millisecond, LeaderLeaseTimeout: 100 * time.Millisecond,
 			NewStore: func(int) *shards.Store { return shards.New(8) }}
 		if mod != nil {

@@ -52,18 +52,9 @@ var (
 	ErrClosed = errors.New("ERR the node is shutting down")
 )
 
-// Config configures a Node. Store, Logs, Stable and Snapshots are
-// required; zero values of the rest take the documented defaults.
-type Config struct {
-	// Store is the shard state; Open enables its journal.
-	Store *shards.Store
-	// The Raft group's storage (raftlog and snapshot on Pebble, or
-	// raft's in-memory stores in tests).
-	Logs      raft.LogStore
-	Stable    raft.StableStore
-	Snapshots raft.SnapshotStore
-	// NodeID names this node in the Raft configuration; default "node1".
-	NodeID string
+// Durability is what a node's log and snapshots are tuned with,
+// standalone or in a cluster. Zero values take the documented defaults.
+type Durability struct {
 	// Consistency is Fast or Strong.
 	Consistency Consistency
 	// FlushInterval is how often the journal becomes a log entry (fast
@@ -84,6 +75,51 @@ type Config struct {
 	Logger *slog.Logger
 	// Registerer receives the node's metrics; default a private registry.
 	Registerer prometheus.Registerer
+}
+
+// withDefaults returns d with its zero values replaced by the defaults.
+func (d Durability) withDefaults() Durability {
+	if d.FlushInterval <= 0 {
+		d.FlushInterval = DefaultFlushInterval
+	}
+	if d.SnapshotEntries == 0 {
+		d.SnapshotEntries = DefaultSnapshotEntries
+	}
+	if d.SnapshotBytes <= 0 {
+		d.SnapshotBytes = DefaultSnapshotBytes
+	}
+	if d.SnapshotInterval <= 0 {
+		d.SnapshotInterval = DefaultSnapshotInterval
+	}
+	if d.TrailingLogs == 0 {
+		d.TrailingLogs = DefaultTrailingLogs
+	}
+	if d.Clock == nil {
+		d.Clock = func() int64 { return time.Now().UnixNano() }
+	}
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	if d.Registerer == nil {
+		d.Registerer = prometheus.NewRegistry()
+	}
+	return d
+}
+
+// Config configures a Node. Store, Logs, Stable and Snapshots are
+// required; zero values of the rest take the documented defaults.
+type Config struct {
+	// Store is the shard state; Open enables its journal.
+	Store *shards.Store
+	// The Raft group's storage (raftlog and snapshot on Pebble, or
+	// raft's in-memory stores in tests).
+	Logs      raft.LogStore
+	Stable    raft.StableStore
+	Snapshots raft.SnapshotStore
+	// NodeID names this node in the Raft configuration; default "node1".
+	NodeID string
+	// Durability tunes the log and the snapshots.
+	Durability
 	// LogStats, when set, adds the log store's counters (fsyncs, bytes)
 	// to INFO persistence and the metrics.
 	LogStats func() LogStats
@@ -178,30 +214,7 @@ func withDefaults(cfg Config) Config {
 	if cfg.NodeID == "" {
 		cfg.NodeID = "node1"
 	}
-	if cfg.FlushInterval <= 0 {
-		cfg.FlushInterval = DefaultFlushInterval
-	}
-	if cfg.SnapshotEntries == 0 {
-		cfg.SnapshotEntries = DefaultSnapshotEntries
-	}
-	if cfg.SnapshotBytes <= 0 {
-		cfg.SnapshotBytes = DefaultSnapshotBytes
-	}
-	if cfg.SnapshotInterval <= 0 {
-		cfg.SnapshotInterval = DefaultSnapshotInterval
-	}
-	if cfg.TrailingLogs == 0 {
-		cfg.TrailingLogs = DefaultTrailingLogs
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = func() int64 { return time.Now().UnixNano() }
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.Registerer == nil {
-		cfg.Registerer = prometheus.NewRegistry()
-	}
+	cfg.Durability = cfg.Durability.withDefaults()
 	return cfg
 }
 

@@ -43,7 +43,7 @@ func (c *fakeClock) advance(d int64) int64 { return c.ns.Add(d) }
 func open(t testing.TB, st *storage, clock *fakeClock, mod func(*Config)) *Node {
 	t.Helper()
 	cfg := Config{Store: shards.New(16), Logs: st.logs, Stable: st.stable, Snapshots: st.snaps,
-		Clock: clock.now, FlushInterval: time.Millisecond}
+		Durability: Durability{Clock: clock.now, FlushInterval: time.Millisecond}}
 	if mod != nil {
 		mod(&cfg)
 	}

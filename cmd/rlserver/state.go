@@ -63,16 +63,10 @@ func openState(ctx context.Context, cfg Config, opts shards.Options, reg prometh
 		unlock()
 		return nil, err
 	}
-	consistency := cluster.Fast
-	if cfg.Consistency == "strong" {
-		consistency = cluster.Strong
-	}
+	dur := durability(cfg, reg, log)
 	node, err := cluster.Open(ctx, cluster.Config{
 		Store: store, Logs: disk.Logs, Stable: disk.Logs, Snapshots: disk.Snaps, NodeID: disk.NodeID,
-		Consistency: consistency, FlushInterval: cfg.FlushInterval,
-		SnapshotEntries: cfg.SnapshotEntries, SnapshotBytes: cfg.SnapshotBytes,
-		SnapshotInterval: cfg.SnapshotInterval, TrailingLogs: cfg.TrailingLogs,
-		Logger: log, Registerer: reg, LogStats: disk.LogStats, ReuseEntries: true,
+		Durability: dur, LogStats: disk.LogStats, ReuseEntries: true,
 	})
 	if err == nil {
 		err = disk.MarkInitialised()
@@ -83,7 +77,7 @@ func openState(ctx context.Context, cfg Config, opts shards.Options, reg prometh
 		return nil, fmt.Errorf("data directory %s: %w", cfg.DataDir, err)
 	}
 	log.Info("state loaded", "data_dir", cfg.DataDir, "node_id", disk.NodeID, "keys", store.Len(),
-		"rules", store.RuleCount(), "consistency", consistency, "took", time.Since(start).Round(time.Millisecond))
+		"rules", store.RuleCount(), "consistency", dur.Consistency, "took", time.Since(start).Round(time.Millisecond))
 	return &state{store: store, stores: []*shards.Store{store}, lim: node, node: node, release: func() {
 		disk.Close()
 		unlock()
@@ -113,10 +107,7 @@ func openCluster(ctx context.Context, cfg Config, opts shards.Options, disk *clu
 			return fail(err)
 		}
 	}
-	consistency := cluster.Fast
-	if cfg.Consistency == "strong" {
-		consistency = cluster.Strong
-	}
+	dur := durability(cfg, reg, log)
 	cl, err := cluster.OpenCluster(ctx, cluster.ClusterConfig{
 		Storage: disk, NodeID: disk.NodeID, RaftAddr: cfg.RaftAddr, RESPAddr: resp, HTTPAddr: httpAddr,
 		Peers: peers, Groups: cfg.Groups, Proxy: cfg.Proxy,
@@ -126,12 +117,9 @@ func openCluster(ctx context.Context, cfg Config, opts shards.Options, disk *clu
 			per.MaxMemory = opts.MaxMemory / int64(hosted)
 			return shards.NewStore(per)
 		},
-		Consistency: consistency, FlushInterval: cfg.FlushInterval,
-		SnapshotEntries: cfg.SnapshotEntries, SnapshotBytes: cfg.SnapshotBytes,
-		SnapshotInterval: cfg.SnapshotInterval, TrailingLogs: cfg.TrailingLogs,
+		Durability: dur, Join: joinVia(cfg),
 		HeartbeatTimeout: cfg.HeartbeatTimeout, ElectionTimeout: cfg.ElectionTimeout,
 		LeaderLeaseTimeout: cfg.LeaderLeaseTimeout,
-		Logger:             log, Registerer: reg, Join: joinVia(cfg),
 	})
 	if err == nil {
 		err = disk.MarkInitialised()
@@ -140,11 +128,23 @@ func openCluster(ctx context.Context, cfg Config, opts shards.Options, disk *clu
 		return fail(err)
 	}
 	log.Info("cluster node started", "node_id", disk.NodeID, "raft", cl.RaftAddr().String(), "announce", resp,
-		"groups", cl.Groups(), "consistency", consistency)
+		"groups", cl.Groups(), "consistency", dur.Consistency)
 	return &state{lim: clusterNode{cl}, cl: cl, stores: cl.Stores(), release: func() {
 		disk.Close()
 		unlock()
 	}}, nil
+}
+
+// durability returns the log and snapshot settings of cfg.
+func durability(cfg Config, reg prometheus.Registerer, log *slog.Logger) cluster.Durability {
+	consistency := cluster.Fast
+	if cfg.Consistency == "strong" {
+		consistency = cluster.Strong
+	}
+	return cluster.Durability{Consistency: consistency, FlushInterval: cfg.FlushInterval,
+		SnapshotEntries: cfg.SnapshotEntries, SnapshotBytes: cfg.SnapshotBytes,
+		SnapshotInterval: cfg.SnapshotInterval, TrailingLogs: cfg.TrailingLogs,
+		Logger: log, Registerer: reg}
 }
 
 // announce returns the address clients reach a listener on listen at: its
