@@ -4,8 +4,10 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 GO ?= go
 # bench-compare writes here; the committed results are bench/results (BENCHOUT=bench/results).
 BENCHOUT ?= bench/out
+# docker compose v2 if the docker CLI has it, else docker-compose v1.
+COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo 'docker compose' || echo docker-compose)
 
-.PHONY: help build run cluster test test-short bench bench-compare flood soak conns lint docker clean
+.PHONY: help build run cluster test test-short bench bench-compare flood soak conns lint docker compose compose-down clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -48,6 +50,12 @@ lint: ## gofmt and go vet
 
 docker: build ## build the rlserver image FROM scratch around bin/rlserver
 	docker build -t rlserver:$(VERSION) -t rlserver:latest .
+
+compose: build ## three cluster nodes in containers (docker-compose.yml): RESP 127.0.0.1:7001-7003, HTTP 8001-8003
+	$(COMPOSE) up --build -d
+
+compose-down: ## stop and remove the compose cluster (its data volumes stay: docker-compose down -v forgets them)
+	$(COMPOSE) down
 
 clean: ## remove build output
 	rm -rf bin
