@@ -18,9 +18,15 @@ import (
 // The cluster tests run three real rlserver processes, drive them with
 // go-redis's ClusterClient, and kill one with SIGKILL.
 
-// clusterProcs starts n nodes of one cluster with extra flags and waits
-// until every group is served by its preferred leader.
-func clusterProcs(t *testing.T, bin string, n int, extra ...string) []*proc {
+// clusterProcs starts n nodes of one cluster of 8 groups with extra flags
+// and waits until every group is served by its preferred leader.
+func clusterProcs(t testing.TB, bin string, n int, extra ...string) []*proc {
+	t.Helper()
+	return clusterProcsN(t, bin, n, 8, extra...)
+}
+
+// clusterProcsN is clusterProcs with the given number of groups.
+func clusterProcsN(t testing.TB, bin string, n, groups int, extra ...string) []*proc {
 	t.Helper()
 	var ids, raft []string
 	for i := 0; i < n; i++ {
@@ -38,7 +44,7 @@ func clusterProcs(t *testing.T, bin string, n int, extra ...string) []*proc {
 		go func() {
 			defer wg.Done()
 			flags := append([]string{"--node-id", ids[i], "--raft-addr", raft[i], "--peers", strings.Join(peers, ","),
-				"--groups", "8"}, extra...)
+				"--groups", fmt.Sprint(groups)}, extra...)
 			procs[i] = startProc(t, bin, t.TempDir(), flags...)
 		}()
 	}
@@ -80,7 +86,7 @@ func report(p *proc, query string) (clusterReport, error) {
 
 // waitBalanced waits until every group has exactly one serving replica,
 // its preferred leader (its first voter), as node procs[0] reports.
-func waitBalanced(t *testing.T, procs []*proc, d time.Duration) {
+func waitBalanced(t testing.TB, procs []*proc, d time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for {
@@ -462,7 +468,7 @@ func TestClusterJoinLeaveUnderLoad(t *testing.T) {
 }
 
 // leadsGroups reports whether node name leads a group, as p reports.
-func leadsGroups(t *testing.T, p *proc, name string) bool {
+func leadsGroups(t testing.TB, p *proc, name string) bool {
 	r, err := report(p, "")
 	if err != nil {
 		return false

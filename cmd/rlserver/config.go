@@ -56,6 +56,7 @@ type Config struct {
 	// Cluster (see cluster.OpenCluster): --peers (or a data directory that
 	// holds a cluster node) makes this node one of a cluster.
 	RaftAddr           string
+	RaftAdvertise      string
 	Peers              string
 	Join               string
 	Proxy              bool
@@ -100,6 +101,7 @@ func flagSet(cfg *Config) *flag.FlagSet {
 	fs.DurationVar(&cfg.SnapshotInterval, "snapshot-interval", cluster.DefaultSnapshotInterval, "how often the snapshot thresholds are checked")
 	fs.Uint64Var(&cfg.TrailingLogs, "trailing-logs", cluster.DefaultTrailingLogs, "log entries kept after a snapshot")
 	fs.StringVar(&cfg.RaftAddr, "raft-addr", "127.0.0.1:7379", "cluster: address of the node's Raft listener, which carries every Raft group and the nodes' internal calls")
+	fs.StringVar(&cfg.RaftAdvertise, "raft-advertise", "", `cluster: the address the other nodes reach this node's Raft listener at; "" is --raft-addr (which then must not be 0.0.0.0)`)
 	fs.StringVar(&cfg.Peers, "peers", "", "cluster: the initial members as id=raftaddr,... (this node included; the same list on every node); empty runs a standalone node")
 	fs.StringVar(&cfg.Join, "join", "", "cluster: join the running cluster that the node at this RESP address (host:port) belongs to, as --node-id with --raft-addr")
 	fs.BoolVar(&cfg.Proxy, "proxy", false, "cluster: forward the commands of slots this node does not serve to the nodes that do, instead of answering MOVED (for clients that are not cluster-aware)")

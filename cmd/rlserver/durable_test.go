@@ -19,7 +19,7 @@ import (
 
 // proc is an rlserver process started by a test.
 type proc struct {
-	t      *testing.T
+	t      testing.TB
 	cmd    *exec.Cmd
 	logs   *syncBuffer
 	resp   string
@@ -29,7 +29,7 @@ type proc struct {
 }
 
 // startProc starts bin on dir with extra flags and waits for PING.
-func startProc(t *testing.T, bin, dir string, extra ...string) *proc {
+func startProc(t testing.TB, bin, dir string, extra ...string) *proc {
 	t.Helper()
 	p := &proc{t: t, logs: &syncBuffer{}, resp: freePort(t), http: freePort(t), done: make(chan error, 1)}
 	args := append([]string{"--listen", p.resp, "--http", p.http, "--data-dir", dir}, extra...)

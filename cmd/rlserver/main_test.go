@@ -20,7 +20,7 @@ import (
 )
 
 // buildBinary builds rlserver once per test run.
-func buildBinary(t *testing.T) string {
+func buildBinary(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "rlserver")
 	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
@@ -32,7 +32,7 @@ func buildBinary(t *testing.T) string {
 
 // freePort returns a 127.0.0.1 address on a port outside the kernel's
 // ephemeral range, so that no other test's connection can take it.
-func freePort(t *testing.T) string {
+func freePort(t testing.TB) string {
 	t.Helper()
 	port, err := redistest.FreePort()
 	if err != nil {

@@ -97,19 +97,24 @@ func openCluster(ctx context.Context, cfg Config, opts shards.Options, disk *clu
 	if err != nil {
 		return fail(err)
 	}
-	resp, err := announce(cfg.Listen, cfg.Announce, cfg.RaftAddr)
+	raftHost := cfg.RaftAddr
+	if cfg.RaftAdvertise != "" {
+		raftHost = cfg.RaftAdvertise
+	}
+	resp, err := announce(cfg.Listen, cfg.Announce, raftHost)
 	if err != nil {
 		return fail(err)
 	}
 	httpAddr := ""
 	if cfg.HTTP != "" {
-		if httpAddr, err = announce(cfg.HTTP, cfg.Announce, cfg.RaftAddr); err != nil {
+		if httpAddr, err = announce(cfg.HTTP, cfg.Announce, raftHost); err != nil {
 			return fail(err)
 		}
 	}
 	dur := durability(cfg, reg, log)
 	cl, err := cluster.OpenCluster(ctx, cluster.ClusterConfig{
-		Storage: disk, NodeID: disk.NodeID, RaftAddr: cfg.RaftAddr, RESPAddr: resp, HTTPAddr: httpAddr,
+		Storage: disk, NodeID: disk.NodeID, RaftAddr: cfg.RaftAddr, RaftAdvertise: cfg.RaftAdvertise,
+		RESPAddr: resp, HTTPAddr: httpAddr,
 		Peers: peers, Groups: cfg.Groups, Proxy: cfg.Proxy,
 		NewStore: func(hosted int) *shards.Store {
 			per := opts
