@@ -7,7 +7,7 @@ BENCHOUT ?= bench/out
 # docker compose v2 if the docker CLI has it, else docker-compose v1.
 COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo 'docker compose' || echo docker-compose)
 
-.PHONY: help build run cluster test test-short bench bench-compare flood soak conns lint docker compose compose-down clean
+.PHONY: help build run cluster test test-short bench bench-compare bench-cluster failover flood soak conns lint docker compose compose-down clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -34,6 +34,12 @@ bench: ## Go benchmarks of the hot path (engine, shards, server)
 
 bench-compare: build ## rlserver vs redis-server side by side (needs redis-server, redis-benchmark); writes $(BENCHOUT)/
 	$(GO) run ./bench/cmd/benchcompare -rlserver bin/rlserver -luaref luaref -out $(BENCHOUT) $(BENCHFLAGS)
+
+bench-cluster: build ## three-node cluster vs a single durable node, fast and strong, rlbench -cluster and redis-benchmark --cluster (about 2.5 min); writes bench/results/cluster.{md,json,png}
+	$(GO) run ./bench/cmd/clusterbench -rlserver bin/rlserver -out bench/results $(CLUSTERBENCHFLAGS)
+
+failover: build ## kill -9 the node leading the most groups of a fresh three-node cluster under load, 5 times; writes bench/results/failover.{md,json}
+	$(GO) run ./bench/cmd/failover -rlserver bin/rlserver -out bench/results $(FAILOVERFLAGS)
 
 flood: build ## 60 s key flood (redis-benchmark) against --maxmemory 256mb, a bystander checking; writes bench/results/flood.{md,json,png}
 	$(GO) run ./bench/cmd/soak -rlserver bin/rlserver -name flood -d 60s -maxmemory 256mb -out bench/results $(SOAKFLAGS)

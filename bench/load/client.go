@@ -3,7 +3,6 @@ package load
 import (
 	"errors"
 	"net"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -16,17 +15,7 @@ func (e ReplyError) Error() string { return string(e) }
 // do sends one command on nc and returns its reply: the text of a simple
 // string, integer or bulk string, the raw RESP of an array, or a ReplyError.
 func do(nc net.Conn, rd *replyReader, args ...string) (string, error) {
-	var b []byte
-	b = append(b, '*')
-	b = strconv.AppendInt(b, int64(len(args)), 10)
-	b = append(b, '\r', '\n')
-	for _, a := range args {
-		b = append(b, '$')
-		b = strconv.AppendInt(b, int64(len(a)), 10)
-		b = append(b, '\r', '\n')
-		b = append(b, a...)
-		b = append(b, '\r', '\n')
-	}
+	b := appendCommand(nil, args)
 	if _, err := nc.Write(b); err != nil {
 		return "", err
 	}

@@ -33,6 +33,10 @@ type Config struct {
 	Warmup    time.Duration // time run before measuring (Duration mode only)
 	Templates []*Template   // commands, chosen uniformly at random per request
 	Seed      uint64
+	// Cluster routes each request to the node serving its key's slot:
+	// the slot map is read with CLUSTER SLOTS from Addr, and each
+	// connection (Conns of them) keeps one socket per node (see Router).
+	Cluster bool
 }
 
 // Latency holds latency statistics in microseconds.
@@ -62,6 +66,15 @@ type Result struct {
 	Seconds    float64  `json:"seconds"`
 	RPS        float64  `json:"rps"`
 	Latency    Latency  `json:"latency"`
+	// Cluster is set in cluster mode: the nodes and what routing met,
+	// over the whole run (the warm-up's included).
+	Cluster *ClusterResult `json:"cluster,omitempty"`
+}
+
+// ClusterResult is what a run in cluster mode met.
+type ClusterResult struct {
+	Nodes []string `json:"nodes"`
+	StatsSnapshot
 }
 
 // worker is one connection's state.
@@ -81,6 +94,8 @@ type worker struct {
 	errors   uint64
 	seq      *atomic.Uint64
 	errMsg   string
+	router   *Router // cluster mode
+	batch    Batch   // cluster mode: the requests of a round trip
 }
 
 // Run executes cfg and returns its result. It returns an error if a
@@ -89,16 +104,32 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
+	var cl *Cluster
+	if cfg.Cluster {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		var err error
+		cl, err = NewCluster(cctx, []string{cfg.Addr}, cfg.Password)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+	}
 	workers := make([]*worker, cfg.Conns)
 	defer func() {
 		for _, w := range workers {
 			if w != nil {
-				w.nc.Close()
+				w.close()
 			}
 		}
 	}()
 	for i := range workers {
-		w, err := dialWorker(ctx, &cfg, uint64(i))
+		var w *worker
+		var err error
+		if cl != nil {
+			w, err = clusterWorker(&cfg, cl, uint64(i))
+		} else {
+			w, err = dialWorker(ctx, &cfg, uint64(i))
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -132,7 +163,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			return nil, err
 		}
 	}
-	return cfg.result(workers, elapsed), nil
+	res := cfg.result(workers, elapsed)
+	if cl != nil {
+		res.Cluster = &ClusterResult{Nodes: cl.Addrs(), StatsSnapshot: cl.Stats.Snapshot()}
+	}
+	return res, nil
 }
 
 func (cfg *Config) defaults() error {
@@ -190,6 +225,29 @@ func dialWorker(ctx context.Context, cfg *Config, id uint64) (*worker, error) {
 	return w, nil
 }
 
+// clusterWorker returns a worker with a Router over cl, connected to
+// every node.
+func clusterWorker(cfg *Config, cl *Cluster, id uint64) (*worker, error) {
+	w := &worker{cfg: cfg, hist: hist.New(), rng: rand.New(rand.NewPCG(cfg.Seed, id)), router: cl.NewRouter()}
+	w.router.Any = int(id)
+	if cfg.Dist == "zipf" {
+		w.zipf = rand.NewZipf(w.rng, cfg.ZipfS, 1, cfg.Keys-1)
+	}
+	if err := w.router.Connect(); err != nil {
+		w.router.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+func (w *worker) close() {
+	if w.router != nil {
+		w.router.Close()
+	} else {
+		w.nc.Close()
+	}
+}
+
 func (w *worker) key() uint64 {
 	switch {
 	case w.zipf != nil:
@@ -208,6 +266,9 @@ func (w *worker) loop(ctx context.Context, base time.Time, measureFrom, stopAt i
 	for _, t := range cfg.Templates {
 		hasNow = hasNow || t.HasNow()
 	}
+	if w.router != nil {
+		w.router.Clock = func() int64 { return int64(time.Since(base)) }
+	}
 	for ctx.Err() == nil {
 		n := cfg.Pipeline
 		if cfg.Requests > 0 {
@@ -221,6 +282,12 @@ func (w *worker) loop(ctx context.Context, base time.Time, measureFrom, stopAt i
 		}
 		if hasNow {
 			putDigits(now[:], uint64(time.Now().UnixMicro()))
+		}
+		if w.router != nil {
+			if done, err := w.clusterBatch(ctx, n, &now, base, measureFrom, stopAt); done || err != nil {
+				return err
+			}
+			continue
 		}
 		w.wbuf = w.wbuf[:0]
 		w.inflight = w.inflight[:0]
@@ -244,6 +311,41 @@ func (w *worker) loop(ctx context.Context, base time.Time, measureFrom, stopAt i
 		}
 	}
 	return nil
+}
+
+// clusterBatch sends n requests through the router and records their
+// replies, each under its own request's template. Requests still
+// unanswered at the end of the run are dropped. It reports whether the
+// run is over.
+func (w *worker) clusterBatch(ctx context.Context, n int, now *[nowWidth]byte, base time.Time, measureFrom, stopAt int64) (bool, error) {
+	cfg := w.cfg
+	w.batch.Reset()
+	w.inflight = w.inflight[:0]
+	for i := 0; i < n; i++ {
+		t := cfg.Templates[0]
+		if len(cfg.Templates) > 1 {
+			t = cfg.Templates[w.rng.IntN(len(cfg.Templates))]
+		}
+		start := len(w.batch.Buf)
+		w.batch.Buf = t.appendTo(w.batch.Buf, w.key(), now)
+		w.batch.Add(t.slotAt(w.batch.Buf[start:]))
+		w.inflight = append(w.inflight, t)
+	}
+	sent := int64(time.Since(base))
+	if sent >= stopAt {
+		return true, nil
+	}
+	var giveUp time.Time
+	if cfg.Requests <= 0 {
+		giveUp = base.Add(time.Duration(stopAt))
+	}
+	_, err := w.router.Do(ctx, &w.batch, giveUp, func(i int, reply []byte, at int64) {
+		w.record(reply, w.inflight[i], sent, at, measureFrom, stopAt)
+	})
+	if ctx.Err() != nil {
+		return true, nil
+	}
+	return false, err
 }
 
 // await reads n replies to a batch sent at sent.

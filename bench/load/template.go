@@ -36,6 +36,9 @@ type Template struct {
 	wire        []byte
 	keys        []int // offsets of RandInt digit fields in wire
 	nows        []int // offsets of NowMicros digit fields in wire
+	// keyOff and keyLen locate the key a cluster routes by in wire (see
+	// keyArg); keyLen is -1 for a command without one.
+	keyOff, keyLen int
 }
 
 // ParseTemplate splits text into arguments at spaces ('single' and "double"
@@ -48,20 +51,24 @@ func ParseTemplate(text string) (*Template, error) {
 	if len(args) == 0 {
 		return nil, errors.New("empty command template")
 	}
-	t := &Template{Text: text, deniedFirst: ":0\r\n"}
+	t := &Template{Text: text, deniedFirst: ":0\r\n", keyLen: -1}
+	key := keyArg(args)
 	if strings.EqualFold(args[0], "CL.THROTTLE") {
 		t.deniedFirst = ":1\r\n"
 	}
 	t.wire = append(t.wire, '*')
 	t.wire = strconv.AppendInt(t.wire, int64(len(args)), 10)
 	t.wire = append(t.wire, '\r', '\n')
-	for _, a := range args {
+	for ai, a := range args {
 		expanded := strings.ReplaceAll(strings.ReplaceAll(a, RandInt, strings.Repeat("0", randWidth)),
 			NowMicros, strings.Repeat("0", nowWidth))
 		t.wire = append(t.wire, '$')
 		t.wire = strconv.AppendInt(t.wire, int64(len(expanded)), 10)
 		t.wire = append(t.wire, '\r', '\n')
 		base := len(t.wire)
+		if ai == key {
+			t.keyOff, t.keyLen = base, len(expanded)
+		}
 		for i := 0; i < len(a); {
 			switch {
 			case strings.HasPrefix(a[i:], RandInt):
@@ -83,6 +90,30 @@ func ParseTemplate(text string) (*Template, error) {
 		t.wire = append(t.wire, '\r', '\n')
 	}
 	return t, nil
+}
+
+// keyArg returns the index of the argument a cluster routes the command
+// by: the first that contains RandInt, else the command's first argument
+// (the key of RL.CHECK, INCR, GET...), else -1 (PING).
+func keyArg(args []string) int {
+	for i, a := range args {
+		if strings.Contains(a, RandInt) {
+			return i
+		}
+	}
+	if len(args) > 1 {
+		return 1
+	}
+	return -1
+}
+
+// slotAt returns the slot of the command appended at req by appendTo, or
+// -1 if it has no key.
+func (t *Template) slotAt(req []byte) int {
+	if t.keyLen < 0 {
+		return -1
+	}
+	return Slot(req[t.keyOff : t.keyOff+t.keyLen])
 }
 
 // denied reports whether reply is an array whose first element says the

@@ -10,6 +10,17 @@
 //	rlbench -script luaref/token.lua \
 //	    -cmd 'EVALSHA __sha__ 1 key:__rand_int__ 100 60000000 __now_us__ 1 0'
 //
+// With -cluster, -addr is any node of a Redis Cluster (or an rlserver
+// cluster): rlbench reads CLUSTER SLOTS and sends each request to the node
+// serving its key's slot (the first argument holding __rand_int__, else
+// the command's first argument; {hash tags} count as in Redis). Each of the
+// -c connections keeps a socket per node: a pipelined batch is split by
+// node, every part written before the replies are read, node after node.
+// MOVED updates the slot map and resends (counted as redirects, not
+// errors); TRYAGAIN and CLUSTERDOWN are retried after 10 ms and counted.
+//
+//	rlbench -cluster -addr 127.0.0.1:7001 -P 16 -cmd 'RL.CHECK key:__rand_int__ token 100 60'
+//
 // Placeholders: __rand_int__ (12-digit key number, as redis-benchmark),
 // __now_us__ (client clock in µs), __sha__ / __sha1__... (SHA1 of the
 // scripts given with -script, loaded with SCRIPT LOAD before the run).
@@ -64,6 +75,7 @@ func run() error {
 	flag.StringVar(&algos, "algos", "", "comma-separated algorithms: adds RL.CHECK key:ALGO:__rand_int__ ALGO -limit -window for each")
 	flag.IntVar(&limit, "limit", 100, "limit for -algos")
 	flag.StringVar(&window, "window", "60", "window for -algos")
+	flag.BoolVar(&cfg.Cluster, "cluster", false, "cluster mode: route each request to the node serving its key's slot (CLUSTER SLOTS from -addr)")
 	flag.StringVar(&jsonOut, "json", "", `write the result as JSON to this file ("-" for stdout)`)
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -73,7 +85,7 @@ func run() error {
 	if len(cmds) == 0 {
 		cmds = append(cmds, "RL.CHECK key:"+load.RandInt+" token 100 60")
 	}
-	shas, err := loadScripts(cfg.Addr, cfg.Password, scripts)
+	shas, err := loadScriptsAll(cfg, scripts)
 	if err != nil {
 		return err
 	}
@@ -128,6 +140,27 @@ func algoCommands(algos string, limit int, window string) []string {
 		}
 	}
 	return cmds
+}
+
+// loadScriptsAll loads the scripts into -addr or, with -cluster, into
+// every node that serves slots.
+func loadScriptsAll(cfg load.Config, paths []string) ([]string, error) {
+	if !cfg.Cluster || len(paths) == 0 {
+		return loadScripts(cfg.Addr, cfg.Password, paths)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cl, err := load.NewCluster(ctx, []string{cfg.Addr}, cfg.Password)
+	if err != nil {
+		return nil, err
+	}
+	var shas []string
+	for _, addr := range cl.Addrs() {
+		if shas, err = loadScripts(addr, cfg.Password, paths); err != nil {
+			return nil, err
+		}
+	}
+	return shas, nil
 }
 
 func loadScripts(addr, password string, paths []string) ([]string, error) {

@@ -1,0 +1,438 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rlserver/rlserver/bench/load"
+)
+
+// crc16Bitwise is CRC16/XMODEM computed bit by bit, the definition the
+// table in load.Slot must agree with.
+func crc16Bitwise(b []byte) uint16 {
+	var c uint16
+	for _, x := range b {
+		c ^= uint16(x) << 8
+		for range 8 {
+			if c&0x8000 != 0 {
+				c = c<<1 ^ 0x1021
+			} else {
+				c <<= 1
+			}
+		}
+	}
+	return c
+}
+
+// TestSlot checks load.Slot against the values the Redis Cluster
+// specification documents and the hash tag rule.
+func TestSlot(t *testing.T) {
+	for _, c := range []struct {
+		key  string
+		slot int
+	}{
+		{"123456789", 12739}, // CRC16/XMODEM check value 0x31C3
+		{"foo", 12182},
+		{"bar", 5061},
+		{"", 0},
+		{"{foo}", 12182},
+		{"x{foo}y", 12182},
+		{"foo{bar}{zap}", 5061}, // the first tag
+		{"foo{}{bar}", int(crc16Bitwise([]byte("foo{}{bar}")) % 16384)}, // empty tag: the whole key
+		{"foo{{bar}}zap", int(crc16Bitwise([]byte("{bar")) % 16384)},
+		{"foo{bar", int(crc16Bitwise([]byte("foo{bar")) % 16384)}, // no closing brace
+		{"foo}bar{", int(crc16Bitwise([]byte("foo}bar{")) % 16384)},
+	} {
+		if got := load.Slot([]byte(c.key)); got != c.slot {
+			t.Errorf("Slot(%q) = %d, want %d", c.key, got, c.slot)
+		}
+	}
+	if a, b := load.Slot([]byte("{user1000}.following")), load.Slot([]byte("{user1000}.followers")); a != b {
+		t.Errorf("{user1000}.following in slot %d, {user1000}.followers in %d", a, b)
+	}
+	seed := rand.Uint64()
+	rng := rand.New(rand.NewPCG(seed, 0))
+	for range 10000 {
+		k := make([]byte, rng.IntN(40))
+		for i := range k {
+			k[i] = byte(rng.IntN(256))
+		}
+		if !strings.ContainsAny(string(k), "{}") {
+			if got, want := load.Slot(k), int(crc16Bitwise(k)%16384); got != want {
+				t.Fatalf("seed %d: Slot(%q) = %d, want %d", seed, k, got, want)
+			}
+		}
+	}
+}
+
+// TestSlotMatchesRedis asks a redis-server started with cluster support
+// for CLUSTER KEYSLOT of keys with and without tags.
+func TestSlotMatchesRedis(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("no redis-server")
+	}
+	dir := t.TempDir()
+	port := freePort(t)
+	srv := exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1", "--cluster-enabled", "yes",
+		"--cluster-config-file", filepath.Join(dir, "nodes.conf"), "--dir", dir, "--save", "", "--appendonly", "no")
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { srv.Process.Kill(); srv.Wait() }()
+	c, err := load.Dial("127.0.0.1:"+port, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	rng := rand.New(rand.NewPCG(1, 2))
+	keys := []string{"123456789", "foo", "{user1000}.following", "foo{}{bar}", "foo{{bar}}zap", "{", "}{", "a{b}c{d}"}
+	for range 300 {
+		k := make([]byte, 1+rng.IntN(30))
+		for i := range k {
+			k[i] = "ab{}:0123456789"[rng.IntN(15)]
+		}
+		keys = append(keys, string(k))
+	}
+	for _, k := range keys {
+		v, err := c.Do("CLUSTER", "KEYSLOT", k)
+		if err != nil {
+			t.Fatalf("CLUSTER KEYSLOT %q: %v", k, err)
+		}
+		if got := strconv.Itoa(load.Slot([]byte(k))); got != v {
+			t.Fatalf("Slot(%q) = %s, redis-server says %s", k, got, v)
+		}
+	}
+}
+
+// fakeCluster is a Redis Cluster of n in-process nodes that own slot
+// ranges set by the test. A node answers CLUSTER SLOTS with the current
+// ranges; RL.CHECK with *1 :0 (which rlbench counts as denied) and
+// CL.THROTTLE with *1 :1 (denied too), so a run counts every reply as
+// denied only if each reached its own request; a key of a slot it does
+// not own with MOVED; and TRYAGAIN while its tryAgain count lasts.
+type fakeCluster struct {
+	mu     sync.Mutex
+	owner  [16384]int // node index
+	nodes  []*fakeNode
+	wrong  atomic.Int64 // requests that reached a node not owning their slot
+	served atomic.Int64
+}
+
+type fakeNode struct {
+	addr     string
+	ln       net.Listener
+	mu       sync.Mutex
+	conns    []net.Conn
+	tryAgain atomic.Int64
+}
+
+func newFakeCluster(t *testing.T, n int) *fakeCluster {
+	fc := &fakeCluster{}
+	for i := 0; i < n; i++ {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		nd := &fakeNode{addr: ln.Addr().String(), ln: ln}
+		fc.nodes = append(fc.nodes, nd)
+		go func() {
+			for {
+				nc, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				nd.mu.Lock()
+				nd.conns = append(nd.conns, nc)
+				nd.mu.Unlock()
+				go fc.serve(i, nc)
+			}
+		}()
+		t.Cleanup(func() { fc.kill(i) })
+	}
+	for s := range fc.owner {
+		fc.owner[s] = s * n / 16384
+	}
+	return fc
+}
+
+// kill closes node i's listener and connections.
+func (fc *fakeCluster) kill(i int) {
+	nd := fc.nodes[i]
+	nd.ln.Close()
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	for _, c := range nd.conns {
+		c.Close()
+	}
+}
+
+// give moves the slots [from, to] to node i.
+func (fc *fakeCluster) give(from, to, i int) {
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	for s := from; s <= to; s++ {
+		fc.owner[s] = i
+	}
+}
+
+func (fc *fakeCluster) slotsReply() string {
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	var ranges []string
+	for s := 0; s < 16384; {
+		e := s
+		for e+1 < 16384 && fc.owner[e+1] == fc.owner[s] {
+			e++
+		}
+		host, port, _ := net.SplitHostPort(fc.nodes[fc.owner[s]].addr)
+		ranges = append(ranges, fmt.Sprintf("*3\r\n:%d\r\n:%d\r\n*3\r\n$%d\r\n%s\r\n:%s\r\n$2\r\nid\r\n", s, e, len(host), host, port))
+		s = e + 1
+	}
+	return fmt.Sprintf("*%d\r\n%s", len(ranges), strings.Join(ranges, ""))
+}
+
+func (fc *fakeCluster) serve(me int, nc net.Conn) {
+	defer nc.Close()
+	rd := bufio.NewReader(nc)
+	w := bufio.NewWriter(nc)
+	for {
+		args, err := readCommand(rd)
+		if err != nil {
+			return
+		}
+		var reply string
+		switch name := strings.ToUpper(args[0]); {
+		case name == "CLUSTER":
+			reply = fc.slotsReply()
+		case fc.nodes[me].tryAgain.Add(-1) >= 0:
+			reply = "-TRYAGAIN the slot's group is electing a leader\r\n"
+		default:
+			slot := int(crc16Bitwise([]byte(args[1])) % 16384) // the keys of these tests have no tag
+			fc.mu.Lock()
+			owner := fc.owner[slot]
+			fc.mu.Unlock()
+			switch {
+			case owner != me:
+				fc.wrong.Add(1)
+				reply = fmt.Sprintf("-MOVED %d %s\r\n", slot, fc.nodes[owner].addr)
+			case name == "CL.THROTTLE":
+				fc.served.Add(1)
+				reply = "*1\r\n:1\r\n"
+			default:
+				fc.served.Add(1)
+				reply = "*1\r\n:0\r\n"
+			}
+		}
+		w.WriteString(reply)
+		if rd.Buffered() == 0 {
+			if err := w.Flush(); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// readCommand reads one RESP array of bulk strings.
+func readCommand(rd *bufio.Reader) ([]string, error) {
+	line, err := rd.ReadString('\n')
+	if err != nil {
+		return nil, err
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(line[1:]))
+	if err != nil || line[0] != '*' {
+		return nil, fmt.Errorf("bad request %q", line)
+	}
+	args := make([]string, n)
+	for i := range args {
+		hdr, err := rd.ReadString('\n')
+		if err != nil {
+			return nil, err
+		}
+		size, _ := strconv.Atoi(strings.TrimSpace(hdr[1:]))
+		b := make([]byte, size+2)
+		if _, err := io.ReadFull(rd, b); err != nil {
+			return nil, err
+		}
+		args[i] = string(b[:size])
+	}
+	return args, nil
+}
+
+func mixedTemplates(t *testing.T) []*load.Template {
+	a, err := load.ParseTemplate("RL.CHECK a:" + load.RandInt + " token 100 60")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := load.ParseTemplate("CL.THROTTLE b:" + load.RandInt + " 99 100 60 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []*load.Template{a, b}
+}
+
+// TestClusterRouting: a steady map. Every request reaches the node that
+// owns its slot (no MOVED), and every reply is counted against its own
+// request's template (all denied) although a batch is split three ways.
+func TestClusterRouting(t *testing.T) {
+	fc := newFakeCluster(t, 3)
+	res, err := load.Run(context.Background(), load.Config{Addr: fc.nodes[1].addr, Conns: 4, Pipeline: 16,
+		Requests: 20000, Keys: 5000, Templates: mixedTemplates(t), Cluster: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Requests != 20000 || res.Errors != 0 || res.Denied != res.Requests {
+		t.Fatalf("requests %d errors %d denied %d (first error %q): a reply was matched to another request",
+			res.Requests, res.Errors, res.Denied, res.FirstError)
+	}
+	if c := res.Cluster; c == nil || len(c.Nodes) != 3 || c.Redirects != 0 || fc.wrong.Load() != 0 {
+		t.Fatalf("cluster %+v, %d requests at the wrong node", res.Cluster, fc.wrong.Load())
+	}
+	if fc.served.Load() != 20000 {
+		t.Fatalf("the nodes served %d requests, want 20000", fc.served.Load())
+	}
+}
+
+// TestClusterRoutingFollowsChanges: during the run a range of slots
+// moves (MOVED, counted as redirects), a node answers TRYAGAIN for a
+// while, and another dies, its slots going to a survivor 30 ms later
+// (connection errors meanwhile). Every request is answered, none with an
+// error.
+func TestClusterRoutingFollowsChanges(t *testing.T) {
+	fc := newFakeCluster(t, 3)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		time.Sleep(50 * time.Millisecond)
+		fc.give(0, 3000, 1) // from node 0
+		time.Sleep(50 * time.Millisecond)
+		fc.nodes[1].tryAgain.Store(20)
+		time.Sleep(50 * time.Millisecond)
+		fc.kill(2)
+		time.Sleep(30 * time.Millisecond)
+		fc.give(10923, 16383, 0) // node 2's slots
+	}()
+	res, err := load.Run(context.Background(), load.Config{Addr: fc.nodes[0].addr, Conns: 4, Pipeline: 8,
+		Duration: 400 * time.Millisecond, Templates: mixedTemplates(t), Keys: 5000, Cluster: true})
+	<-done
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := res.Cluster
+	if res.Errors != 0 || res.Denied != res.Requests || c.Redirects == 0 || c.TryAgain != 20 || c.ConnErrors == 0 {
+		t.Fatalf("requests %d errors %d (%q) denied %d, cluster %+v", res.Requests, res.Errors, res.FirstError, res.Denied, c)
+	}
+	// Requests in flight on the node that died were served, perhaps, and
+	// sent again: 4 connections × 8 at most.
+	if n := fc.served.Load(); int64(res.Total) > n || n-int64(res.Total) > 32 {
+		t.Fatalf("%d replies counted, the nodes served %d", res.Total, n)
+	}
+	t.Logf("%d requests; %d redirects, %d TRYAGAIN, %d connection errors, %d slot map loads",
+		res.Total, c.Redirects, c.TryAgain, c.ConnErrors, c.Refreshes)
+}
+
+// TestClusterRealNodes runs rlbench -cluster against three rlserver
+// processes: no error, no redirect, every node used.
+func TestClusterRealNodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three rlserver processes")
+	}
+	dir := t.TempDir()
+	server := filepath.Join(dir, "rlserver")
+	if out, err := exec.Command("go", "build", "-o", server, "../../../cmd/rlserver").CombinedOutput(); err != nil {
+		t.Fatalf("go build rlserver: %v\n%s", err, out)
+	}
+	var peers []string
+	raft, resp, web := make([]string, 3), make([]string, 3), make([]string, 3)
+	for i := range 3 {
+		raft[i], resp[i], web[i] = "127.0.0.1:"+freePort(t), "127.0.0.1:"+freePort(t), "127.0.0.1:"+freePort(t)
+		peers = append(peers, fmt.Sprintf("n%d=%s", i+1, raft[i]))
+	}
+	for i := range 3 {
+		cmd := exec.Command(server, "--node-id", fmt.Sprintf("n%d", i+1), "--peers", strings.Join(peers, ","),
+			"--raft-addr", raft[i], "--listen", resp[i], "--http", web[i], "--data-dir", filepath.Join(dir, fmt.Sprint(i)),
+			"--groups", "4", "--log-level", "warn")
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	}
+	waitBalanced(t, web[0], 30*time.Second)
+	out, err := exec.Command("go", "run", ".", "-cluster", "-addr", resp[2], "-c", "4", "-P", "16", "-r", "10000",
+		"-d", "500ms", "-warmup", "100ms", "-json", "-").Output()
+	if err != nil {
+		t.Fatalf("rlbench -cluster: %v\n%s", err, out)
+	}
+	var res load.Result
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("rlbench -json: %v\n%s", err, out)
+	}
+	if res.Requests == 0 || res.Errors != 0 || res.Cluster == nil || len(res.Cluster.Nodes) != 3 || res.Cluster.Redirects != 0 {
+		t.Fatalf("%d requests, %d errors (first: %s), cluster %+v", res.Requests, res.Errors, res.FirstError, res.Cluster)
+	}
+}
+
+// waitBalanced polls GET /cluster until every group has one ready
+// replica, its first voter.
+func waitBalanced(t *testing.T, http_ string, d time.Duration) {
+	deadline := time.Now().Add(d)
+	for {
+		var r struct {
+			OK     bool `json:"ok"`
+			Groups []struct {
+				Voters   []string `json:"voters"`
+				Replicas []struct {
+					Node  string `json:"node"`
+					Ready bool   `json:"ready"`
+				} `json:"replicas"`
+			} `json:"groups"`
+		}
+		resp, err := http.Get("http://" + http_ + "/cluster")
+		if err == nil {
+			err = json.NewDecoder(resp.Body).Decode(&r)
+			resp.Body.Close()
+		}
+		ok := err == nil && r.OK && len(r.Groups) > 0
+		for _, g := range r.Groups {
+			ready := 0
+			for _, rep := range g.Replicas {
+				if rep.Ready {
+					ready++
+					ok = ok && rep.Node == g.Voters[0]
+				}
+			}
+			ok = ok && ready == 1
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the cluster did not balance within %v: %+v %v", d, r, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func freePort(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+}
