@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -554,22 +553,7 @@ func session(t testing.TB, addr string, proto int, reqs ...string) []rv {
 // slot and waits for cluster_state:ok. It is stopped when the test ends.
 func startRedisCluster(t *testing.T) string {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv(redistest.SkipEnv) == "1" {
-			t.Skipf("redis-server not on PATH; skipped because %s=1", redistest.SkipEnv)
-		}
-		t.Fatalf("redis-server not on PATH (apt-get install redis-server, or %s=1 to skip)", redistest.SkipEnv)
-	}
-	var addr, out string
-	for range 3 { // a port found free may be taken before redis-server binds it
-		if addr, out = launchClusterRedis(t, bin); addr != "" {
-			break
-		}
-	}
-	if addr == "" {
-		t.Fatalf("redis-server exited:\n%s", out)
-	}
+	addr := redistest.StartCluster(t)
 	if got := session(t, addr, 2, resp("CLUSTER", "ADDSLOTSRANGE", "0", "16383"))[0]; got.str != "OK" {
 		t.Fatalf("CLUSTER ADDSLOTSRANGE: %s", got)
 	}
@@ -581,46 +565,6 @@ func startRedisCluster(t *testing.T) string {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return addr
-}
-
-// launchClusterRedis starts redis-server with cluster support on fresh
-// client and bus ports and waits for PING. If it exits first, it returns
-// "" and its output.
-func launchClusterRedis(t *testing.T, bin string) (addr, output string) {
-	t.Helper()
-	port, err := redistest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bus, err := redistest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--cluster-port", strconv.Itoa(bus),
-		"--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir,
-		"--cluster-enabled", "yes", "--cluster-config-file", dir+"/nodes.conf")
-	var out strings.Builder // read only after Wait, which ends the copying
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() { cmd.Process.Kill(); <-exited })
-	addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	for deadline := time.Now().Add(10 * time.Second); redistest.Ping(addr) != nil; {
-		select {
-		case <-exited:
-			return "", out.String()
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("redis-server on %s did not answer PING", addr)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return addr, ""
 }
 
 // TestClusterLikeRedis compares our CLUSTER replies, with a fake cluster

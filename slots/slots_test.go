@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -139,61 +138,7 @@ func keySlots(t *testing.T, addr string, keys []string) []int {
 // needs to be assigned for CLUSTER KEYSLOT.
 func startClusterRedis(t *testing.T) string {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv(redistest.SkipEnv) == "1" {
-			t.Skipf("redis-server not on PATH; skipped because %s=1", redistest.SkipEnv)
-		}
-		t.Fatalf("redis-server not on PATH (apt-get install redis-server, or %s=1 to skip)", redistest.SkipEnv)
-	}
-	var addr, out string
-	for range 3 { // a port found free may be taken before redis-server binds it
-		if addr, out = launch(t, bin); addr != "" {
-			return addr
-		}
-	}
-	t.Fatalf("redis-server exited:\n%s", out)
-	return ""
-}
-
-// launch starts redis-server in cluster mode on fresh client and bus
-// ports and waits for PING. If it exits first, it returns "" and its
-// output.
-func launch(t *testing.T, bin string) (addr, output string) {
-	t.Helper()
-	port, err := redistest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bus, err := redistest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--cluster-port", strconv.Itoa(bus),
-		"--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir,
-		"--cluster-enabled", "yes", "--cluster-config-file", dir+"/nodes.conf")
-	var out strings.Builder // read only after Wait, which ends the copying
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() { cmd.Process.Kill(); <-exited })
-	addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	for deadline := time.Now().Add(10 * time.Second); redistest.Ping(addr) != nil; {
-		select {
-		case <-exited:
-			return "", out.String()
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("redis-server on %s did not answer PING", addr)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return addr, ""
+	return redistest.StartCluster(t)
 }
 
 // refOf is a plain reference: Redis's keyHashSlot and a bitwise CRC16.

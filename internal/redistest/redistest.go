@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,6 +35,19 @@ const (
 // RLSERVER_SKIP_REDIS=1). It is safe to call from parallel tests.
 func Start(tb testing.TB) (addr string) {
 	tb.Helper()
+	return start(tb, false)
+}
+
+// StartCluster is Start for a redis-server with cluster support
+// (--cluster-enabled yes, its bus on a free port too), which owns no slot
+// yet: the test assigns them (CLUSTER ADDSLOTSRANGE) if it needs them.
+func StartCluster(tb testing.TB) (addr string) {
+	tb.Helper()
+	return start(tb, true)
+}
+
+func start(tb testing.TB, cluster bool) string {
+	tb.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		if os.Getenv(SkipEnv) == "1" {
@@ -45,7 +59,7 @@ func Start(tb testing.TB) (addr string) {
 	}
 	dir := tb.TempDir()
 	for i := 1; ; i++ {
-		srv, err := launch(bin, dir)
+		srv, err := launch(bin, dir, cluster)
 		if err == nil {
 			tb.Cleanup(func() {
 				if err := srv.stop(); err != nil {
@@ -69,18 +83,27 @@ type server struct {
 }
 
 // launch starts redis-server on a free port in dir and waits for PING.
-func launch(bin, dir string) (*server, error) {
+func launch(bin, dir string, cluster bool) (*server, error) {
 	port, err := FreePort()
 	if err != nil {
 		return nil, err
+	}
+	args := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no"}
+	if cluster {
+		bus, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, "--cluster-enabled", "yes", "--cluster-port", strconv.Itoa(bus),
+			"--cluster-config-file", filepath.Join(dir, fmt.Sprintf("nodes-%d.conf", port)))
 	}
 	s := &server{
 		addr:   net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
 		exited: make(chan struct{}),
 		output: &lockedBuffer{},
 	}
-	s.cmd = exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no")
+	s.cmd = exec.Command(bin, args...)
 	s.cmd.Stdout, s.cmd.Stderr = s.output, s.output
 	if err := s.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", bin, err)
