@@ -99,23 +99,7 @@ func TestRestartKeepsState(t *testing.T) {
 func TestReplayReproducesState(t *testing.T) {
 	st, clock := memStorage(), newClock()
 	n := open(t, st, clock, func(c *Config) { c.SnapshotEntries = 1 << 40 })
-	keys := make([][]byte, 300)
-	for i := range keys {
-		keys[i] = []byte(fmt.Sprintf("key:%03d", i))
-	}
-	seed := testseed.Rand(t).Uint64()
-	var wg sync.WaitGroup
-	for g := 0; g < 32; g++ {
-		wg.Add(1)
-		go func(g int) {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(seed, uint64(g)))
-			for i := 0; i < 1500; i++ {
-				randomChange(rng, n, keys, clock.advance(rng.Int64N(2e5)))
-			}
-		}(g)
-	}
-	wg.Wait()
+	randomLoad(t, n, clock, 300, 1500)
 	closeNode(t, n)
 	end := clock.now()
 	if n.Len() == 0 {
@@ -128,6 +112,28 @@ func TestReplayReproducesState(t *testing.T) {
 			t.Fatalf("replayed digest at +%ds %x, live %x (%d vs %d keys)", (at-end)/1e9, got, live, replica.Len(), n.Len())
 		}
 	}
+}
+
+// randomLoad runs 32 goroutines, each making perG random changes through n
+// to keys of nkeys names, with a replayable seed.
+func randomLoad(t *testing.T, n *Node, clock *fakeClock, nkeys, perG int) {
+	keys := make([][]byte, nkeys)
+	for i := range keys {
+		keys[i] = []byte(fmt.Sprintf("key:%03d", i))
+	}
+	seed := testseed.Rand(t).Uint64()
+	var wg sync.WaitGroup
+	for g := 0; g < 32; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(seed, uint64(g)))
+			for i := 0; i < perG; i++ {
+				randomChange(rng, n, keys, clock.advance(rng.Int64N(2e5)))
+			}
+		}(g)
+	}
+	wg.Wait()
 }
 
 // randomChange runs one random state change through n at now.

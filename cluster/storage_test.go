@@ -4,14 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/rlserver/rlserver/engine"
-	"github.com/rlserver/rlserver/internal/testseed"
 )
 
 // openOn opens storage and a node on dir in fs.
@@ -40,23 +37,7 @@ func openOn(t testing.TB, fs vfs.FS, dir string, clock *fakeClock, mod func(*Con
 func TestReplayOnPebble(t *testing.T) {
 	dir, clock := t.TempDir(), newClock()
 	n, disk := openOn(t, vfs.Default, dir, clock, func(c *Config) { c.SnapshotEntries = 1 << 40 })
-	keys := make([][]byte, 500)
-	for i := range keys {
-		keys[i] = []byte(fmt.Sprintf("key:%03d", i))
-	}
-	seed := testseed.Rand(t).Uint64()
-	var wg sync.WaitGroup
-	for g := 0; g < 32; g++ {
-		wg.Add(1)
-		go func(g int) {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(seed, uint64(g)))
-			for i := 0; i < 1000; i++ {
-				randomChange(rng, n, keys, clock.advance(rng.Int64N(2e5)))
-			}
-		}(g)
-	}
-	wg.Wait()
+	randomLoad(t, n, clock, 500, 1000)
 	closeNode(t, n)
 	disk.Close()
 	m, disk2 := openOn(t, vfs.Default, dir, clock, nil)
