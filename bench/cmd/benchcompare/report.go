@@ -2,12 +2,11 @@ package main
 
 import (
 	"fmt"
+	"github.com/rlserver/rlserver/bench/nodes"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"time"
 
 	"github.com/rlserver/rlserver/bench/chart"
 )
@@ -40,31 +39,6 @@ type AllocResult struct {
 	Output  string  `json:"output"`
 	Allocs  float64 `json:"allocs_per_op"`
 	OK      bool    `json:"ok"`
-}
-
-func describeMachine(o options) map[string]string {
-	m := map[string]string{
-		"nproc": fmt.Sprint(runtime.NumCPU()), "go": runtime.Version(),
-		"os": runtime.GOOS + "/" + runtime.GOARCH, "date": time.Now().UTC().Format("2006-01-02 15:04 UTC"),
-	}
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-				m["cpu"] = strings.TrimSpace(v)
-				break
-			}
-		}
-	}
-	if b, err := exec.Command(o.redisServer, "--version").Output(); err == nil {
-		m["redis"] = strings.TrimSpace(string(b))
-	}
-	if b, err := exec.Command("uname", "-r").Output(); err == nil {
-		m["kernel"] = strings.TrimSpace(string(b))
-	}
-	if b, err := exec.Command("git", "describe", "--always", "--dirty").Output(); err == nil {
-		m["rlserver"] = strings.TrimSpace(string(b))
-	}
-	return m
 }
 
 // allocBenchmark runs the server's connection-path benchmark and reads its
@@ -378,4 +352,8 @@ func (r *report) chart(f *os.File) error {
 			{Name: "rlserver, all cores", Color: chart.LightBlue},
 			{Name: "rlserver, goroutine per connection", Color: chart.Grey},
 			{Name: "rlserver, durable (fast, strong)", Color: chart.Green}, {Name: "redis-server", Color: chart.Red}}, panels)
+}
+
+func describeMachine(o options) map[string]string {
+	return nodes.Machine(map[string]string{"redis": o.redisServer})
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/rlserver/rlserver/bench/nodes"
 	"io"
 	"net"
 	"net/http"
@@ -103,20 +104,7 @@ func (s *server) stop() {
 }
 
 // cpuTime returns the CPU time (user + system) the server process has used.
-func (s *server) cpuTime() time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
-	if err != nil {
-		return 0
-	}
-	// Fields after the command name, which is in parentheses.
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
-	if len(f) < 13 {
-		return 0
-	}
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * time.Second / 100 // USER_HZ is 100 on Linux
-}
+func (s *server) cpuTime() time.Duration { return nodes.CPUOf(s.cmd.Process.Pid) }
 
 // heapAfterGC returns rlserver's live heap after a forced collection.
 func (s *server) heapAfterGC() (int64, error) {

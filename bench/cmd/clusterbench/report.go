@@ -3,13 +3,10 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/rlserver/rlserver/bench/nodes"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
-	"sort"
 	"strings"
-	"time"
 
 	"github.com/rlserver/rlserver/bench/chart"
 )
@@ -79,7 +76,7 @@ func medianRow(ss []Sample) Row {
 		for i, s := range ss {
 			v[i] = f(s)
 		}
-		return medianOf(v)
+		return nodes.Median(v)
 	}
 	r.RPS, r.P50, r.P99, r.P999 = m(func(s Sample) float64 { return s.RPS }), m(func(s Sample) float64 { return s.P50 }),
 		m(func(s Sample) float64 { return s.P99 }), m(func(s Sample) float64 { return s.P999 })
@@ -100,18 +97,6 @@ func medianRow(ss []Sample) Row {
 		r.RoundsRPS = append(r.RoundsRPS, s.RPS)
 	}
 	return r
-}
-
-func medianOf(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 func (r *report) row(setup, tool string) *Row {
@@ -140,31 +125,6 @@ func (r *report) evaluate() {
 				fmt.Sprintf("≥ %g×", g.min), fmt.Sprintf("%.2f× (%.0f vs %.0f rps)", v, c.RPS, s.RPS), v, v >= g.min})
 		}
 	}
-}
-
-func describeMachine(o options) map[string]string {
-	m := map[string]string{
-		"nproc": fmt.Sprint(runtime.NumCPU()), "go": runtime.Version(),
-		"os": runtime.GOOS + "/" + runtime.GOARCH, "date": time.Now().UTC().Format("2006-01-02 15:04 UTC"),
-	}
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-				m["cpu"] = strings.TrimSpace(v)
-				break
-			}
-		}
-	}
-	if b, err := exec.Command(o.redisBenchmark, "--version").Output(); err == nil {
-		m["redis-benchmark"] = strings.TrimSpace(string(b))
-	}
-	if b, err := exec.Command("uname", "-r").Output(); err == nil {
-		m["kernel"] = strings.TrimSpace(string(b))
-	}
-	if b, err := exec.Command("git", "describe", "--always", "--dirty").Output(); err == nil {
-		m["rlserver"] = strings.TrimSpace(string(b))
-	}
-	return m
 }
 
 func (r *report) write(dir string) error {
@@ -295,4 +255,8 @@ func (r *report) chart(f *os.File) error {
 		"client and servers share the cores; only the measured setup runs; medians of " + r.Options["rounds"] + " alternating rounds, " + m["date"]}
 	return chart.Render(f, "rlserver: three-node cluster vs a single durable node", notes,
 		[]chart.Legend{{Name: "single node", Color: chart.Blue}, {Name: "three-node cluster", Color: chart.Green}}, panels)
+}
+
+func describeMachine(o options) map[string]string {
+	return nodes.Machine(map[string]string{"redis-benchmark": o.redisBenchmark})
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"errors"
+	"github.com/rlserver/rlserver/bench/nodes"
 	"io"
 	"net"
 	"os"
@@ -25,13 +26,11 @@ type server struct {
 	stopErr    error
 }
 
+// freePort returns a 127.0.0.1 address on a port that was free a moment
+// ago.
 func freePort() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
+	port, err := nodes.FreePort()
+	return "127.0.0.1:" + strconv.Itoa(port), err
 }
 
 func start(o options, dir string) (*server, error) {

@@ -24,6 +24,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"github.com/rlserver/rlserver/bench/nodes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -86,7 +87,7 @@ func run(o options) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	sum := &Summary{Machine: describeMachine(), Options: o.summary(), Date: time.Now().UTC().Format("2006-01-02 15:04 UTC")}
+	sum := &Summary{Machine: nodes.Machine(nil), Options: o.summary(), Date: time.Now().UTC().Format("2006-01-02 15:04 UTC")}
 	for i := 1; i <= o.runs; i++ {
 		r, err := runOnce(o, filepath.Join(dir, fmt.Sprintf("run%d", i)), i)
 		if err != nil {

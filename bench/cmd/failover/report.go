@@ -3,11 +3,9 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/rlserver/rlserver/bench/nodes"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
-	"sort"
 	"strings"
 	"time"
 )
@@ -46,20 +44,8 @@ func (s *Summary) evaluate(goal time.Duration) {
 		s.MaxFull = max(s.MaxFull, r.FullAfter)
 		s.GoalMet = s.GoalMet && r.FullAfter <= s.GoalSeconds
 	}
-	s.MedianServed, s.MedianFirst, s.MedianFull = medianOf(served), medianOf(first), medianOf(full)
-	s.MedianP99, s.MedianRPS = medianOf(p99), medianOf(rps)
-}
-
-func medianOf(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+	s.MedianServed, s.MedianFirst, s.MedianFull = nodes.Median(served), nodes.Median(first), nodes.Median(full)
+	s.MedianP99, s.MedianRPS = nodes.Median(p99), nodes.Median(rps)
 }
 
 func (s *Summary) markdown() string {
@@ -129,20 +115,4 @@ func (s *Summary) write(o options) error {
 		return err
 	}
 	return os.WriteFile(base+".json", append(js, '\n'), 0o644)
-}
-
-func describeMachine() map[string]string {
-	m := map[string]string{"nproc": fmt.Sprint(runtime.NumCPU()), "go": runtime.Version()}
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-				m["cpu"] = strings.TrimSpace(v)
-				break
-			}
-		}
-	}
-	if b, err := exec.Command("git", "describe", "--always", "--dirty").Output(); err == nil {
-		m["rlserver"] = strings.TrimSpace(string(b))
-	}
-	return m
 }

@@ -4,7 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"net"
+	"github.com/rlserver/rlserver/bench/nodes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,7 +28,7 @@ type server struct {
 }
 
 func startServer(o options, dir string) (*server, error) {
-	port, err := freePort()
+	port, err := nodes.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -52,15 +52,6 @@ func startServer(o options, dir string) (*server, error) {
 		return nil, fmt.Errorf("rlserver did not start on %s: %w", s.addr, err)
 	}
 	return s, nil
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // stop sends SIGTERM and waits for a clean exit (status 0 within 15 s);
