@@ -300,6 +300,23 @@ func (c *Cluster) peerAddrs() map[string]string {
 	return out
 }
 
+// raftAddrOf returns node id's Raft address, as peerAddrs would, without
+// building the whole map (forwarded commands ask for it each time).
+func (c *Cluster) raftAddrOf(id string) string {
+	m := c.meta.current()
+	if n, ok := m.Nodes[id]; ok {
+		return n.Raft
+	}
+	if m.Groups == 0 {
+		for _, p := range c.initial {
+			if p.ID == id {
+				return p.Raft
+			}
+		}
+	}
+	return ""
+}
+
 // peer returns what node id last reported, or nil.
 func (c *Cluster) peer(id string) *peerInfo {
 	c.peers.mu.Lock()

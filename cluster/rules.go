@@ -262,7 +262,7 @@ func (c *Cluster) leaderRaftAddr(g int) string {
 		return string(addr)
 	}
 	if id := c.remoteLeader(g); id != "" {
-		return c.peerAddrs()[id]
+		return c.raftAddrOf(id)
 	}
 	return ""
 }
