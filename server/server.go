@@ -112,6 +112,7 @@ type Server struct {
 	prefetcher Prefetcher
 	commitState
 	blocking Blocking // cfg.Limiter if it implements Blocking
+	cl       Cluster  // cfg.Limiter if it implements Cluster
 	// txRules says that the rules live in the Limiter (Config.Rules was
 	// nil), so that EXEC's transaction covers rule checks too.
 	txRules  bool
@@ -184,6 +185,7 @@ func New(cfg Config) *Server {
 	s.prefetcher, _ = cfg.Limiter.(Prefetcher)
 	s.initCommitter()
 	s.blocking, _ = cfg.Limiter.(Blocking)
+	s.cl, _ = cfg.Limiter.(Cluster)
 	s.txRules = txRules
 	s.bound, _ = cfg.Limiter.(MemoryBound)
 	s.input, s.connMem = &budget{max: cfg.MaxBuffered}, cfg.ConnMemory
