@@ -392,12 +392,6 @@ func (c *Cluster) Stores() []*shards.Store {
 	return out
 }
 
-// ID returns the node's cluster id (40 hex characters).
-func (c *Cluster) ID() string { return c.id }
-
-// NodeID returns the node's name (--node-id).
-func (c *Cluster) NodeID() string { return c.cfg.NodeID }
-
 // RaftAddr returns the address the node's Raft listener listens on.
 func (c *Cluster) RaftAddr() net.Addr { return c.mux.Addr() }
 

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"errors"
-	"fmt"
 	"sort"
 	"strconv"
 
@@ -180,6 +179,3 @@ func (c *Cluster) KeysInSlot(slot int) int {
 
 // Groups returns the number of data groups.
 func (c *Cluster) Groups() int { return c.numGroups() }
-
-// String names the node for logs.
-func (c *Cluster) String() string { return fmt.Sprintf("node %s (%s)", c.cfg.NodeID, c.id[:8]) }
