@@ -403,6 +403,12 @@ func (a *applier) commitLoop(g *group, inflight <-chan pending, done chan<- stru
 		}
 		if !failed {
 			g.committed.Store(p.epoch)
+			if g.standalone && a.failed.Load() != nil && len(inflight) == 0 {
+				// Every entry sealed before the log refused one is in it
+				// now (flush seals nothing while failed is set).
+				a.log.Info("the log takes entries again; serving")
+				a.failed.Store(nil)
+			}
 			a.recompute()
 			a.notify()
 		}
@@ -412,8 +418,8 @@ func (a *applier) commitLoop(g *group, inflight <-chan pending, done chan<- stru
 // retry handles an entry a standalone node's log did not take: it reports
 // the failure, stops new entries, and applies this entry again, then every
 // later one (they failed too: raft steps down when its log refuses a
-// write), until the log takes it. It returns false if the node is shutting
-// down.
+// write), until the log takes it; commitLoop serves again once none is
+// left. It returns false if the node is shutting down.
 func (a *applier) retry(g *group, p pending, err error) bool {
 	if errors.Is(err, raft.ErrRaftShutdown) {
 		return false
@@ -437,10 +443,6 @@ func (a *applier) retry(g *group, p pending, err error) bool {
 		} else if errors.Is(err, raft.ErrRaftShutdown) {
 			return false
 		}
-	}
-	if len(g.inflight) == 0 {
-		a.log.Info("the log takes entries again; serving")
-		a.failed.Store(nil)
 	}
 	return true
 }

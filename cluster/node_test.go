@@ -246,16 +246,21 @@ func TestCommittedCoversEarlierChanges(t *testing.T) {
 	}
 }
 
-// failingLogs refuses StoreLogs while fail is set, as a full disk would.
+// failingLogs refuses StoreLogs while fail is set, as a full disk would;
+// if hold is set, a refusal waits until hold is closed, as a slow disk's.
 type failingLogs struct {
 	raft.LogStore
 	fail atomic.Bool
+	hold chan struct{}
 }
 
 var errDiskFull = errors.New("no space left on device")
 
 func (f *failingLogs) StoreLogs(logs []*raft.Log) error {
 	if f.fail.Load() {
+		if f.hold != nil {
+			<-f.hold
+		}
 		return errDiskFull
 	}
 	return f.LogStore.StoreLogs(logs)
@@ -300,6 +305,46 @@ func TestRefusedWrites(t *testing.T) {
 	defer closeNode(t, m)
 	if r, _ := m.Check([]byte("during"), engine.Fixed, hour, 0, clock.now()); r.Remaining != 6 {
 		t.Fatalf("the change made while the log refused: remaining %d, want 6", r.Remaining)
+	}
+}
+
+// TestRefusedWritesBehindEmptyEpochs: epochs sealed with no change while
+// a refused entry waits for the disk queue behind it; once the log takes
+// the entry again, the node serves again (it once refused for good).
+func TestRefusedWritesBehindEmptyEpochs(t *testing.T) {
+	st, clock := memStorage(), newClock()
+	logs := &failingLogs{LogStore: st.logs, hold: make(chan struct{})}
+	st.logs = logs
+	n := open(t, st, clock, nil)
+	defer closeNode(t, n)
+	syncNode(t, n)
+	logs.fail.Store(true)
+	n.Check([]byte("during"), engine.Fixed, hour, 4, clock.now())
+	sealed := n.app.open.Load()
+	deadline := time.Now().Add(10 * time.Second)
+	for n.app.open.Load() < sealed+3 { // the entry, then empty epochs
+		if time.Now().After(deadline) {
+			t.Fatal("no epochs sealed behind the held entry")
+		}
+		n.app.Kick()
+		time.Sleep(time.Millisecond)
+	}
+	close(logs.hold)
+	for n.refuse() == nil { // the refusal reaches the applier
+		if time.Now().After(deadline) {
+			t.Fatal("the refused entry was never reported")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	logs.fail.Store(false)
+	for n.refuse() != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("still refusing after the log takes writes again")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if r, err := n.Check([]byte("during"), engine.Fixed, hour, 0, clock.now()); err != nil || r.Remaining != 6 {
+		t.Fatalf("after the log takes writes: remaining %d, %v; want 6", r.Remaining, err)
 	}
 }
 
