@@ -141,6 +141,10 @@ func (tc *testCluster) kill(i int) {
 	close(c.shutdownCh)
 	c.stopRafts()
 	c.mux.Close()
+	// A crashed process runs nothing more; here the node's goroutines
+	// must end before its database closes (a watcher rebuilding a group
+	// from the log would read a closed one).
+	c.wg.Wait()
 	tc.disks[i].Close()
 	tc.mu.Lock()
 	tc.nodes[i] = nil
