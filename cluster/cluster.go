@@ -32,6 +32,11 @@ type ClusterConfig struct {
 	// RaftAdvertise is the address the other nodes dial, by default
 	// RaftAddr (which must then be dialable: not 0.0.0.0).
 	RaftAddr, RaftAdvertise string
+	// Secret, if set, is shared by every node (rlserver passes
+	// --admin-token): every connection to or from the Raft listener
+	// proves knowledge of it first, so that no one without it can speak
+	// raft or make internal calls (package transport, auth.go).
+	Secret string
 	// RESPAddr and HTTPAddr are the addresses clients reach this node at,
 	// reported in CLUSTER SLOTS, MOVED and GET /cluster.
 	RESPAddr, HTTPAddr string
@@ -130,7 +135,7 @@ func OpenCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	c.app.strong = cfg.Consistency == Strong
 	c.commits = commits{c.app}
 	c.leaderless = make([]atomic.Int64, maxGroups+1)
-	c.mux, err = transport.Listen(cfg.RaftAddr, transport.Options{Logger: cfg.Logger, Advertise: cfg.RaftAdvertise})
+	c.mux, err = transport.Listen(cfg.RaftAddr, transport.Options{Logger: cfg.Logger, Advertise: cfg.RaftAdvertise, Secret: secretBytes(cfg.Secret)})
 	if err != nil {
 		return nil, fmt.Errorf("raft listener on %s: %w", cfg.RaftAddr, err)
 	}
@@ -469,6 +474,14 @@ func (c *Cluster) stopRafts() {
 	for _, f := range fs {
 		f.Error()
 	}
+}
+
+// secretBytes is s as the transport's secret: nil (none) when empty.
+func secretBytes(s string) []byte {
+	if s == "" {
+		return nil
+	}
+	return []byte(s)
 }
 
 // maxGroups bounds --groups.

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlserver/rlserver/cluster/transport"
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/internal/testseed"
 	"github.com/rlserver/rlserver/rules"
@@ -51,6 +52,10 @@ func freePorts(t *testing.T, n int) []string {
 	return out
 }
 
+// testSecret is the cluster secret of the test clusters, so that every
+// test runs the transport's authentication.
+const testSecret = "cluster-test-secret"
+
 // startCluster starts n nodes and waits until every slot is served.
 func startCluster(t *testing.T, n, groups int, mode Consistency) *testCluster {
 	t.Helper()
@@ -70,6 +75,7 @@ func startClusterWith(t *testing.T, n, groups int, mode Consistency, mod func(*C
 	for i := 0; i < n; i++ {
 		cfg := ClusterConfig{NodeID: peers[i].ID, RaftAddr: raftAddrs[i], RESPAddr: fmt.Sprintf("127.0.0.1:%d", 20000+i),
 			Peers: peers, Groups: groups, Durability: Durability{Consistency: mode, FlushInterval: 2 * time.Millisecond},
+			Secret:           testSecret,
 			HeartbeatTimeout: 150 * time.Millisecond, ElectionTimeout: 150 * time.Millisecond, LeaderLeaseTimeout: 100 * time.Millisecond,
 			NewStore: func(int) *shards.Store { return shards.New(8) }}
 		if mod != nil {
@@ -666,4 +672,56 @@ func TestProxyServesEveryKeyOnEveryNode(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRaftListenerRefusesStrangers: with a secret, a node's Raft listener
+// serves no internal call (here: a rule's creation through the meta
+// group) to a caller without it or with another, and the rule is not
+// created; the same call with the secret creates it.
+func TestRaftListenerRefusesStrangers(t *testing.T) {
+	tc := startCluster(t, 3, 2, Fast)
+	addr := tc.nodes[0].RaftAddr().String()
+	body := []byte(`{"op":"rule.set","rule":{"id":"via-raft-port","target":"*","tier":"*","key_type":"ip","algo":"fixed","limit":1,"window":"1h"}}`)
+	for _, secret := range []string{"", "guess"} {
+		m, err := transport.Listen("127.0.0.1:0", transport.Options{Secret: secretBytes(secret)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err = m.Call(ctx, addr, "meta.apply", body)
+		cancel()
+		m.Close()
+		if !errors.Is(err, transport.ErrUnreachable) {
+			t.Fatalf("secret %q: meta.apply answered %v, want ErrUnreachable", secret, err)
+		}
+	}
+	for _, c := range tc.nodes {
+		for _, r := range c.Rules() {
+			if r.ID == "via-raft-port" {
+				t.Fatalf("node %s holds the rule a stranger sent", c.cfg.NodeID)
+			}
+		}
+	}
+	m, err := transport.Listen("127.0.0.1:0", transport.Options{Secret: []byte(testSecret)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if rep, err := m.Call(ctx, addr, "meta.apply", body); err != nil || !strings.Contains(string(rep), `"err":""`) {
+		t.Fatalf("a caller with the secret: %s, %v", rep, err)
+	}
+	waitUntil(t, 5*time.Second, "the rule sent with the secret on every node", func() bool {
+		for _, c := range tc.nodes {
+			found := false
+			for _, r := range c.Rules() {
+				found = found || r.ID == "via-raft-port"
+			}
+			if !found {
+				return false
+			}
+		}
+		return true
+	})
 }

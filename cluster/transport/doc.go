@@ -16,14 +16,18 @@
 // Every connection opens with a 10-byte header written by the dialer:
 //
 //	magic   4 bytes  "rlmx"
-//	version 1 byte   1
+//	version 1 byte   1 (no secret) or 2 (Options.Secret set)
 //	kind    1 byte   1 = raft stream, 2 = RPC
 //	group   4 bytes  big-endian raft group id (raft); 0 (RPC)
 //
 // The acceptor reads exactly these 10 bytes, within
 // Options.HandshakeTimeout, and closes the connection on a short read, a
 // wrong magic or version, an unknown kind, or an RPC header with a nonzero
-// group. After a raft header the connection belongs to raft: its bytes
+// group. With version 2 both ends then prove that they know the cluster's
+// secret (an HMAC-SHA256 challenge each way, auth.go), within the same
+// timeout; a connection that fails it, or whose version does not match
+// whether the acceptor has a secret, is closed before anything else is
+// read from it. After a raft header the connection belongs to raft: its bytes
 // are raft's NetworkTransport protocol, untouched. After an RPC header both
 // directions carry frames:
 //

@@ -162,7 +162,7 @@ func FuzzParseHeader(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if encodeHeader(h.kind, h.group) != [headerLen]byte(b[:headerLen]) {
+		if encodeHeaderVersion(h.version, h.kind, h.group) != [headerLen]byte(b[:headerLen]) {
 			t.Fatalf("header %x decodes to %+v, which encodes differently", b[:headerLen], h)
 		}
 	})

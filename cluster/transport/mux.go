@@ -21,12 +21,13 @@ const maxHeld = 256
 // carries a raft stream per group (Stream) and request/response calls
 // between nodes (Handle, Call). All methods are safe for concurrent use.
 type Mux struct {
-	ln      net.Listener
-	adv     advertiseAddr
-	opts    Options
-	log     *slog.Logger
-	handler atomic.Pointer[Handler]
-	held    atomic.Int32 // raft connections waiting for their group
+	ln       net.Listener
+	adv      advertiseAddr
+	opts     Options
+	log      *slog.Logger
+	handler  atomic.Pointer[Handler]
+	held     atomic.Int32 // raft connections waiting for their group
+	authWarn warnThrottle // refused connections: a warning a second at most
 
 	ctx    context.Context // ends at Close: dials and handlers see it
 	cancel context.CancelFunc
@@ -218,8 +219,24 @@ func (m *Mux) isClosed() bool {
 	}
 }
 
-// handshake reads c's header within HandshakeTimeout and hands c to its
-// raft group or serves its RPCs; it closes c on any failure.
+// authenticate checks that c's header h (bytes b) is the version this
+// mux's secret calls for and, with a secret, runs the acceptor's side of
+// the exchange (auth.go) within HandshakeTimeout.
+func (m *Mux) authenticate(c net.Conn, h header, b [headerLen]byte) error {
+	switch {
+	case m.opts.Secret == nil && h.version == versionAuth:
+		return errors.New("the peer uses a cluster secret and this node has none (set the same --admin-token on every node)")
+	case m.opts.Secret == nil:
+		return nil
+	case h.version != versionAuth:
+		return errors.New("the peer sent no proof of the cluster secret (set the same --admin-token on every node)")
+	}
+	return proveAcceptor(c, m.opts.Secret, b, time.Now().Add(m.opts.HandshakeTimeout))
+}
+
+// handshake reads c's header within HandshakeTimeout (and, with a secret,
+// the peer's proof of it) and hands c to its raft group or serves its
+// RPCs; it closes c on any failure.
 func (m *Mux) handshake(c *trackedConn) {
 	c.SetReadDeadline(time.Now().Add(m.opts.HandshakeTimeout))
 	var b [headerLen]byte
@@ -233,6 +250,13 @@ func (m *Mux) handshake(c *trackedConn) {
 	}
 	if err != nil {
 		m.log.Debug("raft listener: connection rejected", "remote", c.RemoteAddr().String(), "error", err)
+		c.Close()
+		return
+	}
+	if err := m.authenticate(c, h, b); err != nil {
+		if m.authWarn.allow() {
+			m.log.Warn("raft listener: connection refused", "remote", c.RemoteAddr().String(), "error", err)
+		}
 		c.Close()
 		return
 	}

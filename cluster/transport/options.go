@@ -56,6 +56,12 @@ type Options struct {
 	// send its header; slower or silent connections are closed. Default 5s.
 	HandshakeTimeout time.Duration
 
+	// Secret, if set, is shared by every node of the cluster: each
+	// connection, dialed or accepted, proves knowledge of it before
+	// anything else crosses it (auth.go), and a connection that does not
+	// is closed. Muxes with and without a secret refuse each other.
+	Secret []byte
+
 	// HoldTimeout is how long a raft connection for a group with no
 	// registered Stream (or whose Accept is not keeping up) is held,
 	// waiting for one, before it is closed. Negative: such connections

@@ -113,7 +113,8 @@ func (l *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 }
 
 // dial connects to the mux at addr and writes the header for kind and
-// group, both within timeout. The connection is tracked for Close.
+// group (and, with a secret, runs the exchange of auth.go), all within
+// timeout. The connection is tracked for Close.
 func (m *Mux) dial(addr string, kind byte, group uint32, timeout time.Duration) (*trackedConn, error) {
 	if m.isClosed() {
 		return nil, ErrClosed
@@ -130,10 +131,14 @@ func (m *Mux) dial(addr string, kind byte, group uint32, timeout time.Duration) 
 	if err != nil {
 		return nil, err
 	}
-	h := encodeHeader(kind, group)
-	tc.SetWriteDeadline(time.Now().Add(timeout))
-	if _, err = tc.Write(h[:]); err == nil {
-		err = tc.SetWriteDeadline(time.Time{})
+	if m.opts.Secret != nil {
+		err = proveDialer(tc, m.opts.Secret, encodeHeaderVersion(versionAuth, kind, group), time.Now().Add(timeout))
+	} else {
+		h := encodeHeader(kind, group)
+		tc.SetWriteDeadline(time.Now().Add(timeout))
+		if _, err = tc.Write(h[:]); err == nil {
+			err = tc.SetWriteDeadline(time.Time{})
+		}
 	}
 	if err != nil {
 		tc.Close()

@@ -208,7 +208,10 @@ func checkUntil(c *redis.ClusterClient, deadline time.Time, args ...any) ([]any,
 // is served again is measured.
 func TestClusterKill9StrongForgetsNothing(t *testing.T) {
 	bin := buildBinary(t)
-	procs := clusterProcs(t, bin, 3, "--consistency", "strong")
+	// With --admin-token, the nodes' Raft listeners authenticate each
+	// other with it (cluster/transport/auth.go): replication, failover and
+	// the internal calls all run through that.
+	procs := clusterProcs(t, bin, 3, "--consistency", "strong", "--admin-token", "cluster-t0ken")
 	c := clusterClient(t, procs)
 	for i := 0; i < 200; i++ {
 		for j := 0; j < 5; j++ {
@@ -315,7 +318,7 @@ func TestClusterKill9FastBounded(t *testing.T) {
 // and the counts are exact.
 func TestClusterProxyPlainClients(t *testing.T) {
 	bin := buildBinary(t)
-	procs := clusterProcs(t, bin, 3, "--proxy", "--consistency", "strong")
+	procs := clusterProcs(t, bin, 3, "--proxy", "--consistency", "strong", "--admin-token", "cluster-t0ken")
 	py := pythonRedis(t)
 	// redis-cli without -c: 20 keys, checked once on each node.
 	for k := 0; k < 20; k++ {

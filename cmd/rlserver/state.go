@@ -113,7 +113,7 @@ func openCluster(ctx context.Context, cfg Config, opts shards.Options, disk *clu
 	}
 	dur := durability(cfg, reg, log)
 	cl, err := cluster.OpenCluster(ctx, cluster.ClusterConfig{
-		Storage: disk, NodeID: disk.NodeID, RaftAddr: cfg.RaftAddr, RaftAdvertise: cfg.RaftAdvertise,
+		Storage: disk, NodeID: disk.NodeID, RaftAddr: cfg.RaftAddr, RaftAdvertise: cfg.RaftAdvertise, Secret: cfg.AdminToken,
 		RESPAddr: resp, HTTPAddr: httpAddr,
 		Peers: peers, Groups: cfg.Groups, Proxy: cfg.Proxy,
 		NewStore: func(hosted int) *shards.Store {
