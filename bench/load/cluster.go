@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rlserver/rlserver/slots"
 )
 
 // Cluster is a client's view of a Redis Cluster (rlserver's included):
@@ -33,7 +35,7 @@ type Cluster struct {
 // slotMap is one version of the map; never changed once stored.
 type slotMap struct {
 	addrs []string
-	owner [Slots]uint8 // index+1 into addrs; 0: no node known
+	owner [slots.Count]uint8 // index+1 into addrs; 0: no node known
 }
 
 // addrFor returns the node serving slot, or the any-th node for a command
@@ -177,7 +179,7 @@ func (c *Cluster) moved(slot int, addr string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	old := c.m.Load()
-	if slot < 0 || slot >= Slots || old.addrFor(slot, 0) == addr && old.owner[slot] > 0 {
+	if slot < 0 || slot >= slots.Count || old.addrFor(slot, 0) == addr && old.owner[slot] > 0 {
 		return
 	}
 	m := &slotMap{addrs: old.addrs, owner: old.owner}
@@ -237,7 +239,7 @@ func parseSlots(raw []byte) (*slotMap, error) {
 		first, ok1 := e[0].(int64)
 		last, ok2 := e[1].(int64)
 		node, ok3 := e[2].([]any)
-		if !ok1 || !ok2 || !ok3 || len(node) < 2 || first < 0 || last >= Slots || first > last {
+		if !ok1 || !ok2 || !ok3 || len(node) < 2 || first < 0 || last >= slots.Count || first > last {
 			return nil, fmt.Errorf("load: CLUSTER SLOTS: bad range %v", r)
 		}
 		host, _ := node[0].(string)

@@ -1,6 +1,10 @@
 package load
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/rlserver/rlserver/slots"
+)
 
 func TestTemplateRoutesByKey(t *testing.T) {
 	for _, c := range []struct {
@@ -22,7 +26,7 @@ func TestTemplateRoutesByKey(t *testing.T) {
 		req := tpl.appendTo(nil, 42, &now)
 		want := -1
 		if !c.none {
-			want = Slot([]byte(c.key))
+			want = slots.Of([]byte(c.key))
 		}
 		if got := tpl.slotAt(req); got != want {
 			t.Errorf("%s: slot %d, want %d", c.cmd, got, want)

@@ -7,6 +7,8 @@ import (
 	"net"
 	"strconv"
 	"time"
+
+	"github.com/rlserver/rlserver/slots"
 )
 
 // Batch is the requests of one round trip, encoded back to back, each
@@ -34,7 +36,7 @@ func (b *Batch) AddCommand(args ...string) {
 	b.Buf = appendCommand(b.Buf, args)
 	slot := -1
 	if len(args) > 1 {
-		slot = Slot([]byte(args[1]))
+		slot = slots.Of([]byte(args[1]))
 	}
 	b.Add(slot)
 }

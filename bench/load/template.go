@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/rlserver/rlserver/slots"
 )
 
 // Placeholders a command template may contain. Each is replaced in place by
@@ -113,7 +115,7 @@ func (t *Template) slotAt(req []byte) int {
 	if t.keyLen < 0 {
 		return -1
 	}
-	return Slot(req[t.keyOff : t.keyOff+t.keyLen])
+	return slots.Of(req[t.keyOff : t.keyOff+t.keyLen])
 }
 
 // denied reports whether reply is an array whose first element says the

@@ -11,6 +11,7 @@ import (
 	"github.com/rlserver/rlserver/bench/hist"
 	"github.com/rlserver/rlserver/bench/load"
 	"github.com/rlserver/rlserver/bench/nodes"
+	"github.com/rlserver/rlserver/slots"
 )
 
 // loadGen is the workers of one run and the moments they share. Times
@@ -58,7 +59,7 @@ func newLoad(o options, cl *load.Cluster, rep nodes.Report) *loadGen {
 		have := make([]int, len(rep.Groups))
 		for i, n := 0, 0; n < len(rep.Groups)*o.keysPerGroup; i++ {
 			key := fmt.Sprintf("fo:%d:%d", w, i)
-			g := ld.groupIndex[rep.GroupOf(load.Slot([]byte(key))).ID]
+			g := ld.groupIndex[rep.GroupOf(slots.Of([]byte(key))).ID]
 			if have[g] < o.keysPerGroup {
 				have[g]++
 				n++

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -20,104 +19,8 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/bench/load"
+	"github.com/rlserver/rlserver/slots"
 )
-
-// crc16Bitwise is CRC16/XMODEM computed bit by bit, the definition the
-// table in load.Slot must agree with.
-func crc16Bitwise(b []byte) uint16 {
-	var c uint16
-	for _, x := range b {
-		c ^= uint16(x) << 8
-		for range 8 {
-			if c&0x8000 != 0 {
-				c = c<<1 ^ 0x1021
-			} else {
-				c <<= 1
-			}
-		}
-	}
-	return c
-}
-
-// TestSlot checks load.Slot against the values the Redis Cluster
-// specification documents and the hash tag rule.
-func TestSlot(t *testing.T) {
-	for _, c := range []struct {
-		key  string
-		slot int
-	}{
-		{"123456789", 12739}, // CRC16/XMODEM check value 0x31C3
-		{"foo", 12182},
-		{"bar", 5061},
-		{"", 0},
-		{"{foo}", 12182},
-		{"x{foo}y", 12182},
-		{"foo{bar}{zap}", 5061}, // the first tag
-		{"foo{}{bar}", int(crc16Bitwise([]byte("foo{}{bar}")) % 16384)}, // empty tag: the whole key
-		{"foo{{bar}}zap", int(crc16Bitwise([]byte("{bar")) % 16384)},
-		{"foo{bar", int(crc16Bitwise([]byte("foo{bar")) % 16384)}, // no closing brace
-		{"foo}bar{", int(crc16Bitwise([]byte("foo}bar{")) % 16384)},
-	} {
-		if got := load.Slot([]byte(c.key)); got != c.slot {
-			t.Errorf("Slot(%q) = %d, want %d", c.key, got, c.slot)
-		}
-	}
-	if a, b := load.Slot([]byte("{user1000}.following")), load.Slot([]byte("{user1000}.followers")); a != b {
-		t.Errorf("{user1000}.following in slot %d, {user1000}.followers in %d", a, b)
-	}
-	seed := rand.Uint64()
-	rng := rand.New(rand.NewPCG(seed, 0))
-	for range 10000 {
-		k := make([]byte, rng.IntN(40))
-		for i := range k {
-			k[i] = byte(rng.IntN(256))
-		}
-		if !strings.ContainsAny(string(k), "{}") {
-			if got, want := load.Slot(k), int(crc16Bitwise(k)%16384); got != want {
-				t.Fatalf("seed %d: Slot(%q) = %d, want %d", seed, k, got, want)
-			}
-		}
-	}
-}
-
-// TestSlotMatchesRedis asks a redis-server started with cluster support
-// for CLUSTER KEYSLOT of keys with and without tags.
-func TestSlotMatchesRedis(t *testing.T) {
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("no redis-server")
-	}
-	dir := t.TempDir()
-	port := freePort(t)
-	srv := exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1", "--cluster-enabled", "yes",
-		"--cluster-config-file", filepath.Join(dir, "nodes.conf"), "--dir", dir, "--save", "", "--appendonly", "no")
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { srv.Process.Kill(); srv.Wait() }()
-	c, err := load.Dial("127.0.0.1:"+port, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	rng := rand.New(rand.NewPCG(1, 2))
-	keys := []string{"123456789", "foo", "{user1000}.following", "foo{}{bar}", "foo{{bar}}zap", "{", "}{", "a{b}c{d}"}
-	for range 300 {
-		k := make([]byte, 1+rng.IntN(30))
-		for i := range k {
-			k[i] = "ab{}:0123456789"[rng.IntN(15)]
-		}
-		keys = append(keys, string(k))
-	}
-	for _, k := range keys {
-		v, err := c.Do("CLUSTER", "KEYSLOT", k)
-		if err != nil {
-			t.Fatalf("CLUSTER KEYSLOT %q: %v", k, err)
-		}
-		if got := strconv.Itoa(load.Slot([]byte(k))); got != v {
-			t.Fatalf("Slot(%q) = %s, redis-server says %s", k, got, v)
-		}
-	}
-}
 
 // fakeCluster is a Redis Cluster of n in-process nodes that own slot
 // ranges set by the test. A node answers CLUSTER SLOTS with the current
@@ -222,7 +125,7 @@ func (fc *fakeCluster) serve(me int, nc net.Conn) {
 		case fc.nodes[me].tryAgain.Add(-1) >= 0:
 			reply = "-TRYAGAIN the slot's group is electing a leader\r\n"
 		default:
-			slot := int(crc16Bitwise([]byte(args[1])) % 16384) // the keys of these tests have no tag
+			slot := slots.Of([]byte(args[1]))
 			fc.mu.Lock()
 			owner := fc.owner[slot]
 			fc.mu.Unlock()
