@@ -400,6 +400,68 @@ type ReportReplica struct {
 	Servers []string `json:"servers,omitempty"`
 }
 
+// Balanced reports whether every slot has a leader and every group has
+// exactly one ready replica, on its preferred leader (its first voter):
+// the state the balancer brings a healthy cluster to.
+func (r Report) Balanced() bool {
+	if !r.OK || len(r.Groups) == 0 {
+		return false
+	}
+	for _, g := range r.Groups {
+		ready := 0
+		for _, rep := range g.Replicas {
+			if rep.Ready {
+				ready++
+				if len(g.Voters) == 0 || rep.Node != g.Voters[0] {
+					return false
+				}
+			}
+		}
+		if ready != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// ServedWithout reports whether every group has a ready replica on a
+// node other than the one named dead.
+func (r Report) ServedWithout(dead string) bool {
+	if len(r.Groups) == 0 {
+		return false
+	}
+	for _, g := range r.Groups {
+		ok := false
+		for _, rep := range g.Replicas {
+			ok = ok || (rep.Ready && rep.Node != dead)
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// MostLeader returns the name of the node that leads the most groups.
+func (r Report) MostLeader() (name string, leads int) {
+	for _, n := range r.Nodes {
+		if n.Leads > leads {
+			name, leads = n.Name, n.Leads
+		}
+	}
+	return name, leads
+}
+
+// GroupOf returns the group that holds slot, or nil.
+func (r Report) GroupOf(slot int) *ReportGroup {
+	for i := range r.Groups {
+		if g := &r.Groups[i]; g.Slots[0] <= slot && slot <= g.Slots[1] {
+			return g
+		}
+	}
+	return nil
+}
+
 // Report asks every member for its groups' status (with digests at
 // digestAt, if not 0) and puts the answers together.
 func (c *Cluster) Report(ctx context.Context, digestAt int64) Report {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/rlserver/rlserver/cluster"
 )
 
 // The cluster tests run three real rlserver processes, drive them with
@@ -53,29 +55,9 @@ func clusterProcsN(t testing.TB, bin string, n, groups int, extra ...string) []*
 	return procs
 }
 
-// clusterReport is the part of GET /cluster the tests read.
-type clusterReport struct {
-	OK    bool `json:"ok"`
-	Nodes []struct {
-		Name  string `json:"name"`
-		RESP  string `json:"resp"`
-		Leads int    `json:"leads"`
-	} `json:"nodes"`
-	Groups []struct {
-		ID       int      `json:"id"`
-		Leader   string   `json:"leader"`
-		Voters   []string `json:"voters"`
-		Replicas []struct {
-			Node    string `json:"node"`
-			Ready   bool   `json:"ready"`
-			Applied uint64 `json:"applied"`
-			Digest  string `json:"digest"`
-		} `json:"replicas"`
-	} `json:"groups"`
-}
-
-func report(p *proc, query string) (clusterReport, error) {
-	var r clusterReport
+// report reads GET /cluster (with query) from p.
+func report(p *proc, query string) (cluster.Report, error) {
+	var r cluster.Report
 	resp, err := http.Get("http://" + p.http + "/cluster" + query)
 	if err != nil {
 		return r, err
@@ -91,7 +73,7 @@ func waitBalanced(t testing.TB, procs []*proc, d time.Duration) {
 	deadline := time.Now().Add(d)
 	for {
 		r, err := report(procs[0], "")
-		if err == nil && r.OK && len(r.Groups) > 0 && balanced(r) {
+		if err == nil && r.Balanced() {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -99,24 +81,6 @@ func waitBalanced(t testing.TB, procs []*proc, d time.Duration) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-func balanced(r clusterReport) bool {
-	for _, g := range r.Groups {
-		ready := 0
-		for _, rep := range g.Replicas {
-			if rep.Ready {
-				ready++
-				if rep.Node != g.Voters[0] {
-					return false
-				}
-			}
-		}
-		if ready != 1 {
-			return false
-		}
-	}
-	return true
 }
 
 // clusterClient returns a ClusterClient over procs' RESP addresses. It
@@ -159,7 +123,7 @@ func waitServedBy(t *testing.T, p *proc, dead string, deadline time.Time) time.T
 	t.Helper()
 	for {
 		r, err := report(p, "")
-		if err == nil && servedWithout(r, dead) {
+		if err == nil && r.ServedWithout(nodeAt(r, dead)) {
 			return time.Now()
 		}
 		if time.Now().After(deadline) {
@@ -169,23 +133,14 @@ func waitServedBy(t *testing.T, p *proc, dead string, deadline time.Time) time.T
 	}
 }
 
-func servedWithout(r clusterReport, dead string) bool {
-	name := ""
+// nodeAt returns the name of the node whose RESP address is resp, or "".
+func nodeAt(r cluster.Report, resp string) string {
 	for _, n := range r.Nodes {
-		if n.RESP == dead {
-			name = n.Name
+		if n.RESP == resp {
+			return n.Name
 		}
 	}
-	for _, g := range r.Groups {
-		ok := false
-		for _, rep := range g.Replicas {
-			ok = ok || (rep.Ready && rep.Node != name)
-		}
-		if !ok {
-			return false
-		}
-	}
-	return true
+	return ""
 }
 
 // checkUntil runs RL.CHECK through c, retrying errors (a failover under
@@ -453,7 +408,7 @@ func TestClusterJoinLeaveUnderLoad(t *testing.T) {
 	resp.Body.Close()
 	for {
 		r, err := report(procs[0], "")
-		if err == nil && !hasNode(r, "n2") && balanced(r) {
+		if err == nil && !hasNode(r, "n2") && r.Balanced() {
 			break
 		}
 		if time.Now().After(deadline.Add(30 * time.Second)) {
@@ -502,7 +457,7 @@ func leadsGroups(t testing.TB, p *proc, name string) bool {
 	return false
 }
 
-func hasNode(r clusterReport, name string) bool {
+func hasNode(r cluster.Report, name string) bool {
 	for _, n := range r.Nodes {
 		if n.Name == name {
 			return true

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/rlserver/rlserver/cluster"
 )
 
 // BenchmarkClusterJoin measures a join with many live keys: three nodes
@@ -99,7 +101,7 @@ func runJoinBench(b *testing.B, keys int) {
 	deadline := time.Now().Add(10 * time.Minute)
 	for {
 		r, err := report(procs[0], "")
-		if err == nil && len(r.Nodes) == 4 && leadsGroups(tb, procs[0], "n4") && balanced(r) && allPlaced(r) {
+		if err == nil && len(r.Nodes) == 4 && leadsGroups(tb, procs[0], "n4") && r.Balanced() && allPlaced(r) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -120,7 +122,7 @@ func runJoinBench(b *testing.B, keys int) {
 
 // allPlaced reports whether every group's replicas are exactly its voters
 // (no replica still moving).
-func allPlaced(r clusterReport) bool {
+func allPlaced(r cluster.Report) bool {
 	for _, g := range r.Groups {
 		if len(g.Replicas) != len(g.Voters) {
 			return false

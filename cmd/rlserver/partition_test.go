@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/slots"
 )
 
@@ -269,7 +270,7 @@ func (e *partEnv) removeContainers() {
 }
 
 // partReport is GET /cluster of a node, through its published port.
-func partReport(nd *partNode, query string) (clusterReport, error) {
+func partReport(nd *partNode, query string) (cluster.Report, error) {
 	return report(&proc{http: nd.hostHTTP}, query)
 }
 
@@ -280,7 +281,7 @@ func waitPartBalanced(t *testing.T, nd *partNode, d time.Duration) {
 	deadline := time.Now().Add(d)
 	for {
 		r, err := partReport(nd, "")
-		if err == nil && r.OK && len(r.Groups) > 0 && balanced(r) {
+		if err == nil && r.Balanced() {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -740,7 +741,7 @@ func waitServedOnMajority(t *testing.T, nd *partNode, victim string, start time.
 				defer wg.Done()
 				asked := time.Now()
 				r, err := partReport(nd, "")
-				results <- result{asked, err == nil && servedWithout(r, victim)}
+				results <- result{asked, err == nil && r.ServedWithout(nodeAt(r, victim))}
 			}()
 		}
 	}
@@ -813,7 +814,7 @@ func waitCaughtUp(t *testing.T, nd *partNode, node string, targets map[int]uint6
 	}
 }
 
-func caughtUp(r clusterReport, node string, targets map[int]uint64) bool {
+func caughtUp(r cluster.Report, node string, targets map[int]uint64) bool {
 	for _, g := range r.Groups {
 		ok := false
 		for _, rep := range g.Replicas {
@@ -902,7 +903,7 @@ func checkReplicas(t *testing.T, nodes []*partNode, n int) {
 
 // sameReplicas returns why r's replicas differ from each other or from
 // seen (filled from the first report), or "".
-func sameReplicas(r clusterReport, want int, seen map[int]string) string {
+func sameReplicas(r cluster.Report, want int, seen map[int]string) string {
 	if len(r.Groups) == 0 {
 		return "no groups"
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/rlserver/rlserver/bench/hist"
 	"github.com/rlserver/rlserver/bench/load"
-	"github.com/rlserver/rlserver/bench/nodes"
+	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/slots"
 )
 
@@ -48,7 +48,7 @@ type worker struct {
 
 // newLoad builds the workers: worker w checks fo:<w>:<i> for the i that
 // give it keysPerGroup keys in every group of rep.
-func newLoad(o options, cl *load.Cluster, rep nodes.Report) *loadGen {
+func newLoad(o options, cl *load.Cluster, rep cluster.Report) *loadGen {
 	ld := &loadGen{base: time.Now(), groupIndex: map[int]int{}, victim: make([]bool, len(rep.Groups))}
 	for i, g := range rep.Groups {
 		ld.groupIndex[g.ID] = i
@@ -162,7 +162,7 @@ func (ld *loadGen) steady(d time.Duration) (rps, p50, p99 float64, err error) {
 
 // markVictim records which groups the victim leads; called before the
 // kill time is stored.
-func (ld *loadGen) markVictim(rep nodes.Report, victim string) {
+func (ld *loadGen) markVictim(rep cluster.Report, victim string) {
 	for _, g := range rep.Groups {
 		ld.victim[ld.groupIndex[g.ID]] = g.Leader == victim
 	}
