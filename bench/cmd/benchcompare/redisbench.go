@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rlserver/rlserver/bench/nodes"
 )
 
 // RBRun is the median of redis-benchmark runs of one command on one server.
@@ -77,7 +79,7 @@ func redisBenchmarks(o options, rl *server, variants []variant, rd *server, shas
 		for _, s := range ss {
 			rps, p50, p99, cpu = append(rps, s.RPS), append(p50, s.P50ms), append(p99, s.P99ms), append(cpu, s.CPUPerReq)
 		}
-		r.RPS, r.P50ms, r.P99ms, r.CPUPerReq, r.RoundsRPS = medianOf(rps), medianOf(p50), medianOf(p99), medianOf(cpu), rps
+		r.RPS, r.P50ms, r.P99ms, r.CPUPerReq, r.RoundsRPS = nodes.Median(rps), nodes.Median(p50), nodes.Median(p99), nodes.Median(cpu), rps
 		out[i] = r
 	}
 	return out, nil

@@ -4,13 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/rlserver/rlserver/bench/load"
+	"github.com/rlserver/rlserver/bench/nodes"
 )
 
 // algos are RL.CHECK's algorithms, each with a reference Lua script of the
@@ -146,7 +144,7 @@ func throughput(ctx context.Context, o options, rl *server, variants []variant, 
 			P50:       median(rs, func(r *load.Result) float64 { return r.Latency.P50 }),
 			P99:       median(rs, func(r *load.Result) float64 { return r.Latency.P99 }),
 			P999:      median(rs, func(r *load.Result) float64 { return r.Latency.P999 }),
-			CPUPerReq: medianOf(cpu[i])}
+			CPUPerReq: nodes.Median(cpu[i])}
 		var denied, total uint64
 		for _, x := range rs {
 			r.RoundsRPS = append(r.RoundsRPS, x.RPS)
@@ -207,24 +205,11 @@ func runOnce(ctx context.Context, o options, w workload, pipeline int, prof stri
 // profileSummary records a CPU profile of rlserver and writes the top
 // functions, flat and cumulative, with go tool pprof.
 func profileSummary(s *server, d time.Duration, path string) error {
-	raw := path + ".pb.gz"
-	if err := s.profile(d, raw); err != nil {
+	top, err := nodes.ProfileTop(s.pprof, s.cmd.Path, d, 35, path+".pb.gz")
+	if err != nil {
 		return err
 	}
-	defer os.Remove(raw)
-	bin := s.cmd.Path
-	var out strings.Builder
-	for _, mode := range [][]string{{"-top"}, {"-top", "-cum"}} {
-		args := append([]string{"tool", "pprof"}, mode...)
-		args = append(args, "-nodecount", "35", bin, raw)
-		b, err := exec.Command("go", args...).Output()
-		if err != nil {
-			return fmt.Errorf("go tool pprof: %w", err)
-		}
-		out.Write(b)
-		out.WriteString("\n")
-	}
-	return os.WriteFile(path, []byte(out.String()), 0o644)
+	return os.WriteFile(path, []byte(top), 0o644)
 }
 
 func median(rs []*load.Result, f func(*load.Result) float64) float64 {
@@ -232,19 +217,7 @@ func median(rs []*load.Result, f func(*load.Result) float64) float64 {
 	for i, r := range rs {
 		v[i] = f(r)
 	}
-	return medianOf(v)
-}
-
-func medianOf(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+	return nodes.Median(v)
 }
 
 // medianRates returns the field-wise medians of rs, or nil.
@@ -270,7 +243,7 @@ func medianRates(rs []*LogRates) *LogRates {
 		if len(v) == 0 {
 			return nil
 		}
-		*f.dst = medianOf(v)
+		*f.dst = nodes.Median(v)
 	}
 	return &m
 }

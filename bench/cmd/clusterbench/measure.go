@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -222,38 +220,11 @@ func (b *bench) profile(s setup, ns []*nodes.Node) string {
 	}
 	head := fmt.Sprintf("==== %s: node %s (of %d), %v of the rlbench run of round 1\n", s.Name, nd.Name, len(ns), max(b.o.duration, time.Second).Round(time.Second))
 	time.Sleep(b.o.warmup)
-	raw := filepath.Join(b.dir, "profile.pb.gz")
-	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", nd.Pprof, int(max(b.o.duration, time.Second).Seconds()))
-	if err := download(url, raw); err != nil {
-		return head + "profile: " + err.Error() + "\n\n"
-	}
-	defer os.Remove(raw)
-	out := head
-	for _, mode := range [][]string{{"-top"}, {"-top", "-cum"}} {
-		args := append([]string{"tool", "pprof"}, mode...)
-		args = append(args, "-nodecount", "40", b.o.rlserver, raw)
-		o, err := exec.Command("go", args...).Output()
-		if err != nil {
-			return out + "go tool pprof: " + err.Error() + "\n\n"
-		}
-		out += string(o) + "\n"
-	}
-	return out
-}
-
-func download(url, path string) error {
-	resp, err := http.Get(url)
+	top, err := nodes.ProfileTop(nd.Pprof, b.o.rlserver, b.o.duration, 40, filepath.Join(b.dir, "profile.pb.gz"))
 	if err != nil {
-		return err
+		return head + top + err.Error() + "\n\n"
 	}
-	defer resp.Body.Close()
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	_, err = io.Copy(f, resp.Body)
-	return err
+	return head + top
 }
 
 // selfCPU returns this process's CPU time (user + system).
