@@ -968,17 +968,5 @@ func TestDispatchClusterDoesNotAllocate(t *testing.T) {
 // Limiter, whose every key is routed.
 func BenchmarkDispatchCheckCluster(b *testing.B) {
 	s := New(Config{Limiter: newFakeCluster(threeNodes())})
-	c := &conn{s: s, proto: 2, authed: true}
-	argv := [][]byte{[]byte("RL.CHECK"), []byte("user:00000"), []byte("token"), []byte("100"), []byte("60")}
-	b.ReportAllocs()
-	for i := 0; i < b.N; i++ {
-		k := argv[1]
-		n := i % 10000
-		for j := len(k) - 1; j >= 5; j-- {
-			k[j] = byte('0' + n%10)
-			n /= 10
-		}
-		c.out = c.out[:0]
-		s.dispatch(c, argv, t0+int64(i))
-	}
+	benchDispatchCheck(b, s, &conn{s: s, proto: 2, authed: true})
 }

@@ -49,6 +49,11 @@ func TestDispatchCheckDoesNotAllocate(t *testing.T) {
 // the encoded reply, on 10,000 keys.
 func BenchmarkDispatchCheck(b *testing.B) {
 	s, c := benchConn()
+	benchDispatchCheck(b, s, c)
+}
+
+// benchDispatchCheck runs b.N RL.CHECKs on c of s, over 10,000 keys.
+func benchDispatchCheck(b *testing.B, s *Server, c *conn) {
 	argv := [][]byte{[]byte("RL.CHECK"), []byte("user:00000"), []byte("token"), []byte("100"), []byte("60")}
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
