@@ -225,3 +225,12 @@ func (f *fsm) resetOrigin() {
 	f.origin.Store(0)
 	f.mu.Unlock()
 }
+
+// snapshotDue reports whether the entries applied since the last snapshot
+// call for a new one: floor bytes of them (SnapshotBytes), or twice the
+// size of the last snapshot if that is more, so that writing snapshots
+// never costs more than half of what writing the log costs, and a restart
+// replays at most about twice the state.
+func (f *fsm) snapshotDue(floor, lastSnapshotBytes int64) bool {
+	return f.sinceSnap.Load() >= max(floor, 2*lastSnapshotBytes)
+}

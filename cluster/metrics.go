@@ -88,6 +88,30 @@ func (m *metrics) snapshot(d time.Duration, err error) {
 	m.snapTime.Observe(d.Seconds())
 }
 
+// appendLogInfo appends INFO persistence's log_* fields to out: the
+// entries and records written so far, the last batch, the average batch
+// and the last append's latency, then, if ls is not nil, the fsyncs and
+// entry bytes of the node's log.
+func (m *metrics) appendLogInfo(out []string, ls *LogStats) []string {
+	itoa := func(v int64) string { return strconv.FormatInt(v, 10) }
+	avg := "0"
+	if e := m.nEntries.Load(); e > 0 {
+		avg = strconv.FormatFloat(float64(m.nRecords.Load())/float64(e), 'f', 1, 64)
+	}
+	out = append(out,
+		"log_entries", itoa(int64(m.nEntries.Load())),
+		"log_records", itoa(int64(m.nRecords.Load())),
+		"log_last_batch_records", itoa(m.lastRecords.Load()),
+		"log_last_batch_bytes", itoa(m.lastBytes.Load()),
+		"log_avg_batch_records", avg,
+		"log_last_append_us", itoa(m.lastAppendDur.Load()/1e3),
+	)
+	if ls != nil {
+		out = append(out, "log_fsyncs", strconv.FormatUint(ls.Fsyncs, 10), "log_bytes", strconv.FormatUint(ls.EntriesBytes, 10))
+	}
+	return out
+}
+
 // PersistenceInfo returns the fields of INFO persistence, as alternating
 // names and values.
 func (n *Node) PersistenceInfo() []string {
@@ -97,10 +121,6 @@ func (n *Node) PersistenceInfo() []string {
 	status := "ok"
 	if n.refuse() != nil {
 		status = "refusing"
-	}
-	avg := "0"
-	if e := m.nEntries.Load(); e > 0 {
-		avg = strconv.FormatFloat(float64(m.nRecords.Load())/float64(e), 'f', 1, 64)
 	}
 	out := []string{
 		"loading", "0",
@@ -115,17 +135,13 @@ func (n *Node) PersistenceInfo() []string {
 		"raft_last_log_index", st["last_log_index"],
 		"raft_term", st["term"],
 		"last_snapshot_index", st["last_snapshot_index"],
-		"log_entries", itoa(int64(m.nEntries.Load())),
-		"log_records", itoa(int64(m.nRecords.Load())),
-		"log_last_batch_records", itoa(m.lastRecords.Load()),
-		"log_last_batch_bytes", itoa(m.lastBytes.Load()),
-		"log_avg_batch_records", avg,
-		"log_last_append_us", itoa(m.lastAppendDur.Load() / 1e3),
 	}
+	var ls *LogStats
 	if n.cfg.LogStats != nil {
-		ls := n.cfg.LogStats()
-		out = append(out, "log_fsyncs", strconv.FormatUint(ls.Fsyncs, 10), "log_bytes", strconv.FormatUint(ls.EntriesBytes, 10))
+		s := n.cfg.LogStats()
+		ls = &s
 	}
+	out = m.appendLogInfo(out, ls)
 	if s := n.lastSnap.Load(); s != nil {
 		out = append(out, "last_snapshot_time", itoa(s.at.Unix()), "last_snapshot_records", itoa(s.records),
 			"last_snapshot_bytes", itoa(s.bytes), "last_snapshot_duration_ms", itoa(s.duration.Milliseconds()))
@@ -140,12 +156,7 @@ func (n *Node) PersistenceInfo() []string {
 // hosts, then one line per group (raft_group_<id>) with its role, term and
 // indexes.
 func (c *Cluster) PersistenceInfo() []string {
-	m := c.metrics
 	itoa := func(v int64) string { return strconv.FormatInt(v, 10) }
-	avg := "0"
-	if e := m.nEntries.Load(); e > 0 {
-		avg = strconv.FormatFloat(float64(m.nRecords.Load())/float64(e), 'f', 1, 64)
-	}
 	out := []string{
 		"loading", "0",
 		"aof_enabled", "0",
@@ -154,17 +165,9 @@ func (c *Cluster) PersistenceInfo() []string {
 		"rl_consistency", c.cfg.Consistency.String(),
 		"rl_flush_interval_ms", itoa(c.cfg.FlushInterval.Milliseconds()),
 		"rl_log_status", "ok",
-		"log_entries", itoa(int64(m.nEntries.Load())),
-		"log_records", itoa(int64(m.nRecords.Load())),
-		"log_last_batch_records", itoa(m.lastRecords.Load()),
-		"log_last_batch_bytes", itoa(m.lastBytes.Load()),
-		"log_avg_batch_records", avg,
-		"log_last_append_us", itoa(m.lastAppendDur.Load() / 1e3),
 	}
-	{
-		ls := c.cfg.Storage.LogStats()
-		out = append(out, "log_fsyncs", strconv.FormatUint(ls.Fsyncs, 10), "log_bytes", strconv.FormatUint(ls.EntriesBytes, 10))
-	}
+	ls := c.cfg.Storage.LogStats()
+	out = c.metrics.appendLogInfo(out, &ls)
 	for _, g := range c.hostedGroups() {
 		if g == nil {
 			continue

@@ -447,11 +447,8 @@ func (n *Node) LastSnapshot() int64 {
 	return 0
 }
 
-// snapshotLoop takes a snapshot when the entries applied since the last
-// one pass SnapshotBytes, or twice the size of the last snapshot if that
-// is more, so that writing snapshots never costs more than half of what
-// writing the log costs, and a restart replays at most about twice the
-// state (raft itself counts entries).
+// snapshotLoop takes a snapshot when fsm.snapshotDue says so (raft itself
+// counts entries), checking every second.
 func (n *Node) snapshotLoop() {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
@@ -460,11 +457,11 @@ func (n *Node) snapshotLoop() {
 		case <-n.shutdownCh:
 			return
 		case <-t.C:
-			limit := n.cfg.SnapshotBytes
+			var last int64
 			if s := n.lastSnap.Load(); s != nil {
-				limit = max(limit, 2*s.bytes)
+				last = s.bytes
 			}
-			if n.fsm.sinceSnap.Load() >= limit {
+			if n.fsm.snapshotDue(n.cfg.SnapshotBytes, last) {
 				if err := n.Snapshot(); err != nil {
 					n.log.Warn("snapshot failed", "err", err)
 				}

@@ -168,9 +168,8 @@ func (c *Cluster) register() {
 	}
 }
 
-// snapshots takes a snapshot of a led group when the entries applied
-// since its last one pass SnapshotBytes, or twice the size of the group's
-// last snapshot if that is more (raft itself counts entries).
+// snapshots takes a snapshot of each hosted group when fsm.snapshotDue
+// says so (raft itself counts entries), checking every second.
 func (c *Cluster) snapshots() {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
@@ -184,11 +183,7 @@ func (c *Cluster) snapshots() {
 			if g == nil {
 				continue
 			}
-			limit := c.cfg.SnapshotBytes
-			if b := g.snapBytes.Load(); 2*b > limit {
-				limit = 2 * b
-			}
-			if g.fsm.sinceSnap.Load() >= limit {
+			if g.fsm.snapshotDue(c.cfg.SnapshotBytes, g.snapBytes.Load()) {
 				if err := g.raft.Snapshot().Error(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
 					c.log.Warn("snapshot failed", "group", g.id, "err", err)
 				}
