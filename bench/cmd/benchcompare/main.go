@@ -199,11 +199,3 @@ func rewrite(from, out string) error {
 	rep.evaluate()
 	return rep.write(out)
 }
-
-func writeJSON(path string, v any) error {
-	data, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(data, '\n'), 0o644)
-}

@@ -150,18 +150,10 @@ func (r *report) evaluate() {
 }
 
 func (r *report) write(dir string) error {
-	if err := writeJSON(filepath.Join(dir, "results.json"), r); err != nil {
+	if err := nodes.WriteResults(dir, "results", r, r.markdown()); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "results.md"), []byte(r.markdown()), 0o644); err != nil {
-		return err
-	}
-	f, err := os.Create(filepath.Join(dir, "chart.png"))
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if err := r.chart(f); err != nil {
+	if err := nodes.WriteChart(filepath.Join(dir, "chart.png"), r.chart); err != nil {
 		return err
 	}
 	fmt.Printf("wrote %s/results.md, results.json, chart.png (%s)\n", dir, r.Elapsed)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"github.com/rlserver/rlserver/bench/nodes"
 	"os"
@@ -128,22 +127,10 @@ func (r *report) evaluate() {
 }
 
 func (r *report) write(dir string) error {
-	data, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
+	if err := nodes.WriteResults(dir, "cluster", r, r.markdown()); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "cluster.json"), append(data, '\n'), 0o644); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "cluster.md"), []byte(r.markdown()), 0o644); err != nil {
-		return err
-	}
-	f, err := os.Create(filepath.Join(dir, "cluster.png"))
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if err := r.chart(f); err != nil {
+	if err := nodes.WriteChart(filepath.Join(dir, "cluster.png"), r.chart); err != nil {
 		return err
 	}
 	fmt.Printf("wrote %s/cluster.md, cluster.json, cluster.png (%s)\n", dir, r.Elapsed)

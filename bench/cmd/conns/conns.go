@@ -2,15 +2,14 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/rlserver/rlserver/bench/nodes"
 )
 
 // Result is what a run saw.
@@ -175,17 +174,7 @@ func (r *Result) markdown() string {
 }
 
 func (r *Result) write(o options) error {
-	if err := os.MkdirAll(o.out, 0o755); err != nil {
-		return err
-	}
-	js, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(o.out, "conns.json"), append(js, '\n'), 0o644); err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(o.out, "conns.md"), []byte(r.markdown()), 0o644)
+	return nodes.WriteResults(o.out, "conns", r, r.markdown())
 }
 
 // Watch is what the bystander saw.

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"github.com/rlserver/rlserver/bench/nodes"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/rlserver/rlserver/bench/nodes"
 )
 
 // Summary is the result of all runs.
@@ -106,13 +104,5 @@ func (s *Summary) markdown() string {
 }
 
 func (s *Summary) write(o options) error {
-	base := filepath.Join(o.out, o.name)
-	if err := os.WriteFile(base+".md", []byte(s.markdown()), 0o644); err != nil {
-		return err
-	}
-	js, err := json.MarshalIndent(s, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(base+".json", append(js, '\n'), 0o644)
+	return nodes.WriteResults(o.out, o.name, s, s.markdown())
 }

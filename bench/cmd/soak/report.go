@@ -1,13 +1,13 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/rlserver/rlserver/bench/chart"
+	"github.com/rlserver/rlserver/bench/nodes"
 )
 
 // Summary is the result of a run.
@@ -76,26 +76,10 @@ func (s Summary) markdown() string {
 }
 
 func (s Summary) write(o options) error {
-	if err := os.MkdirAll(o.out, 0o755); err != nil {
+	if err := nodes.WriteResults(o.out, o.name, s, s.markdown()); err != nil {
 		return err
 	}
-	base := filepath.Join(o.out, o.name)
-	if err := os.WriteFile(base+".md", []byte(s.markdown()), 0o644); err != nil {
-		return err
-	}
-	js, err := json.MarshalIndent(s, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(base+".json", append(js, '\n'), 0o644); err != nil {
-		return err
-	}
-	f, err := os.Create(base + ".png")
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return s.chart(f)
+	return nodes.WriteChart(filepath.Join(o.out, o.name+".png"), s.chart)
 }
 
 func (s Summary) chart(f *os.File) error {
