@@ -110,8 +110,7 @@ func (s *Server) routeKey(cmd *command, args [][]byte) string {
 // slot, "" otherwise (also without a Cluster). Keyless commands do not
 // count.
 func (s *Server) execRoute(queue [][][]byte) string {
-	cl, ok := s.cfg.Limiter.(Cluster)
-	if !ok {
+	if s.cl == nil {
 		return ""
 	}
 	slot := -1
@@ -130,7 +129,7 @@ func (s *Server) execRoute(queue [][][]byte) string {
 	if slot < 0 {
 		return ""
 	}
-	if err := cl.Route(slot); err != nil {
+	if err := s.cl.Route(slot); err != nil {
 		return replyError(err)
 	}
 	return ""
