@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/rlserver/rlserver/internal/wire"
 )
 
 // The value stored for one log entry. It is stable: version 1 is
@@ -94,19 +96,19 @@ func decodeEntry(b []byte, index uint64, l *raft.Log) error {
 	if body[0] != entryVersion || body[2]&^flagAppendedAt != 0 {
 		return fmt.Errorf("%w: log entry %d: version %d, flags %#x", ErrCorrupt, index, body[0], body[2])
 	}
-	d := decoder{b: body[3:]}
+	d := wire.Decoder{B: body[3:]}
 	var e raft.Log
 	e.Type = raft.LogType(body[1])
-	e.Index, e.Term = d.uvarint(), d.uvarint()
+	e.Index, e.Term = d.Uvarint(), d.Uvarint()
 	if body[2]&flagAppendedAt != 0 {
-		sec, nsec := d.varint(), d.uvarint()
+		sec, nsec := d.Varint(), d.Uvarint()
 		if nsec >= uint64(time.Second) {
-			d.fail()
+			d.Fail()
 		}
 		e.AppendedAt = time.Unix(sec, int64(nsec))
 	}
-	data, ext := d.bytes(), d.bytes()
-	if d.bad || len(d.b) != 0 {
+	data, ext := d.Bytes(), d.Bytes()
+	if d.Bad || len(d.B) != 0 {
 		return fmt.Errorf("%w: log entry %d: malformed", ErrCorrupt, index)
 	}
 	if e.Index != index {
@@ -135,46 +137,4 @@ func copyTwo(a, b []byte) ([]byte, []byte) {
 		cb = buf[len(a):]
 	}
 	return ca, cb
-}
-
-// decoder reads varints and length-prefixed byte strings from b. The first
-// failure sets bad; later reads return zero values, so a caller checks bad
-// once at the end.
-type decoder struct {
-	b   []byte
-	bad bool
-}
-
-func (d *decoder) fail() { d.bad, d.b = true, nil }
-
-func (d *decoder) uvarint() uint64 {
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.fail()
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *decoder) varint() int64 {
-	v, n := binary.Varint(d.b)
-	if n <= 0 {
-		d.fail()
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-// bytes returns the next length-prefixed string, a sub-slice of the input.
-func (d *decoder) bytes() []byte {
-	n := d.uvarint()
-	if d.bad || n > uint64(len(d.b)) {
-		d.fail()
-		return nil
-	}
-	s := d.b[:n]
-	d.b = d.b[n:]
-	return s
 }

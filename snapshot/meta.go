@@ -6,6 +6,8 @@ import (
 	"hash/crc32"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/rlserver/rlserver/internal/wire"
 )
 
 // The metadata record of a committed snapshot. It is stable: version 1 is
@@ -70,92 +72,42 @@ func decodeRecord(b []byte) (*record, error) {
 	if body[0] != metaVersion {
 		return nil, fmt.Errorf("%w: metadata version %d", ErrCorruptSnapshot, body[0])
 	}
-	d := recordDecoder{b: body[1:]}
+	d := wire.Decoder{B: body[1:]}
 	r := &record{}
 	m := &r.meta
-	m.Version = raft.SnapshotVersion(d.uvarint())
-	m.ID = d.string()
-	m.Index, m.Term, m.ConfigurationIndex = d.uvarint(), d.uvarint(), d.uvarint()
-	size := d.uvarint()
-	m.Size, r.chunks, r.crc = int64(size), d.uvarint(), d.uint32()
+	m.Version = raft.SnapshotVersion(d.Uvarint())
+	m.ID = string(d.Bytes())
+	m.Index, m.Term, m.ConfigurationIndex = d.Uvarint(), d.Uvarint(), d.Uvarint()
+	size := d.Uvarint()
+	m.Size, r.chunks, r.crc = int64(size), d.Uvarint(), d.Uint32()
 	if size > 1<<62 {
-		d.fail()
+		d.Fail()
 	}
-	m.Configuration.Servers = d.servers()
-	if d.bad || len(d.b) != 0 {
+	m.Configuration.Servers = servers(&d)
+	if d.Bad || len(d.B) != 0 {
 		return nil, fmt.Errorf("%w: malformed metadata", ErrCorruptSnapshot)
 	}
 	return r, nil
 }
 
-// recordDecoder reads the fields of a record from b. The first failure sets
-// bad; later reads return zero values, so a caller checks bad at the end.
-type recordDecoder struct {
-	b   []byte
-	bad bool
-}
-
-func (d *recordDecoder) fail() { d.bad, d.b = true, nil }
-
-func (d *recordDecoder) uvarint() uint64 {
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.fail()
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *recordDecoder) uint32() uint32 {
-	if len(d.b) < 4 {
-		d.fail()
-		return 0
-	}
-	v := binary.BigEndian.Uint32(d.b)
-	d.b = d.b[4:]
-	return v
-}
-
-func (d *recordDecoder) byte() byte {
-	if len(d.b) < 1 {
-		d.fail()
-		return 0
-	}
-	v := d.b[0]
-	d.b = d.b[1:]
-	return v
-}
-
-func (d *recordDecoder) string() string {
-	n := d.uvarint()
-	if d.bad || n > uint64(len(d.b)) {
-		d.fail()
-		return ""
-	}
-	s := string(d.b[:n])
-	d.b = d.b[n:]
-	return s
-}
-
 // servers reads a configuration's servers; each takes at least 3 bytes,
 // which bounds the count before anything is allocated.
-func (d *recordDecoder) servers() []raft.Server {
-	n := d.uvarint()
-	if d.bad || n > uint64(len(d.b))/3 {
-		d.fail()
+func servers(d *wire.Decoder) []raft.Server {
+	n := d.Uvarint()
+	if d.Bad || n > uint64(len(d.B))/3 {
+		d.Fail()
 		return nil
 	}
 	var out []raft.Server
-	for i := uint64(0); i < n && !d.bad; i++ {
-		suffrage := d.byte()
+	for i := uint64(0); i < n && !d.Bad; i++ {
+		suffrage := d.Byte()
 		if suffrage > byte(raft.Staging) {
-			d.fail()
+			d.Fail()
 		}
 		out = append(out, raft.Server{
 			Suffrage: raft.ServerSuffrage(suffrage),
-			ID:       raft.ServerID(d.string()),
-			Address:  raft.ServerAddress(d.string()),
+			ID:       raft.ServerID(string(d.Bytes())),
+			Address:  raft.ServerAddress(string(d.Bytes())),
 		})
 	}
 	return out
