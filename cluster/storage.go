@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -16,10 +17,12 @@ import (
 )
 
 // Storage is a node's data directory: one Pebble database (dir/db) that
-// holds the Raft log, stable store and snapshots of the node's groups, and
-// an identity file (dir/rlserver.id) written once the database holds a
-// group, so that a directory whose database has gone missing is refused
-// instead of started empty.
+// holds the Raft log, stable store and snapshots of the node's groups, an
+// identity file (dir/rlserver.id) written once the database holds a group,
+// so that a directory whose database has gone missing is refused instead
+// of started empty, and a mark file (dir/rlserver.mark) that records what
+// the database held, so that a start finds what a lost or cut file took
+// with it (DESIGN.md, "Damaged files").
 type Storage struct {
 	DB     *pebble.DB
 	Logs   *raftlog.Store
@@ -27,6 +30,11 @@ type Storage struct {
 	NodeID string
 	dir    string
 	fs     vfs.FS
+	log    *slog.Logger
+	marks  *marker
+	// emptied: AcceptDataLoss found nothing left of group 0 and dropped
+	// it, so that the node starts empty.
+	emptied bool
 }
 
 // StorageOptions configures OpenStorage.
@@ -37,12 +45,20 @@ type StorageOptions struct {
 	NodeID string
 	// FS is the file system; nil means the disk.
 	FS vfs.FS
-	// Logger receives Pebble's log.
+	// Logger receives Pebble's log, and the damage found at start.
 	Logger *slog.Logger
 	// RetainSnapshots is how many snapshots are kept (default 1: raft
 	// truncates the log behind the newest, so an older one could not be
 	// brought up to date anyway).
 	RetainSnapshots int
+	// AcceptDataLoss starts on a damaged directory instead of refusing it
+	// with ErrDamaged: what cannot be read is dropped (a snapshot, the log
+	// from its first lost entry on), and every loss is logged at ERROR.
+	AcceptDataLoss bool
+	// MarkInterval is how often the mark file is brought up to date while
+	// the logs change (default DefaultMarkInterval; negative: only at
+	// start, on WAL changes and at Close).
+	MarkInterval time.Duration
 }
 
 // Errors of OpenStorage.
@@ -58,13 +74,15 @@ const (
 )
 
 // OpenStorage opens the data directory dir, creating it if it is new.
+// Before it changes anything it checks the directory: the files its mark
+// file lists, and, on the database opened read-only, the mark's counter and
+// each group's last index, and every snapshot and log entry of every group
+// (raft panics on an entry it cannot read). It refuses a directory that
+// lost synced data or whose logs raft could not start on with ErrDamaged,
+// naming the files and entries lost, unless o.AcceptDataLoss: then it
+// drops what cannot be used, logs every loss at ERROR and goes on.
 func OpenStorage(dir string, o StorageOptions) (*Storage, error) {
-	if o.FS == nil {
-		o.FS = vfs.Default
-	}
-	if o.RetainSnapshots <= 0 {
-		o.RetainSnapshots = 1
-	}
+	o = o.withDefaults()
 	// The directory's own entry, and later its database's, must survive a
 	// crash: sync the directories that hold them.
 	if err := o.FS.MkdirAll(dir, 0o755); err != nil {
@@ -77,36 +95,220 @@ func OpenStorage(dir string, o StorageOptions) (*Storage, error) {
 	if err != nil {
 		return nil, err
 	}
-	id := o.NodeID
-	switch {
-	case known != "" && id != "" && id != known:
-		return nil, fmt.Errorf("%w: %s holds node %q, not %q (--node-id)", ErrNodeID, dir, known, id)
-	case known != "":
-		id = known
-	case id == "":
-		id = "node1"
+	m, markErr := readMark(o.FS, dir)
+	if markErr != nil && !errors.Is(markErr, errBadMark) {
+		return nil, fmt.Errorf("data directory: %s: %w", markFile, markErr)
 	}
-	db, err := raftlog.OpenDB(filepath.Join(dir, dbDir), raftlog.Options{FS: o.FS, Logger: o.Logger, MustExist: known != ""})
+	id, err := identity(dir, known, o.NodeID, m, o.Logger)
 	if err != nil {
-		if known != "" {
-			return nil, fmt.Errorf("%w: %s was node %q's, but its database cannot be opened: %v", ErrLostStorage, dir, known, err)
+		return nil, err
+	}
+	found, err := precheck(dir, o.FS, m, markErr)
+	if err != nil {
+		return nil, fmt.Errorf("data directory %s: %w", dir, err)
+	}
+	if len(found) > 0 && (!o.AcceptDataLoss || fatal(found)) {
+		return nil, refusal(dir, found)
+	}
+	for _, d := range found {
+		if d.fix != nil {
+			if err := d.fix(); err != nil {
+				return nil, fmt.Errorf("data directory %s: %s: %w", dir, d.file, err)
+			}
+		}
+	}
+	st := &Storage{NodeID: id, dir: dir, fs: o.FS, log: o.Logger, marks: newMarker(o.FS, dir, id, m, o.Logger)}
+	mustExist := known != "" || m != nil
+	db, err := raftlog.OpenDB(filepath.Join(dir, dbDir), raftlog.Options{FS: o.FS, Logger: o.Logger, MustExist: mustExist, WALs: st.marks})
+	if err != nil {
+		if mustExist {
+			return nil, fmt.Errorf("%w: %s was node %q's, but its database cannot be opened: %v", ErrLostStorage, dir, id, err)
 		}
 		return nil, fmt.Errorf("open database in %s: %w", dir, err)
 	}
-	st := &Storage{DB: db, NodeID: id, dir: dir, fs: o.FS}
-	if err = syncDir(o.FS, dir); err != nil {
-		err = fmt.Errorf("data directory: %w", err)
-	} else if st.Logs, err = raftlog.New(db, groupID); err == nil {
-		st.Snaps, err = snapshot.NewStore(db, groupID, o.RetainSnapshots, o.Logger)
-	}
-	if err == nil && known != "" {
-		err = st.checkNotEmpty()
-	}
-	if err != nil {
+	st.DB = db
+	if err := st.start(o, found, known != "" || m != nil); err != nil {
 		db.Close()
 		return nil, err
 	}
 	return st, nil
+}
+
+func (o StorageOptions) withDefaults() StorageOptions {
+	if o.FS == nil {
+		o.FS = vfs.Default
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.RetainSnapshots <= 0 {
+		o.RetainSnapshots = 1
+	}
+	if o.MarkInterval == 0 {
+		o.MarkInterval = DefaultMarkInterval
+	}
+	return o
+}
+
+// precheck checks the directory without changing it: the mark file, the
+// WALs it lists, the files through which Pebble finds the rest, and, if
+// there is a database, the database opened read-only (see OpenStorage).
+func precheck(dir string, fs vfs.FS, m *mark, markErr error) ([]damage, error) {
+	var found []damage
+	if markErr != nil {
+		found = append(found, damage{file: markFile, what: fmt.Sprintf("is damaged (%v): what was synced cannot be checked", markErr)})
+	}
+	path := filepath.Join(dir, dbDir)
+	if !raftlog.Exists(fs, path) {
+		return found, nil // a new directory, or one whose database is gone (OpenStorage says which)
+	}
+	missing, err := missingWALs(fs, path, m)
+	if err != nil {
+		return nil, err
+	}
+	files, err := fileDamages(fs, path)
+	if err != nil {
+		return nil, err
+	}
+	if found = append(append(found, missing...), files...); len(files) > 0 {
+		return found, nil // Pebble would not open it
+	}
+	newest := newestWAL(fs, path, m)
+	db, err := raftlog.OpenDB(path, raftlog.Options{FS: fs, ReadOnly: true})
+	if err != nil {
+		return append(found, damage{file: dbDir, what: fmt.Sprintf("cannot be opened: %v", err), fatal: true}), nil
+	}
+	defer db.Close()
+	if blobs := raftlog.CheckBlobFiles(db, fs, path); len(blobs) > 0 {
+		for _, b := range blobs {
+			found = append(found, damage{file: filepath.Join(dbDir, b.Name), what: b.What + ": the values it held cannot be read", fatal: true})
+		}
+		return found, nil // reading their values would panic in Pebble
+	}
+	more, err := checkCounter(db, m, markErr != nil, newest)
+	if err != nil {
+		return nil, err
+	}
+	found = append(found, more...)
+	more, _, err = inspect(db, m, func(id uint32) (*raftlog.Store, *snapshot.Store, error) {
+		logs, err := raftlog.New(db, id)
+		if err != nil {
+			return nil, nil, err
+		}
+		snaps, err := snapshot.NewReader(db, id, 1)
+		return logs, snaps, err
+	})
+	return append(found, more...), err
+}
+
+// identity returns the node id of the directory, from its identity file,
+// its mark file and --node-id (wanted).
+func identity(dir, known, wanted string, m *mark, log *slog.Logger) (string, error) {
+	switch {
+	case known != "" && m != nil && m.node != known:
+		return "", fmt.Errorf("%w: %s holds %s for node %q but %s for node %q", ErrNodeID, dir, idFile, known, markFile, m.node)
+	case known == "" && m != nil && wanted == "":
+		return "", fmt.Errorf("%w: %s: %s is missing; %s says the database is node %q's: give that node id to restore the file",
+			ErrLostStorage, dir, idFile, markFile, m.node)
+	case known == "" && m != nil && wanted == m.node:
+		log.Warn("the node id file is missing: restored from the mark file", "file", idFile, "node_id", m.node)
+		known = m.node
+	case known == "" && m != nil:
+		known = m.node
+	}
+	switch {
+	case known != "" && wanted != "" && wanted != known:
+		return "", fmt.Errorf("%w: %s holds node %q, not %q (--node-id)", ErrNodeID, dir, known, wanted)
+	case known != "":
+		return known, nil
+	case wanted == "":
+		return "node1", nil
+	}
+	return wanted, nil
+}
+
+// start opens the stores of group 0 and of every other group the
+// database holds (so that the mark keeps their last indexes until
+// GroupStorage opens them), repairs what precheck found if the damage is
+// accepted, and starts keeping the mark.
+func (st *Storage) start(o StorageOptions, found []damage, initialised bool) error {
+	if err := syncDir(o.FS, st.dir); err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	if len(found) > 0 {
+		if err := st.accept(found, o.RetainSnapshots); err != nil {
+			return err
+		}
+	}
+	if err := st.openGroups(o.RetainSnapshots); err != nil {
+		return err
+	}
+	if initialised && !st.emptied {
+		if err := st.checkNotEmpty(); err != nil {
+			return err
+		}
+	}
+	return st.marks.arm(st.DB, filepath.Join(st.dir, dbDir), o.MarkInterval)
+}
+
+// openGroups opens the stores of group 0, and has the marker keep the
+// last index of every group the database holds.
+func (st *Storage) openGroups(retain int) error {
+	var err error
+	if st.Logs, err = raftlog.New(st.DB, groupID); err != nil {
+		return err
+	}
+	if st.Snaps, err = snapshot.NewStore(st.DB, groupID, retain, st.log); err != nil {
+		return err
+	}
+	st.marks.add(groupID, st.Logs, st.Snaps)
+	ids, err := groupIDs(st.DB, nil)
+	for _, id := range ids {
+		if id == groupID || err != nil {
+			continue
+		}
+		var logs *raftlog.Store
+		if logs, err = raftlog.New(st.DB, id); err == nil {
+			st.marks.add(id, logs, nil)
+		}
+	}
+	return err
+}
+
+// accept logs each damage at ERROR, then inspects the groups again on the
+// database opened for writing and repairs those that need it.
+func (st *Storage) accept(found []damage, retain int) error {
+	for _, d := range found {
+		st.log.Error("the data directory is damaged; starting on what is left (accept data loss)",
+			"file", d.file, "lost", d.what)
+	}
+	layout, err := st.LoadLayout()
+	if err != nil {
+		return err
+	}
+	_, checks, err := inspect(st.DB, st.marks.loaded(), func(id uint32) (*raftlog.Store, *snapshot.Store, error) {
+		logs, err := raftlog.New(st.DB, id)
+		if err != nil {
+			return nil, nil, err
+		}
+		keep := retain
+		if id != groupID {
+			keep = 1 // as GroupStorage
+		}
+		snaps, err := snapshot.NewStore(st.DB, id, keep, st.log)
+		return logs, snaps, err
+	})
+	if err != nil {
+		return err
+	}
+	for _, c := range checks {
+		if len(c.damages()) > 0 {
+			if err := st.repair(c, layout == nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // checkNotEmpty refuses a database that holds no Raft state although the
@@ -173,8 +375,15 @@ func (st *Storage) LogStats() LogStats {
 	return LogStats{Fsyncs: s.Syncs, EntriesBytes: s.Bytes}
 }
 
-// Close closes the database.
-func (st *Storage) Close() error { return st.DB.Close() }
+// Close brings the mark file up to date a last time, then closes the
+// database. Every raft on it has shut down.
+func (st *Storage) Close() error {
+	err := st.marks.close()
+	if err != nil {
+		st.log.Error("the mark file could not be written at close", "file", markFile, "err", err)
+	}
+	return errors.Join(st.DB.Close(), err)
+}
 
 // readID returns the node id the directory holds, or "" for a new one.
 func readID(fs vfs.FS, dir string) (string, error) {
@@ -209,6 +418,7 @@ func (st *Storage) GroupStorage(id uint32, retain int, log *slog.Logger) (*raftl
 	if err != nil {
 		return nil, nil, err
 	}
+	st.marks.add(id, logs, snaps)
 	return logs, snaps, nil
 }
 
@@ -272,6 +482,9 @@ func (st *Storage) HasState() bool {
 // DropGroup deletes everything the database holds of group id — its log,
 // stable store and snapshots — synced, for a replica that moved away.
 func (st *Storage) DropGroup(id uint32) error {
+	if err := st.marks.forget(id); err != nil {
+		return err
+	}
 	b := st.DB.NewBatch()
 	defer b.Close()
 	for _, ns := range []raftlog.Namespace{raftlog.NamespaceLog, raftlog.NamespaceStable, raftlog.NamespaceSnapshot} {
