@@ -111,7 +111,8 @@ func missingWALs(fs vfs.FS, db string, m *mark) ([]damage, error) {
 }
 
 // checkCounter compares the counter the database holds with the file's;
-// newest names the newest WAL found before the database was opened.
+// newest names the newest WAL found before the database was opened ("" if
+// it is missing, which is reported on its own).
 func checkCounter(db *pebble.DB, m *mark, markBad bool, newest string) ([]damage, error) {
 	have, found, err := counterIn(db)
 	if err != nil {
@@ -121,30 +122,29 @@ func checkCounter(db *pebble.DB, m *mark, markBad bool, newest string) ([]damage
 	case m == nil && found && !markBad:
 		return []damage{{file: markFile, what: "is missing: what was synced cannot be checked"}}, nil
 	case m != nil && have < m.counter:
-		return []damage{{file: newest, what: fmt.Sprintf("lost records synced before %s "+
-			"(the write-ahead log was cut or replaced: the database's mark counter is %d, %s says %d)",
-			stamp(m.written), have, markFile, m.counter)}}, nil
+		what := fmt.Sprintf("lost records synced before %s (the database's mark counter is %d, %s says %d)",
+			stamp(m.written), have, markFile, m.counter)
+		if newest == "" {
+			what = "the database " + what
+		}
+		return []damage{{file: newest, what: what}}, nil
 	}
 	return nil, nil
 }
 
-// newestWAL names the newest WAL of the database directory db, or of
-// those m lists if it is newer (it is then missing), with its size; or db
-// itself if there is none.
+// newestWAL names the newest WAL of the database directory db, with its
+// size; "" if m lists a newer one (it is missing), or if there is none.
 func newestWAL(fs vfs.FS, db string, m *mark) string {
 	wals, _ := raftlog.WALFiles(fs, db)
-	if m != nil {
-		wals = append(wals, m.wals...)
-	}
-	if len(wals) == 0 {
-		return dbDir
+	if len(wals) == 0 || m != nil && len(m.wals) > 0 && slices.Max(m.wals) > slices.Max(wals) {
+		return ""
 	}
 	w := slices.Max(wals)
-	name := filepath.Join(dbDir, raftlog.WALName(w))
-	if fi, err := fs.Stat(filepath.Join(db, raftlog.WALName(w))); err == nil {
-		return fmt.Sprintf("%s (the newest write-ahead log, %d bytes)", name, fi.Size())
+	fi, err := fs.Stat(filepath.Join(db, raftlog.WALName(w)))
+	if err != nil {
+		return ""
 	}
-	return fmt.Sprintf("%s (the newest write-ahead log, missing)", name)
+	return fmt.Sprintf("%s (the newest write-ahead log, %d bytes)", filepath.Join(dbDir, raftlog.WALName(w)), fi.Size())
 }
 
 func stamp(ns int64) string { return time.Unix(0, ns).UTC().Format("2006-01-02T15:04:05.000Z") }

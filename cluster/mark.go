@@ -46,7 +46,7 @@ const (
 )
 
 // errBadMark says that markFile does not decode.
-var errBadMark = errors.New("the file is damaged")
+var errBadMark = errors.New("not a whole mark")
 
 // appendMark appends the encoding of m to dst.
 func appendMark(dst []byte, m *mark) []byte {

@@ -208,8 +208,8 @@ func identity(dir, known, wanted string, m *mark, log *slog.Logger) (string, err
 	case known != "" && m != nil && m.node != known:
 		return "", fmt.Errorf("%w: %s holds %s for node %q but %s for node %q", ErrNodeID, dir, idFile, known, markFile, m.node)
 	case known == "" && m != nil && wanted == "":
-		return "", fmt.Errorf("%w: %s: %s is missing; %s says the database is node %q's: give that node id to restore the file",
-			ErrLostStorage, dir, idFile, markFile, m.node)
+		return "", fmt.Errorf("%w: %s: %s is missing; %s says the database is node %q's: start with --node-id %s to restore the file",
+			ErrLostStorage, dir, idFile, markFile, m.node, m.node)
 	case known == "" && m != nil && wanted == m.node:
 		log.Warn("the node id file is missing: restored from the mark file", "file", idFile, "node_id", m.node)
 		known = m.node

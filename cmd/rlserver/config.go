@@ -52,6 +52,7 @@ type Config struct {
 	SnapshotBytes    int64
 	SnapshotInterval time.Duration
 	TrailingLogs     uint64
+	AcceptDataLoss   bool
 
 	// Cluster (see cluster.OpenCluster): --peers (or a data directory that
 	// holds a cluster node) makes this node one of a cluster.
@@ -99,6 +100,7 @@ func flagSet(cfg *Config) *flag.FlagSet {
 	fs.Uint64Var(&cfg.SnapshotEntries, "snapshot-entries", cluster.DefaultSnapshotEntries, "take a snapshot (and compact the log) after this many log entries")
 	fs.Var(sizeValue{&cfg.SnapshotBytes}, "snapshot-bytes", "take a snapshot (and compact the log) after this many bytes of log entries, e.g. 64mb")
 	fs.DurationVar(&cfg.SnapshotInterval, "snapshot-interval", cluster.DefaultSnapshotInterval, "how often the snapshot thresholds are checked")
+	fs.BoolVar(&cfg.AcceptDataLoss, "accept-data-loss", false, "start on a damaged data directory (a write-ahead log or table lost or cut) with what is left, logging every loss at ERROR, instead of refusing to start")
 	fs.Uint64Var(&cfg.TrailingLogs, "trailing-logs", cluster.DefaultTrailingLogs, "log entries kept after a snapshot")
 	fs.StringVar(&cfg.RaftAddr, "raft-addr", "127.0.0.1:7379", "cluster: address of the node's Raft listener, which carries every Raft group and the nodes' internal calls")
 	fs.StringVar(&cfg.RaftAdvertise, "raft-advertise", "", `cluster: the address the other nodes reach this node's Raft listener at; "" is --raft-addr (which then must not be 0.0.0.0)`)

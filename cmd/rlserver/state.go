@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -46,9 +47,12 @@ func openState(ctx context.Context, cfg Config, opts shards.Options, reg prometh
 		return nil, err
 	}
 	start := time.Now()
-	disk, err := cluster.OpenStorage(cfg.DataDir, cluster.StorageOptions{NodeID: cfg.NodeID, Logger: log})
+	disk, err := cluster.OpenStorage(cfg.DataDir, cluster.StorageOptions{NodeID: cfg.NodeID, Logger: log, AcceptDataLoss: cfg.AcceptDataLoss})
 	if err != nil {
 		unlock()
+		if errors.Is(err, cluster.ErrDamaged) && !errors.Is(err, cluster.ErrUnrepairable) {
+			err = fmt.Errorf("%w (--accept-data-loss starts on what is left)", err)
+		}
 		return nil, err
 	}
 	layout, err := disk.LoadLayout()
