@@ -44,6 +44,7 @@ type marker struct {
 	now func() time.Time
 
 	mu     sync.Mutex
+	out    *markWriter
 	m      mark // what the file says (or will): node, counter, WALs, and the groups until live
 	armed  bool // the file may be written
 	live   bool // the groups' indexes come from stores, no longer from m.groups
@@ -65,9 +66,10 @@ type markedStores struct {
 }
 
 // newMarker returns the marker of node's data directory dir, holding m
-// (what the file said; nil for a directory without one, or a damaged one).
-func newMarker(fs vfs.FS, dir, node string, m *mark, log *slog.Logger) *marker {
-	k := &marker{fs: fs, dir: dir, log: log, now: time.Now,
+// (what the file said, in slot of slots of size; nil for a directory
+// without one, or a damaged one).
+func newMarker(fs vfs.FS, dir, node string, m *mark, slot, size int, log *slog.Logger) *marker {
+	k := &marker{fs: fs, dir: dir, log: log, now: time.Now, out: newMarkWriter(fs, dir, m, slot, size),
 		stores: map[uint32]markedStores{}, caps: map[uint32]uint64{}}
 	if m != nil {
 		k.m, k.armed = *m, true
@@ -199,6 +201,13 @@ func (k *marker) run(interval time.Duration) {
 	}
 }
 
+// release closes the file, once the database is closed.
+func (k *marker) release() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.out.close()
+}
+
 // close stops the rounds and writes the file a last time, with the
 // database still open.
 func (k *marker) close() error {
@@ -267,7 +276,7 @@ func (k *marker) writeLocked() error {
 			m.groups[g] = last
 		}
 	}
-	if err := writeMark(k.fs, k.dir, &m); err != nil {
+	if err := k.out.write(&m); err != nil {
 		return k.failedLocked(fmt.Errorf("write %s: %w", markFile, err))
 	}
 	if k.failed > 0 {

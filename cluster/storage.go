@@ -95,7 +95,7 @@ func OpenStorage(dir string, o StorageOptions) (*Storage, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, markErr := readMark(o.FS, dir)
+	m, slot, size, markErr := readMarkSlots(o.FS, dir)
 	if markErr != nil && !errors.Is(markErr, errBadMark) {
 		return nil, fmt.Errorf("data directory: %s: %w", markFile, markErr)
 	}
@@ -117,7 +117,7 @@ func OpenStorage(dir string, o StorageOptions) (*Storage, error) {
 			}
 		}
 	}
-	st := &Storage{NodeID: id, dir: dir, fs: o.FS, log: o.Logger, marks: newMarker(o.FS, dir, id, m, o.Logger)}
+	st := &Storage{NodeID: id, dir: dir, fs: o.FS, log: o.Logger, marks: newMarker(o.FS, dir, id, m, slot, size, o.Logger)}
 	mustExist := known != "" || m != nil
 	db, err := raftlog.OpenDB(filepath.Join(dir, dbDir), raftlog.Options{FS: o.FS, Logger: o.Logger, MustExist: mustExist, WALs: st.marks})
 	if err != nil {
@@ -129,6 +129,7 @@ func OpenStorage(dir string, o StorageOptions) (*Storage, error) {
 	st.DB = db
 	if err := st.start(o, found, known != "" || m != nil); err != nil {
 		db.Close()
+		st.marks.release()
 		return nil, err
 	}
 	return st, nil
@@ -382,7 +383,7 @@ func (st *Storage) Close() error {
 	if err != nil {
 		st.log.Error("the mark file could not be written at close", "file", markFile, "err", err)
 	}
-	return errors.Join(st.DB.Close(), err)
+	return errors.Join(st.DB.Close(), err, st.marks.release())
 }
 
 // readID returns the node id the directory holds, or "" for a new one.
