@@ -71,6 +71,9 @@ func OpenDB(dir string, o Options) (*pebble.DB, error) {
 		ReadOnly:           o.ReadOnly,
 		FormatMajorVersion: formatVersion,
 	}
+	if o.FS == nil {
+		opts.WithFSDefaults() // the disk health checks Pebble adds when it picks the disk itself
+	}
 	tune(opts)
 	db, err := pebble.Open(dir, opts)
 	if errors.Is(err, pebble.ErrDBDoesNotExist) {
