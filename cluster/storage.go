@@ -127,7 +127,7 @@ func OpenStorage(dir string, o StorageOptions) (*Storage, error) {
 		return nil, fmt.Errorf("open database in %s: %w", dir, err)
 	}
 	st.DB = db
-	if err := st.start(o, found, known != "" || m != nil); err != nil {
+	if err := st.start(o, found, known != ""); err != nil {
 		db.Close()
 		st.marks.release()
 		return nil, err
@@ -203,18 +203,16 @@ func precheck(dir string, fs vfs.FS, m *mark, markErr error) ([]damage, error) {
 }
 
 // identity returns the node id of the directory, from its identity file,
-// its mark file and --node-id (wanted).
+// its mark file and --node-id (wanted). An identity file that is missing
+// while the mark names the node (a first start that stopped before
+// MarkInitialised, or a file removed) is taken from the mark, and
+// MarkInitialised writes it again.
 func identity(dir, known, wanted string, m *mark, log *slog.Logger) (string, error) {
 	switch {
 	case known != "" && m != nil && m.node != known:
 		return "", fmt.Errorf("%w: %s holds %s for node %q but %s for node %q", ErrNodeID, dir, idFile, known, markFile, m.node)
-	case known == "" && m != nil && wanted == "":
-		return "", fmt.Errorf("%w: %s: %s is missing; %s says the database is node %q's: start with --node-id %s to restore the file",
-			ErrLostStorage, dir, idFile, markFile, m.node, m.node)
-	case known == "" && m != nil && wanted == m.node:
-		log.Warn("the node id file is missing: restored from the mark file", "file", idFile, "node_id", m.node)
-		known = m.node
 	case known == "" && m != nil:
+		log.Warn("the node id file is missing: the mark file names the node", "file", idFile, "node_id", m.node)
 		known = m.node
 	}
 	switch {
