@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -187,9 +188,10 @@ func TestDamagedFiles(t *testing.T) {
 		name   string
 		file   string // a pattern under the data directory
 		spoil  func(path string) error
-		want   string   // "" is the file's base name
-		accept bool     // --accept-data-loss starts on it
-		flags  []string // flags with which it starts
+		want   string // "" is the file's base name
+		accept bool   // --accept-data-loss starts on it
+		starts bool   // nothing was lost: it starts, without a flag
+		still  string // with --accept-data-loss the refusal holds this; default "cannot be repaired"
 	}{
 		{name: "table removed", file: "db/*.sst", spoil: os.Remove, want: "type sstable"},
 		{name: "table cut", file: "db/*.sst", spoil: halve},
@@ -200,7 +202,9 @@ func TestDamagedFiles(t *testing.T) {
 		{name: "OPTIONS cut", file: "db/OPTIONS-*", spoil: func(p string) error { return os.Truncate(p, 1000) }, accept: true},
 		{name: "mark file removed", file: "rlserver.mark", spoil: os.Remove, accept: true},
 		{name: "mark file cut", file: "rlserver.mark", spoil: halve, accept: true},
-		{name: "node id file removed", file: "rlserver.id", spoil: os.Remove, flags: []string{"--node-id", "node1"}},
+		{name: "node id file garbled", file: "rlserver.id", spoil: func(p string) error { return os.WriteFile(p, []byte("nodeX\n"), 0o644) },
+			want: "rlserver.mark", still: "belongs to another node"},
+		{name: "node id file removed", file: "rlserver.id", spoil: os.Remove, starts: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := copyTree(t, seed)
@@ -211,25 +215,22 @@ func TestDamagedFiles(t *testing.T) {
 			if err := tc.spoil(path); err != nil {
 				t.Fatal(err)
 			}
-			want := tc.want
-			if want == "" {
-				want = filepath.Base(path)
+			if tc.starts {
+				startProc(t, bin, dir).stop()
+				return
 			}
+			want := cmp.Or(tc.want, filepath.Base(path))
 			line := refused(t, bin, dir, []string{want})
 			t.Logf("refused: %s", line)
-			switch {
-			case tc.accept:
+			if tc.accept {
 				q := startProc(t, bin, dir, "--accept-data-loss")
 				if errs := errorLines(q.logs.String()); len(errs) == 0 {
 					t.Errorf("with --accept-data-loss: nothing logged at ERROR")
 				}
 				q.stop()
-			case tc.flags != nil:
-				q := startProc(t, bin, dir, tc.flags...)
-				q.stop()
-			default:
-				refused(t, bin, dir, []string{want, "cannot be repaired"}, "--accept-data-loss")
+				return
 			}
+			refused(t, bin, dir, []string{want, cmp.Or(tc.still, "cannot be repaired")}, "--accept-data-loss")
 		})
 	}
 }
