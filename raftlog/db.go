@@ -71,7 +71,7 @@ func OpenDB(dir string, o Options) (*pebble.DB, error) {
 		ReadOnly:           o.ReadOnly,
 		FormatMajorVersion: formatVersion,
 	}
-	if o.FS == nil {
+	if o.FS == nil || o.FS == vfs.Default {
 		opts.WithFSDefaults() // the disk health checks Pebble adds when it picks the disk itself
 	}
 	tune(opts)
