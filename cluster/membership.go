@@ -357,16 +357,19 @@ func (c *Cluster) addReplica(id int) error {
 	if err := g.startRaft(c.raftConfig(uint32(id)), logs, c.transport(uint32(id))); err != nil {
 		return err
 	}
+	c.observe(g.raft)
 	c.groups[id].Store(g)
 	c.startWatch(g)
 	c.log.Info("replica started; waiting for the group's leader to add it", "group", id)
 	return c.saveHosted()
 }
 
-// dropReplica stops this node's replica of g and deletes its data.
+// dropReplica stops this node's replica of g and deletes its data, once
+// its watcher has ended (it may be rebuilding the state from that data).
 func (c *Cluster) dropReplica(g *group) {
 	close(g.stop)
 	c.groups[g.id].Store(nil)
+	<-g.watched
 	g.raft.Shutdown().Error()
 	if err := c.cfg.Storage.DropGroup(g.id); err != nil {
 		c.log.Warn("deleting a dropped replica's data failed", "group", g.id, "err", err)
@@ -388,27 +391,34 @@ func (c *Cluster) saveHosted() error {
 	return c.cfg.Storage.SaveLayout(l)
 }
 
-// handOff hands the lead of g to node id at addr: it stops serving g,
-// waits until every change it made is committed, then asks raft to
-// transfer the lead (which first brings the target up to date). Nothing
-// acknowledged is forgotten, in fast mode too. If the transfer fails, the
-// watcher makes the node serve g again while it still leads.
+// handOff hands the lead of g to node id at addr (any voter if id is
+// ""): it stops serving g, waits until every change it made is committed,
+// asks raft to transfer the lead (which first brings the target up to
+// date), and waits until the new leader serves g. Meanwhile the commands
+// of g's slots are held here (ErrMoving), so a client is sent to the new
+// leader (MOVED) only once it serves: a planned move shows no error.
+// Nothing acknowledged is forgotten, in fast mode too. If the transfer
+// fails, the node serves g again while it still leads.
 func (c *Cluster) handOff(g *group, id, addr string) {
 	if !g.handing.CompareAndSwap(false, true) {
 		return
 	}
-	defer g.handing.Store(false)
-	g.serving.Lock()
-	g.ready.Store(false)
-	g.serving.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	err := c.app.drain(g, ctx.Done())
-	cancel()
-	c.app.deactivate(g, err == nil)
-	if err != nil {
-		c.log.Warn("the changes of a group could not be committed before handing over its lead", "group", g.id, "err", err)
-		g.markDirty()
-		return
+	defer func() {
+		g.handing.Store(false)
+		c.topoChanged()
+	}()
+	start := time.Now()
+	c.setReady(g, false)
+	ctx, cancel := context.WithTimeout(context.Background(), handOffTimeout)
+	defer cancel()
+	if c.app.isActive(g) {
+		err := c.app.drain(g, ctx.Done())
+		c.app.deactivate(g, err == nil)
+		if err != nil {
+			c.log.Warn("the changes of a group could not be committed before handing over its lead", "group", g.id, "err", err)
+			g.markDirty()
+			return
+		}
 	}
 	g.fsm.resetOrigin()
 	var f raft.Future
@@ -418,8 +428,68 @@ func (c *Cluster) handOff(g *group, id, addr string) {
 		f = g.raft.LeadershipTransferToServer(raft.ServerID(id), raft.ServerAddress(addr))
 	}
 	if err := f.Error(); err != nil {
-		c.log.Warn("leadership transfer failed", "group", g.id, "to", id, "err", err)
+		c.log.Warn("leadership transfer failed; serving the group again", "group", g.id, "to", id, "err", err)
+		if g.leader() && !c.stopping.Load() {
+			c.stepUp(g)
+		}
 		return
 	}
-	c.log.Info("lead handed over", "group", g.id, "to", id)
+	to, err := c.awaitServed(ctx, g, id)
+	if err != nil {
+		c.log.Warn("the group's new leader did not say it serves the group in time", "group", g.id, "to", to, "err", err)
+	}
+	c.log.Info("lead handed over", "group", g.id, "to", to, "took", time.Since(start).Round(time.Millisecond))
+}
+
+// handOffTimeout bounds a hand-over, so that the commands it holds are
+// answered within MaxHold.
+const handOffTimeout = MaxHold - 500*time.Millisecond
+
+// awaitServed waits until node id (or, for "", whichever node raft says
+// leads g now) serves g, asking it (the "ready" call), and returns it.
+func (c *Cluster) awaitServed(ctx context.Context, g *group, id string) (string, error) {
+	body, _ := json.Marshal(readyReq{Group: int(g.id)})
+	for {
+		to := id
+		if to == "" {
+			_, l := g.raft.LeaderWithID()
+			to = string(l)
+		}
+		var err error
+		if addr := c.raftAddrOf(to); to != "" && to != c.cfg.NodeID && addr != "" {
+			if _, err = c.mux.Call(ctx, addr, "ready", body); err == nil {
+				return to, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			if err == nil {
+				err = ctx.Err()
+			}
+			return to, err
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// readyReq is the body of the "ready" call: it returns once the callee
+// serves Group, or fails with ErrMoving at the caller's deadline.
+type readyReq struct {
+	Group int `json:"group"`
+}
+
+// awaitReady answers the "ready" call.
+func (c *Cluster) awaitReady(ctx context.Context, req readyReq) error {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(handOffTimeout)
+	}
+	for {
+		if g := c.replica(req.Group); g != nil && g.ready.Load() {
+			return nil
+		}
+		if !c.Await(deadline) {
+			return ErrMoving
+		}
+	}
 }
