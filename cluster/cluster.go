@@ -122,8 +122,8 @@ type Cluster struct {
 	// accepting: clients can reach it (Listening). Both are reported in
 	// its status, so that other nodes hand leads only to a node that
 	// accepts clients and is not stopping.
-	stopping   atomic.Bool
-	accepting  atomic.Bool
+	stopping  atomic.Bool
+	accepting atomic.Bool
 
 	shutdownCh chan struct{}
 	closeOnce  sync.Once
