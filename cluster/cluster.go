@@ -124,6 +124,8 @@ type Cluster struct {
 	// accepts clients and is not stopping.
 	stopping  atomic.Bool
 	accepting atomic.Bool
+	// peerLog throttles raft's lines about an unreachable peer, node-wide.
+	peerLog *peerLog
 
 	shutdownCh chan struct{}
 	closeOnce  sync.Once
@@ -139,6 +141,9 @@ func OpenCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	cfg = clusterDefaults(cfg)
 	c := &Cluster{cfg: cfg, id: clusterID(cfg.NodeID), log: cfg.Logger, clock: cfg.Clock, shutdownCh: make(chan struct{})}
 	layout, err := c.layout()
+	if err == nil && layout.Version == layoutVersion && !layout.Bootstrapped && layout.Groups > 0 {
+		err = cfg.Storage.SaveLayout(*layout) // before anything is bootstrapped: see Layout
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -153,12 +158,14 @@ func OpenCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	topo := make(chan struct{})
 	c.topo.Store(&topo)
 	c.observations = make(chan raft.Observation, 64)
+	c.peerLog = newPeerLog()
 	c.mux, err = transport.Listen(cfg.RaftAddr, transport.Options{Logger: cfg.Logger, Advertise: cfg.RaftAdvertise, Secret: secretBytes(cfg.Secret)})
 	if err != nil {
 		return nil, fmt.Errorf("raft listener on %s: %w", cfg.RaftAddr, err)
 	}
 	c.mux.Handle(c.handleRPC)
 	err = c.startGroups(layout)
+	layout.Bootstrapped = err == nil
 	if err == nil && layout.Groups == 0 {
 		layout.Groups, err = c.join(ctx)
 		c.ngroups.Store(int32(layout.Groups))
@@ -230,7 +237,7 @@ func (c *Cluster) layout() (*Layout, error) {
 		return nil, fmt.Errorf("%w: %s holds a standalone node's state; start it without --peers", ErrMode, st.dir)
 	}
 	if len(c.cfg.Peers) == 0 && c.cfg.Join != nil {
-		return &Layout{Version: 1}, nil // Groups learned from the cluster (join)
+		return &Layout{Version: layoutVersion}, nil // Groups learned from the cluster (join)
 	}
 	if len(c.cfg.Peers) == 0 {
 		return nil, ErrNoPeers
@@ -244,7 +251,7 @@ func (c *Cluster) layout() (*Layout, error) {
 	if !self {
 		return nil, fmt.Errorf("%w: %q", ErrNotAPeer, c.cfg.NodeID)
 	}
-	l = &Layout{Version: 1, Groups: c.cfg.Groups, Peers: c.cfg.Peers}
+	l = &Layout{Version: layoutVersion, Groups: c.cfg.Groups, Peers: c.cfg.Peers}
 	for g, voters := range placement(ids, c.cfg.Groups) {
 		for _, v := range voters {
 			if v == c.cfg.NodeID {
@@ -282,7 +289,7 @@ func (c *Cluster) join(ctx context.Context) (int, error) {
 // cluster: then the meta leader adds it).
 func (c *Cluster) startGroups(l *Layout) error {
 	st := c.cfg.Storage
-	fresh := !st.HasState()
+	fresh := !l.bootstrapped()
 	metaConf := raft.Configuration{}
 	ids := make([]string, 0, len(l.Peers))
 	for _, p := range l.Peers {
@@ -369,7 +376,7 @@ func (c *Cluster) placedHere() []int {
 func (c *Cluster) transport(id uint32) raft.Transport {
 	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: c.mux.Stream(id), MaxPool: 3, Timeout: 10 * time.Second,
-		Logger: newRaftLogger(c.log.With("group", id)),
+		Logger: newRaftLogger(c.log.With("group", id), c.peerLog),
 	})
 }
 
@@ -389,7 +396,7 @@ func (c *Cluster) raftConfig(id uint32) *raft.Config {
 	rc.SnapshotThreshold = c.cfg.SnapshotEntries
 	rc.SnapshotInterval = c.cfg.SnapshotInterval
 	rc.TrailingLogs = c.cfg.TrailingLogs
-	rc.Logger = newRaftLogger(c.log.With("group", id))
+	rc.Logger = newRaftLogger(c.log.With("group", id), c.peerLog)
 	return rc
 }
 
@@ -462,6 +469,7 @@ func (c *Cluster) appliedSum() uint64 {
 func (c *Cluster) Close(ctx context.Context) error {
 	var err error
 	c.closeOnce.Do(func() {
+		c.stopping.Store(true)
 		if serr := c.Sync(ctx); serr != nil {
 			err = fmt.Errorf("commit the last changes: %w", serr)
 		}

@@ -384,7 +384,7 @@ func (c *Cluster) dropReplica(g *group) {
 func (c *Cluster) saveHosted() error {
 	c.layoutMu.Lock()
 	defer c.layoutMu.Unlock()
-	l := Layout{Version: 1, Groups: c.numGroups(), Peers: c.initial}
+	l := Layout{Version: layoutVersion, Groups: c.numGroups(), Peers: c.initial, Bootstrapped: true}
 	for _, g := range c.hostedGroups() {
 		l.Hosted = append(l.Hosted, g.id)
 	}
@@ -421,6 +421,9 @@ func (c *Cluster) handOff(g *group, id, addr string) {
 		}
 	}
 	g.fsm.resetOrigin()
+	if id == "" {
+		id, addr = c.successor(g)
+	}
 	var f raft.Future
 	if id == "" {
 		f = g.raft.LeadershipTransfer()
@@ -439,6 +442,45 @@ func (c *Cluster) handOff(g *group, id, addr string) {
 		c.log.Warn("the group's new leader did not say it serves the group in time", "group", g.id, "to", to, "err", err)
 	}
 	c.log.Info("lead handed over", "group", g.id, "to", to, "took", time.Since(start).Round(time.Millisecond))
+}
+
+// successor returns the voter of g to hand its lead to: one that answers,
+// takes clients and is not stopping, the most caught up of them, its
+// preferred leader first among equals; or "" (raft then picks).
+func (c *Cluster) successor(g *group) (id, addr string) {
+	f := g.raft.GetConfiguration()
+	if f.Error() != nil {
+		return "", ""
+	}
+	preferred := ""
+	if voters := c.placement()[int(g.id)]; len(voters) > 0 {
+		preferred = voters[0]
+	}
+	var best uint64
+	for _, s := range f.Configuration().Servers {
+		sid := string(s.ID)
+		if s.Suffrage != raft.Voter || sid == c.cfg.NodeID || !c.caughtUp(sid, g) {
+			continue
+		}
+		applied := c.appliedBy(sid, g)
+		if id == "" || applied > best || applied == best && sid == preferred {
+			id, addr, best = sid, string(s.Address), applied
+		}
+	}
+	return id, addr
+}
+
+// appliedBy returns the index of group g's log that node id last said it
+// has applied.
+func (c *Cluster) appliedBy(id string, g *group) uint64 {
+	if p := c.peer(id); p != nil {
+		for _, gs := range p.status.Groups {
+			if gs.ID == int(g.id) {
+				return gs.Applied
+			}
+		}
+	}
+	return 0
 }
 
 // handOffTimeout bounds a hand-over, so that the commands it holds are
