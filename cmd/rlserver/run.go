@@ -52,7 +52,7 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 		return err
 	}
 	defer stopPprof()
-	st, err := openState(ctx, cfg, shards.Options{Shards: cfg.Shards, MaxMemory: cfg.MaxMemory, Policy: policy, Other: &connMem}, reg, log)
+	st, err := openState(ctx, &cfg, shards.Options{Shards: cfg.Shards, MaxMemory: cfg.MaxMemory, Policy: policy, Other: &connMem}, reg, log)
 	if err != nil {
 		return err
 	}
