@@ -203,5 +203,8 @@ func (c *Cluster) KeysInSlot(slot int) int {
 	return g.store.CountKeys(c.clock(), func(key []byte) bool { return slots.Of(key) == slot })
 }
 
+// RESPAddr returns the address clients reach this node at.
+func (c *Cluster) RESPAddr() string { return c.cfg.RESPAddr }
+
 // Groups returns the number of data groups.
 func (c *Cluster) Groups() int { return c.numGroups() }

@@ -24,6 +24,8 @@ type proc struct {
 	logs   *syncBuffer
 	resp   string
 	http   string
+	bin    string
+	dir    string
 	client *redis.Client
 	done   chan error
 }
@@ -31,9 +33,24 @@ type proc struct {
 // startProc starts bin on dir with extra flags and waits for PING.
 func startProc(t testing.TB, bin, dir string, extra ...string) *proc {
 	t.Helper()
-	p := &proc{t: t, logs: &syncBuffer{}, resp: freePort(t), http: freePort(t), done: make(chan error, 1)}
-	args := append([]string{"--listen", p.resp, "--http", p.http, "--data-dir", dir}, extra...)
-	p.cmd = exec.Command(bin, args...)
+	p := &proc{t: t, logs: &syncBuffer{}, resp: freePort(t), http: freePort(t), bin: bin, dir: dir, done: make(chan error, 1)}
+	return p.run(append([]string{"--listen", p.resp, "--http", p.http, "--data-dir", dir}, extra...))
+}
+
+// restartProc starts old's binary again on its data directory with
+// --data-dir and extra flags alone (a cluster node's directory remembers
+// its addresses), and waits for PING at old's address.
+func restartProc(t testing.TB, old *proc, extra ...string) *proc {
+	t.Helper()
+	p := &proc{t: t, logs: &syncBuffer{}, resp: old.resp, http: old.http, bin: old.bin, dir: old.dir, done: make(chan error, 1)}
+	return p.run(append([]string{"--data-dir", old.dir}, extra...))
+}
+
+// run starts p's binary with args and waits for PING at p.resp.
+func (p *proc) run(args []string) *proc {
+	t := p.t
+	t.Helper()
+	p.cmd = exec.Command(p.bin, args...)
 	p.cmd.Stderr = p.logs
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
