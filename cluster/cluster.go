@@ -126,6 +126,10 @@ type Cluster struct {
 	accepting atomic.Bool
 	// peerLog throttles raft's lines about an unreachable peer, node-wide.
 	peerLog *peerLog
+	// takeovers counts the groups this node took over from lost leaders,
+	// the last at takeoverAt (Unix ns; see Takeover).
+	takeovers  atomic.Uint64
+	takeoverAt atomic.Int64
 
 	shutdownCh chan struct{}
 	closeOnce  sync.Once

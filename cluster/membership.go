@@ -422,14 +422,19 @@ func (c *Cluster) handOff(g *group, id, addr string) {
 	}
 	g.fsm.resetOrigin()
 	if id == "" {
-		id, addr = c.successor(g)
+		if id, addr = c.successor(g); id == "" {
+			// No voter answers that takes clients and is not stopping
+			// (the others are stopping too, or down): a transfer would
+			// only make a node that cannot serve lead.
+			c.log.Info("no node to hand the group's lead to; it stays here until this node stops", "group", g.id)
+			return
+		}
 	}
-	var f raft.Future
-	if id == "" {
-		f = g.raft.LeadershipTransfer()
-	} else {
-		f = g.raft.LeadershipTransferToServer(raft.ServerID(id), raft.ServerAddress(addr))
+	body, _ := json.Marshal(readyReq{Group: int(g.id)})
+	if _, err := c.mux.Call(ctx, addr, "expect", body); err != nil {
+		c.log.Debug("announcing a hand-over failed", "group", g.id, "to", id, "err", err)
 	}
+	f := g.raft.LeadershipTransferToServer(raft.ServerID(id), raft.ServerAddress(addr))
 	if err := f.Error(); err != nil {
 		c.log.Warn("leadership transfer failed; serving the group again", "group", g.id, "to", id, "err", err)
 		if g.leader() && !c.stopping.Load() {

@@ -57,6 +57,15 @@ func (c *Cluster) handleRPC(ctx context.Context, method string, body []byte) ([]
 			return nil, err
 		}
 		return json.Marshal(rep)
+	case "expect": // a hand-over of the group to this node is coming
+		var req readyReq
+		if err := json.Unmarshal(body, &req); err != nil {
+			return nil, err
+		}
+		if g := c.replica(req.Group); g != nil {
+			g.expected.Store(time.Now().UnixNano())
+		}
+		return nil, nil
 	case "ready":
 		var req readyReq
 		if err := json.Unmarshal(body, &req); err != nil {

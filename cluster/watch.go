@@ -122,7 +122,37 @@ func (c *Cluster) stepUp(g *group) {
 	c.app.activate(g)
 	c.setReady(g, true)
 	c.log.Debug("leading", "group", g.id)
+	c.noteTakeover(g)
 }
+
+// noteTakeover records that this node took g's lead from a leader it lost
+// (one that did not announce a hand-over), so that clients are told to
+// reload their slot maps (Takeover).
+func (c *Cluster) noteTakeover(g *group) {
+	prev := g.lastLeader.Swap(nil)
+	planned := time.Since(time.Unix(0, g.expected.Load())) < expectFor
+	if prev == nil || *prev == c.cfg.NodeID || planned {
+		return
+	}
+	c.takeoverAt.Store(time.Now().UnixNano())
+	c.takeovers.Add(1)
+	c.log.Info("took over a group whose leader was lost", "group", g.id, "from", *prev)
+}
+
+// expectFor is how long an announced hand-over ("expect") makes the lead
+// this node takes a planned one.
+const expectFor = 5 * time.Second
+
+// Takeover returns the number of groups this node has taken over from
+// lost leaders, and whether the last was within takeoverNudge: clients
+// may still send those slots to the lost node (see server.Nudger).
+func (c *Cluster) Takeover() (uint64, bool) {
+	at := c.takeoverAt.Load()
+	return c.takeovers.Load(), at != 0 && time.Since(time.Unix(0, at)) < takeoverNudge
+}
+
+// takeoverNudge is how long after a takeover clients are told of it.
+const takeoverNudge = 10 * time.Second
 
 // noteLeader records since when g has had no known leader; once it has
 // one, a replica that deferred to the group's preferred leader at start
@@ -130,6 +160,9 @@ func (c *Cluster) stepUp(g *group) {
 func (c *Cluster) noteLeader(g *group) {
 	_, id := g.raft.LeaderWithID()
 	c.markLeader(int(g.id), id != "")
+	if leader := string(id); leader != "" && leader != c.cfg.NodeID {
+		g.lastLeader.Store(&leader)
+	}
 	if id != "" && g.deferring.CompareAndSwap(true, false) {
 		rc := g.raft.ReloadableConfig()
 		rc.HeartbeatTimeout, rc.ElectionTimeout = c.cfg.HeartbeatTimeout, c.cfg.ElectionTimeout

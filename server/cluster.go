@@ -2,9 +2,11 @@ package server
 
 import (
 	"errors"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rlserver/rlserver/slots"
@@ -53,6 +55,22 @@ func isTransient(err error) bool {
 // errHeld is what route returns for a command it holds: the caller
 // answers nothing; the batch runs the command again (dispatchTop).
 var errHeld = errors.New("held while the slot moves")
+
+// Nudger is implemented by a Cluster whose node takes over the slots of
+// nodes it lost (a crash, a partition). Clients that knew the lost node
+// still send those slots to it and fail until they reload the slot map,
+// which a cluster client does on a MOVED (go-redis's ClusterClient would
+// otherwise wait up to a minute). So, for a while after a takeover, the
+// first keyed command of each connection that this node serves is
+// answered MOVED to this node itself: the client follows it here at once,
+// and reloads its map in the background.
+type Nudger interface {
+	// Takeover returns the number of the node's last takeover of a group
+	// from a lost leader, and whether it is recent enough to tell clients.
+	Takeover() (epoch uint64, recent bool)
+	// RESPAddr returns the address clients reach this node at.
+	RESPAddr() string
+}
 
 // ClusterView is a node's picture of the cluster.
 type ClusterView struct {
@@ -129,11 +147,54 @@ func (s *Server) route(c *conn, cmd *command, args [][]byte) error {
 	if cmd.firstKey <= 0 || len(args) <= cmd.firstKey || s.cl == nil {
 		return nil
 	}
-	err := s.cl.Route(slots.Of(args[cmd.firstKey]))
+	slot := slots.Of(args[cmd.firstKey])
+	err := s.cl.Route(slot)
 	if err != nil && c.hold(err) {
 		return errHeld
 	}
+	if err == nil && s.nudger != nil && c.mayHold && c.multi == nil {
+		if epoch, recent := s.nudger.Takeover(); recent && epoch != c.nudged && s.nudges.admit(c.host()) {
+			c.nudged = epoch
+			return errors.New("MOVED " + strconv.Itoa(slot) + " " + s.nudger.RESPAddr())
+		}
+	}
 	return err
+}
+
+// nudgeGap is the least time between two nudges (see Nudger) of
+// connections from one host: a client follows a MOVED at once, on
+// whichever of its connections it takes next, and that retry must be
+// served, not nudged again.
+const nudgeGap = 100 * time.Millisecond
+
+// nudges remembers when each client host was last nudged.
+type nudges struct {
+	mu   sync.Mutex
+	last map[string]time.Time
+}
+
+// admit reports whether a connection from host may be nudged now, and
+// if so records it.
+func (n *nudges) admit(host string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	now := time.Now()
+	if now.Sub(n.last[host]) < nudgeGap {
+		return false
+	}
+	if n.last == nil || len(n.last) > 4096 {
+		n.last = map[string]time.Time{}
+	}
+	n.last[host] = now
+	return true
+}
+
+// host returns the client's host (its address without the port).
+func (c *conn) host() string {
+	if h, _, err := net.SplitHostPort(c.addr); err == nil {
+		return h
+	}
+	return c.addr
 }
 
 // hold reports whether err makes the command being run wait instead of

@@ -65,6 +65,8 @@ type conn struct {
 	// be held while its slot moves; held: it was (see dispatchTop).
 	mayHold bool
 	held    bool
+	// nudged is the last takeover this connection was told of (Nudger).
+	nudged uint64
 
 	proto   int  // 2 or 3
 	authed  bool // may run commands

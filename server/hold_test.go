@@ -98,3 +98,50 @@ func TestHeldWhileSlotMoves(t *testing.T) {
 	state.Store(1)
 	c.roundTrip(resp("RL.PEEK", "{h}k", "fixed", "5", "1m"), ints(1, 5, 2, 0, 60000))
 }
+
+// nudgingCluster is a fakeCluster whose node has just taken a group over.
+type nudgingCluster struct {
+	*fakeCluster
+	epoch  atomic.Uint64
+	recent atomic.Bool
+	addr   string
+}
+
+func (n *nudgingCluster) Takeover() (uint64, bool) { return n.epoch.Load(), n.recent.Load() }
+func (n *nudgingCluster) RESPAddr() string         { return n.addr }
+
+// TestTakeoverNudgesClients: for a while after the node took a group over
+// from a lost leader, the first keyed command of each connection is
+// answered MOVED to this node itself — a cluster client then reloads its
+// slot map, and stops sending the lost node's slots to a dead address —
+// and served when it comes again; connections from one host are nudged
+// at most once per nudgeGap, so that the client's retry, on whichever
+// connection, is served; MULTI's commands and keyless ones are never
+// nudged, nor anything once the takeover is no longer recent.
+func TestTakeoverNudgesClients(t *testing.T) {
+	n := &nudgingCluster{fakeCluster: newFakeCluster(ClusterView{})}
+	_, addr := startServer(t, Config{Limiter: n, Clock: fakeClock()})
+	n.addr = addr
+	n.setView(soloView(t, addr))
+	key := "{n}k"
+	moved := "-MOVED " + strconv.Itoa(slots.Of([]byte(key))) + " " + addr + "\r\n"
+	a, b := dialRaw(t, addr), dialRaw(t, addr)
+	a.roundTrip(resp("RL.CHECK", key, "fixed", "5", "1m"), ints(1, 5, 4, 0, 60000)) // no takeover yet
+
+	n.epoch.Store(1)
+	n.recent.Store(true)
+	a.roundTrip(resp("PING"), "+PONG\r\n")                                          // keyless: not nudged
+	a.roundTrip(resp("RL.CHECK", key, "fixed", "5", "1m"), moved)                   // nudged, nothing charged
+	b.roundTrip(resp("RL.CHECK", key, "fixed", "5", "1m"), ints(1, 5, 3, 0, 60000)) // same host, within the gap
+	a.roundTrip(resp("RL.CHECK", key, "fixed", "5", "1m"), ints(1, 5, 2, 0, 60000)) // once per takeover
+	time.Sleep(nudgeGap)
+	b.roundTrip(resp("MULTI"), "+OK\r\n")
+	b.roundTrip(resp("RL.CHECK", key, "fixed", "5", "1m"), "+QUEUED\r\n") // not in MULTI
+	b.roundTrip(resp("EXEC"), "*1\r\n"+ints(1, 5, 1, 0, 60000))
+	b.roundTrip(resp("RL.PEEK", key, "fixed", "5", "1m"), moved) // its first keyed command outside MULTI
+
+	n.epoch.Store(2) // another group taken over, but no longer recent
+	n.recent.Store(false)
+	time.Sleep(nudgeGap)
+	a.roundTrip(resp("RL.PEEK", key, "fixed", "5", "1m"), ints(1, 5, 1, 0, 60000))
+}

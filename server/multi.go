@@ -241,12 +241,16 @@ func cmdExec(s *Server, c *conn, args [][]byte, now int64) {
 
 // runQueue runs EXEC's queue. The replies go inside EXEC's array, which
 // counts as one reply of the batch (see replaceReplies).
+//
+// A queued command is never held or nudged (see dispatchTop): EXEC has
+// taken the queue, so it cannot run again.
 func (s *Server) runQueue(c *conn, queue [][][]byte, now int64) {
-	n := c.nreplies
+	n, mayHold := c.nreplies, c.mayHold
+	c.mayHold = false
 	for _, args := range queue {
 		s.dispatch(c, args, now)
 	}
-	c.nreplies = n
+	c.nreplies, c.mayHold = n, mayHold
 }
 
 // plan returns what the queued commands lock, and false if they touch no

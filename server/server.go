@@ -117,6 +117,8 @@ type Server struct {
 	commitState
 	blocking Blocking // cfg.Limiter if it implements Blocking
 	cl       Cluster  // cfg.Limiter if it implements Cluster
+	nudger   Nudger   // cfg.Limiter if it implements Nudger
+	nudges   nudges   // when each client host was last nudged
 	// txRules says that the rules live in the Limiter (Config.Rules was
 	// nil), so that EXEC's transaction covers rule checks too.
 	txRules  bool
@@ -205,6 +207,7 @@ func New(cfg Config) *Server {
 	s.initCommitter()
 	s.blocking, _ = cfg.Limiter.(Blocking)
 	s.cl, _ = cfg.Limiter.(Cluster)
+	s.nudger, _ = cfg.Limiter.(Nudger)
 	s.txRules = txRules
 	s.bound, _ = cfg.Limiter.(MemoryBound)
 	s.input, s.connMem = &budget{max: cfg.MaxBuffered}, cfg.ConnMemory
