@@ -397,6 +397,11 @@ func (c *Cluster) remoteLeader(g int) string {
 type Report struct {
 	Node   string            `json:"node"` // the node that answered
 	OK     bool              `json:"ok"`   // every slot has a leader
+	// Serving: every group is served by one node, and Balanced: by its
+	// preferred leader (the methods' answers, for scripts that read the
+	// JSON).
+	Serving  bool `json:"serving"`
+	Balanced bool `json:"balanced"`
 	Nodes  []ReportNode      `json:"nodes"`
 	Groups []ReportGroup     `json:"groups"`
 	Rules  int               `json:"rules"`
@@ -440,7 +445,7 @@ type ReportReplica struct {
 // Balanced reports whether every slot has a leader and every group has
 // exactly one ready replica, on its preferred leader (its first voter):
 // the state the balancer brings a healthy cluster to.
-func (r Report) Balanced() bool {
+func (r Report) IsBalanced() bool {
 	if !r.OK || len(r.Groups) == 0 {
 		return false
 	}
@@ -563,5 +568,7 @@ func (c *Cluster) Report(ctx context.Context, digestAt int64) Report {
 		r.Nodes = append(r.Nodes, ReportNode{Name: n.Name, ID: n.ID, RESP: n.RESP, HTTP: n.HTTP, Raft: n.Raft,
 			Connected: n.Connected, Leads: leads[n.Name]})
 	}
+	r.Serving = r.OK && len(r.Errors) == 0 && r.ServedWithout("")
+	r.Balanced = r.IsBalanced()
 	return r
 }

@@ -142,7 +142,9 @@ func TestClusterRestartsNeverCrash(t *testing.T) {
 			t.Errorf("an error before any restart: %s", e.err)
 			continue
 		}
-		errs[kinds[j]]++
+		if errs[kinds[j]]++; errs[kinds[j]] <= 5 {
+			t.Logf("error %v after %s: %s", e.at.Sub(stops[j]).Round(time.Millisecond), ph.of(e.at), e.err)
+		}
 		last[j] = max(last[j], e.at.Sub(stops[j]))
 	}
 	var killWindows []time.Duration

@@ -73,7 +73,7 @@ func waitBalanced(t testing.TB, procs []*proc, d time.Duration) {
 	deadline := time.Now().Add(d)
 	for {
 		r, err := report(procs[0], "")
-		if err == nil && r.Balanced() {
+		if err == nil && r.IsBalanced() {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -408,7 +408,7 @@ func TestClusterJoinLeaveUnderLoad(t *testing.T) {
 	resp.Body.Close()
 	for {
 		r, err := report(procs[0], "")
-		if err == nil && !hasNode(r, "n2") && r.Balanced() {
+		if err == nil && !hasNode(r, "n2") && r.IsBalanced() {
 			break
 		}
 		if time.Now().After(deadline.Add(30 * time.Second)) {

@@ -63,7 +63,7 @@ func plannedMoves(t *testing.T, bin, mode string) {
 	all := append(procs[:3:3], n4)
 	waitFor(t, 40*time.Second, "n4 leads groups and leaders are balanced", func() bool {
 		r, err := report(procs[0], "")
-		return err == nil && leadsIn(r, "n4") > 0 && r.Balanced()
+		return err == nil && leadsIn(r, "n4") > 0 && r.IsBalanced()
 	})
 
 	ph.begin("leave of n2")
@@ -72,7 +72,7 @@ func plannedMoves(t *testing.T, bin, mode string) {
 	}
 	waitFor(t, 40*time.Second, "n2 forgotten and leaders balanced", func() bool {
 		r, err := report(procs[0], "")
-		return err == nil && !hasNode(r, "n2") && r.Balanced()
+		return err == nil && !hasNode(r, "n2") && r.IsBalanced()
 	})
 	ph.begin("n2 stopped after leaving")
 	procs[1].stop()
