@@ -10,7 +10,7 @@ COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo 'docker compos
 .PHONY: help build run cluster rolling-restart test test-short bench bench-compare bench-cluster failover flood soak conns lint docker compose compose-down clean
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
 build: ## build a static bin/rlserver
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/rlserver ./cmd/rlserver

@@ -395,17 +395,17 @@ func (c *Cluster) remoteLeader(g int) string {
 // slots and leaders, and every replica's applied index (and digest, when
 // asked for one at a time) as each node reports it.
 type Report struct {
-	Node   string            `json:"node"` // the node that answered
-	OK     bool              `json:"ok"`   // every slot has a leader
+	Node string `json:"node"` // the node that answered
+	OK   bool   `json:"ok"`   // every slot has a leader
 	// Serving: every group is served by one node, and Balanced: by its
 	// preferred leader (the methods' answers, for scripts that read the
 	// JSON).
-	Serving  bool `json:"serving"`
-	Balanced bool `json:"balanced"`
-	Nodes  []ReportNode      `json:"nodes"`
-	Groups []ReportGroup     `json:"groups"`
-	Rules  int               `json:"rules"`
-	Errors map[string]string `json:"errors,omitempty"` // nodes that did not answer
+	Serving  bool              `json:"serving"`
+	Balanced bool              `json:"balanced"`
+	Nodes    []ReportNode      `json:"nodes"`
+	Groups   []ReportGroup     `json:"groups"`
+	Rules    int               `json:"rules"`
+	Errors   map[string]string `json:"errors,omitempty"` // nodes that did not answer
 }
 
 // ReportNode is one member.
