@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rlserver/rlserver/bench/nodes"
 	"github.com/rlserver/rlserver/slots"
 )
 
@@ -249,3 +250,32 @@ func TestKill9WindowAsDefaultClientsSeeIt(t *testing.T) {
 // kill9Window bounds how long after a kill -9 a go-redis ClusterClient
 // with default options may see errors (README, "Failover").
 const kill9Window = 3 * time.Second
+
+// TestIdleClusterCPU: a three-node cluster of 16 groups (make cluster's)
+// with no clients costs little: each node's CPU over 10 s, from
+// /proc/<pid>/stat, must stay under idleCPUBound of one core. The figure
+// is logged (the closing note of issue 17 quotes it).
+func TestIdleClusterCPU(t *testing.T) {
+	bin := buildBinary(t)
+	procs := clusterProcsN(t, bin, 3, 16)
+	time.Sleep(2 * time.Second) // let the balancer and the first snapshots settle
+	const window = 10 * time.Second
+	before := make([]time.Duration, len(procs))
+	for i, p := range procs {
+		before[i] = nodes.CPUOf(p.cmd.Process.Pid)
+	}
+	time.Sleep(window)
+	for i, p := range procs {
+		share := float64(nodes.CPUOf(p.cmd.Process.Pid)-before[i]) / float64(window)
+		t.Logf("n%d idle: %.1f%% of a core", i+1, 100*share)
+		if share > idleCPUBound {
+			t.Errorf("n%d used %.1f%% of a core idle, more than %.0f%%", i+1, 100*share, 100*idleCPUBound)
+		}
+	}
+}
+
+// idleCPUBound bounds an idle cluster node's CPU, as a share of a core.
+// Measured here: about 11% — raft's heartbeats (every tenth of the 300 ms
+// heartbeat timeout, per follower of each of the 17 groups) and its idle
+// commit-index appends, each a msgpack RPC over the Raft port.
+const idleCPUBound = 0.20
