@@ -87,6 +87,26 @@ func startGoLoad(t *testing.T, name string, addrs []string, workers, keys int, p
 	return l
 }
 
+// errCount returns the number of errors seen so far.
+func (l *goLoad) errCount() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.errs)
+}
+
+// quiet waits until no error has come for d (at most max), so that the
+// errors of one phase are not counted in the next.
+func (l *goLoad) quiet(d, max time.Duration) {
+	deadline := time.Now().Add(max)
+	n, since := l.errCount(), time.Now()
+	for time.Since(since) < d && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+		if m := l.errCount(); m != n {
+			n, since = m, time.Now()
+		}
+	}
+}
+
 func (l *goLoad) stop() loadResult {
 	close(l.stopCh)
 	l.wg.Wait()
