@@ -62,10 +62,7 @@ func (c *Cluster) handleRPC(ctx context.Context, method string, body []byte) ([]
 		if err := json.Unmarshal(body, &req); err != nil {
 			return nil, err
 		}
-		if g := c.replica(req.Group); g != nil {
-			g.expected.Store(time.Now().UnixNano())
-		}
-		return nil, nil
+		return nil, c.expectLead(req)
 	case "ready":
 		var req readyReq
 		if err := json.Unmarshal(body, &req); err != nil {
@@ -361,14 +358,16 @@ func (c *Cluster) peer(id string) *peerInfo {
 	return c.peers.byID[id]
 }
 
-// noteRemoteLeaders updates the leaderless times of the groups this node
-// does not host, from the peers' reports.
+// noteRemoteLeaders updates the leaderless times of the groups whose
+// leader this node learns from the peers' reports (see leaderOf), and
+// wakes held commands.
 func (c *Cluster) noteRemoteLeaders() {
 	for g := 1; g <= c.numGroups(); g++ {
-		if c.replica(g) == nil {
-			c.markLeader(g, c.remoteLeader(g) != "")
+		if grp := c.replica(g); grp == nil || unheard(grp) {
+			c.markLeader(g, c.leaderOf(g) != "")
 		}
 	}
+	c.topoChanged()
 }
 
 // remoteLeader returns the node that connected peers report as leading

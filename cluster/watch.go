@@ -159,7 +159,7 @@ const takeoverNudge = 10 * time.Second
 // (see deferTo) takes the usual timeouts.
 func (c *Cluster) noteLeader(g *group) {
 	_, id := g.raft.LeaderWithID()
-	c.markLeader(int(g.id), id != "")
+	c.markLeader(int(g.id), c.leaderOf(int(g.id)) != "")
 	if leader := string(id); leader != "" && leader != c.cfg.NodeID {
 		g.lastLeader.Store(&leader)
 	}
