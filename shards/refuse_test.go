@@ -53,8 +53,12 @@ func TestRefuseStopsEveryChange(t *testing.T) {
 			_, err := s.CheckAll([]shards.Op{{Key: []byte("k"), Algo: engine.Fixed, Params: p}}, 1, now)
 			return err
 		}},
-		{"tx check", func() error { return inTx(s, func(tx *shards.Tx) error { _, err := tx.Check([]byte("k"), engine.Fixed, p, 1, now); return err }) }},
-		{"tx reset", func() error { return inTx(s, func(tx *shards.Tx) error { _, err := tx.Reset([]byte("k"), now); return err }) }},
+		{"tx check", func() error {
+			return inTx(s, func(tx *shards.Tx) error { _, err := tx.Check([]byte("k"), engine.Fixed, p, 1, now); return err })
+		}},
+		{"tx reset", func() error {
+			return inTx(s, func(tx *shards.Tx) error { _, err := tx.Reset([]byte("k"), now); return err })
+		}},
 		{"tx flush", func() error { return inTx(s, func(tx *shards.Tx) error { return tx.Flush() }) }},
 		{"tx check rules", func() error { return inTx(s, func(tx *shards.Tx) error { return tx.CheckRules(query("u1", 1), now) }) }},
 	}
