@@ -23,24 +23,24 @@ import (
 //     (a check that charges, a reset, a rule change), so that memory does
 //     not run ahead of a log that may not take it;
 //   - from R + R/8 on, it serves again (the eighth keeps it from flapping);
-//   - below R/2, something other than the node's own bounded writes is
-//     eating the disk: the ballast file is deleted, which gives the node
-//     its size back to finish what it holds, snapshot, compact and stop;
-//     it is created again once R + R/8 + its size are free;
-//   - below R/8 (the floor), Allow refuses the node's own writes (log
-//     entries, snapshot chunks) before Pebble sees them, and a start is
-//     refused (OpenSpace fails with ErrDiskFull).
+//   - below R/8 (the floor), the disk is nearly full — something other
+//     than the node's own bounded writes is eating it — and the ballast
+//     file is deleted, which gives the node its size back to finish the
+//     writes it holds, flush, compact and stop; it is created again (by
+//     the poller) once R + R/8 + its size are free;
+//   - a write that would leave less than the floor even so is refused by
+//     Allow before Pebble sees it (log entries, snapshot chunks), and a
+//     start is refused (OpenSpace fails with ErrDiskFull).
 //
-// Free space is read with statfs every poll interval, and again by Allow
-// after every step of bytes written (an eighth of the floor, at least 1
-// MiB); between two reads, the bytes that Allow was told of are taken off
-// the last reading, so a refusal comes before the write that would cross
-// a threshold, not a poll later. A Space is safe for concurrent use.
+// Free space is read with statfs every poll interval, and by Allow before
+// every write the node makes (about 3µs: under 1% of the synced write it
+// precedes), so that a disk filled at once by another process is seen
+// before the next write, not a poll later. A Space is safe for concurrent
+// use.
 type Space struct {
 	dir     string
 	ballast string // the ballast file's path
 	o       SpaceOptions
-	step    int64
 
 	free     atomic.Int64          // bytes available at the last reading, less those reported since
 	total    atomic.Int64          // of the filesystem
@@ -106,8 +106,7 @@ func OpenSpace(dir string, o SpaceOptions) (*Space, error) {
 	if o.Usage == nil {
 		o.Usage = statfs
 	}
-	s := &Space{dir: dir, ballast: filepath.Join(dir, BallastFile), o: o,
-		step: max(1<<20, o.MinFree/64), stop: make(chan struct{}), done: make(chan struct{})}
+	s := &Space{dir: dir, ballast: filepath.Join(dir, BallastFile), o: o, stop: make(chan struct{}), done: make(chan struct{})}
 	s.floorErr = fmt.Errorf("%w: a write would leave less than %s free on %s (an eighth of --min-free-disk)", ErrDiskFull, mib(s.floor()), dir)
 	if fi, err := os.Stat(s.ballast); err == nil && fi.Mode().IsRegular() {
 		s.hasBall.Store(true)
@@ -119,7 +118,7 @@ func OpenSpace(dir string, o SpaceOptions) (*Space, error) {
 		close(s.done)
 		return s, nil
 	}
-	if err := s.refresh(0); err != nil {
+	if err := s.refresh(0, true); err != nil {
 		return nil, fmt.Errorf("raftlog: free space of %s: %w", dir, err)
 	}
 	if free := s.free.Load(); free < s.floor() {
@@ -154,10 +153,10 @@ func (s *Space) Err() error {
 
 // Allow is asked before a write of about n bytes to the database (the
 // caller counts what the write will cost on disk: a log entry is written
-// to the WAL and once more when its memtable is flushed). It returns an
-// error wrapping ErrDiskFull, and the write must not be made, if it would
-// leave less than the floor free; otherwise it counts the bytes, reads the
-// free space again after each step, and returns nil.
+// to the WAL and once more when its memtable is flushed). It reads the
+// free space, deleting the ballast if the disk is below the floor, and
+// returns an error wrapping ErrDiskFull, and the write must not be made,
+// if n bytes would leave less than the floor free; else nil.
 func (s *Space) Allow(n int64) error {
 	if s.room(n) {
 		return nil
@@ -182,16 +181,13 @@ func (s *Space) Room() error {
 	return s.floorErr
 }
 
-// room reports whether at least the floor is left after n more bytes and,
-// if so, counts them. It reads the free space again once a step has been
-// counted since the last reading, and while the count is below MinFree.
+// room reads the free space and reports whether at least the floor is
+// left after n more bytes; if so, it counts them until the next reading.
 func (s *Space) room(n int64) bool {
 	if s.o.MinFree <= 0 {
 		return true
 	}
-	if s.since.Load()+n >= s.step || s.free.Load()-s.since.Load()-n < s.o.MinFree {
-		s.refresh(n) // an error keeps the last reading: see refresh
-	}
+	s.refresh(n, false) // an error keeps the last reading: see refresh
 	if s.free.Load()-s.since.Load()-n < s.floor() {
 		return false
 	}
@@ -211,7 +207,7 @@ func (s *Space) poll() {
 			return
 		case <-t.C:
 		}
-		err := s.refresh(0)
+		err := s.refresh(0, true)
 		if err != nil && !failing {
 			s.o.Logger.Warn("cannot read the free disk space; the last reading stands", "dir", s.dir, "err", err)
 		}
@@ -219,10 +215,11 @@ func (s *Space) poll() {
 	}
 }
 
-// refresh reads the free space, moves the ballast as the thresholds say
-// and sets or clears the refusal, as if the pending bytes about to be
-// written were already gone. On a failed reading the last one stands.
-func (s *Space) refresh(pending int64) error {
+// refresh reads the free space, deletes the ballast below the floor (and,
+// when polling, creates it again once there is room for it), and sets or
+// clears the refusal, as if the pending bytes about to be written were
+// already gone. On a failed reading the last one stands.
+func (s *Space) refresh(pending int64, polling bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	free, err := s.read(pending)
@@ -230,13 +227,13 @@ func (s *Space) refresh(pending int64) error {
 		return err
 	}
 	switch {
-	case free < s.o.MinFree/2 && s.hasBall.Load():
-		if s.deleteBallast("the disk is below half of --min-free-disk") {
+	case free < s.floor() && s.hasBall.Load():
+		if s.deleteBallast("the disk is nearly full (less than an eighth of --min-free-disk free)") {
 			if free, err = s.read(pending); err != nil {
 				return err
 			}
 		}
-	case (!s.hasBall.Load() || s.o.Ballast <= 0) && free >= s.resumeAt()+s.o.Ballast:
+	case polling && (!s.hasBall.Load() || s.o.Ballast <= 0) && free >= s.resumeAt()+s.o.Ballast:
 		if s.o.Ballast <= 0 {
 			if s.hasBall.Load() {
 				s.deleteBallast("the ballast is turned off")

@@ -53,10 +53,10 @@ func ballastThere(d *fakeDisk) bool {
 }
 
 // TestSpaceThresholds walks a disk down and up again: refusal below the
-// reserve (16 MiB), the ballast deleted below half of it and made again
-// once the reserve, an eighth and the ballast are free, service back from
-// the reserve and an eighth (18 MiB), one line when the refusal begins and
-// one when it ends.
+// reserve (16 MiB), the ballast deleted below the floor (2 MiB) and made
+// again once the reserve, an eighth and the ballast are free, service back
+// from the reserve and an eighth (18 MiB), one line when the refusal
+// begins and one when it ends.
 func TestSpaceThresholds(t *testing.T) {
 	var logs bytes.Buffer
 	s, d, err := openFake(t, 100*mb, &logs)
@@ -73,8 +73,8 @@ func TestSpaceThresholds(t *testing.T) {
 	}{
 		{avail: 21 * mb, wantLow: false, wantBallast: true}, // 17 free with the ballast
 		{avail: 19 * mb, wantLow: true, wantBallast: true},  // 15
-		{avail: 12 * mb, wantLow: true, wantBallast: true},  // 8: half the reserve, not below
-		{avail: 11 * mb, wantLow: true, wantBallast: false}, // 7: ballast deleted, 11 free
+		{avail: 6 * mb, wantLow: true, wantBallast: true},   // 2: the floor, not below
+		{avail: 5 * mb, wantLow: true, wantBallast: false},  // 1: ballast deleted, 5 free
 		{avail: 17 * mb, wantLow: true, wantBallast: false}, // below 18
 		{avail: 19 * mb, wantLow: false, wantBallast: false},
 		{avail: 21 * mb, wantLow: false, wantBallast: false}, // below 18 + 4 for the ballast
@@ -83,7 +83,7 @@ func TestSpaceThresholds(t *testing.T) {
 		{avail: 30 * mb, wantLow: false, wantBallast: true},
 	} {
 		d.avail.Store(step.avail)
-		if err := s.refresh(0); err != nil {
+		if err := s.refresh(0, true); err != nil {
 			t.Fatal(err)
 		}
 		if low := s.Err() != nil; low != step.wantLow || ballastThere(d) != step.wantBallast {
@@ -112,7 +112,7 @@ func TestSpaceErrIsMISCONF(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.avail.Store(10 * mb)
-	s.refresh(0)
+	s.refresh(0, true)
 	err = s.Err()
 	if err == nil || !strings.HasPrefix(err.Error(), "MISCONF ") || !strings.Contains(err.Error(), "--min-free-disk") ||
 		!strings.Contains(err.Error(), d.dir) || !errors.Is(err, ErrDiskFull) {
@@ -123,45 +123,48 @@ func TestSpaceErrIsMISCONF(t *testing.T) {
 	}
 }
 
-// TestSpaceAllowCountsWrites: between two statfs readings Allow takes the
-// bytes it is told of off the last one, reads again after each step
-// (1 MiB here), refuses the write that would leave less than the floor (2
-// MiB) without counting it, and sets the refusal as soon as the count
-// goes below the reserve, without waiting for a poll.
-func TestSpaceAllowCountsWrites(t *testing.T) {
+// TestSpaceAllowReadsBeforeEveryWrite: a disk filled at once by another
+// process is seen by the next write, not a poll later: Allow reads the
+// free space, deletes the ballast when the disk is below the floor (2
+// MiB), lets through a write that the ballast's room takes, refuses (and
+// counts, and logs once) one that would leave less than the floor, and
+// sets the refusal of state changes without waiting for a poll. The
+// ballast is made again only by the poller.
+func TestSpaceAllowReadsBeforeEveryWrite(t *testing.T) {
 	var logs bytes.Buffer
 	s, d, err := openFake(t, 40*mb, &logs) // 36 free with the ballast
 	if err != nil {
 		t.Fatal(err)
 	}
 	reads := d.reads.Load()
-	for i := 0; i < 100; i++ {
-		if err := s.Allow(1000); err != nil {
-			t.Fatal(err)
+	if err := s.Allow(1000); err != nil || d.reads.Load() != reads+1 {
+		t.Fatalf("allow: %v after %d readings, want 1", err, d.reads.Load()-reads)
+	}
+	d.avail.Store(4 * mb) // filled at once: 0 free with the ballast
+	if err := s.Allow(mb); err != nil {
+		t.Fatalf("a 1 MiB write with the ballast to delete: %v", err)
+	}
+	if ballastThere(d) || s.Err() == nil {
+		t.Fatalf("ballast %v, refusal %v: want it deleted and state changes refused", ballastThere(d), s.Err())
+	}
+	for i := 0; i < 3; i++ {
+		if err := s.Allow(3 * mb); !errors.Is(err, ErrDiskFull) {
+			t.Fatalf("a write past the floor: %v", err)
 		}
 	}
-	if d.reads.Load() != reads {
-		t.Fatalf("100 KB of writes read the disk %d times; want none below the 1 MiB step", d.reads.Load()-reads)
-	}
-	// The fake disk does not see the writes: 25 MiB of them pass the
-	// reserve (16) on the count alone, a refresh after each step.
-	for i := 0; i < 25; i++ {
-		d.avail.Add(-mb) // what the writes took
-		if err := s.Allow(mb); err != nil {
-			t.Fatalf("write %d: %v", i, err)
-		}
-	}
-	if s.Err() == nil {
-		t.Fatalf("%d MiB free, and no refusal", s.Stats().Free/mb)
-	}
-	if err := s.Allow(20 * mb); !errors.Is(err, ErrDiskFull) {
-		t.Fatalf("a write past the floor: %v", err)
-	}
-	if s.Stats().Refused != 1 || s.Room() != nil {
-		t.Fatalf("refused %d, room %v: the refused write must not count", s.Stats().Refused, s.Room())
+	if s.Stats().Refused != 3 || s.Room() != nil {
+		t.Fatalf("refused %d, room %v", s.Stats().Refused, s.Room())
 	}
 	if n := strings.Count(logs.String(), "writes are refused"); n != 1 {
-		t.Fatalf("%d lines for refused writes, want 1", n)
+		t.Fatalf("%d lines for refused writes, want 1\n%s", n, logs.String())
+	}
+	d.avail.Store(100 * mb)
+	if s.Allow(mb); ballastThere(d) || s.Err() != nil {
+		t.Fatalf("after Allow with room: ballast %v (want only the poller to make it), refusal %v", ballastThere(d), s.Err())
+	}
+	s.refresh(0, true)
+	if !ballastThere(d) {
+		t.Fatal("the poller did not make the ballast again")
 	}
 }
 
