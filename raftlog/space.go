@@ -118,12 +118,20 @@ func OpenSpace(dir string, o SpaceOptions) (*Space, error) {
 		close(s.done)
 		return s, nil
 	}
-	if err := s.refresh(0, true); err != nil {
+	avail, _, err := o.Usage(dir)
+	if err != nil {
 		return nil, fmt.Errorf("raftlog: free space of %s: %w", dir, err)
 	}
-	if free := s.free.Load(); free < s.floor() {
+	free := int64(min(avail, 1<<62))
+	if fi, err := os.Stat(s.ballast); err == nil && s.hasBall.Load() {
+		free += fi.Size() // the ballast's room is the node's
+	}
+	if free < s.floor() {
 		return nil, fmt.Errorf("%w: %s has %s free, less than the %s a node needs to start (an eighth of --min-free-disk %s); free some space and start again",
 			ErrDiskFull, dir, mib(free), mib(s.floor()), mib(o.MinFree))
+	}
+	if err := s.refresh(0, true); err != nil {
+		return nil, fmt.Errorf("raftlog: free space of %s: %w", dir, err)
 	}
 	go s.poll()
 	return s, nil

@@ -1,0 +1,359 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The full-disk tests run the real binary on a small tmpfs that the test
+// mounts, and fill it as another process would.
+
+// Flags of the full-disk tests: a reserve and a ballast small enough for
+// a 512 MiB tmpfs (Pebble preallocates each WAL at 110% of its 32 MiB
+// memtable, and while memtables ramp up after a start several WALs are
+// alive at once), and a snapshot taken often, so that snapshots run
+// while the disk fills.
+var diskFlags = []string{"--min-free-disk", "48mb", "--disk-ballast", "16mb", "--snapshot-entries", "256",
+	"--snapshot-interval", "200ms", "--max-log-limit", fmt.Sprint(crashLimit)}
+
+// mountTmpfs mounts a tmpfs of size on a new directory, unmounted when
+// the test ends (after the processes it started are killed). It skips the
+// test when not run as root; CI runs as root.
+func mountTmpfs(t *testing.T, size string) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a tmpfs to fill needs root; run the full-disk tests as root (CI does)")
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Fatalf("mount a tmpfs on %s: %v\n%s", dir, err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v\n%s", dir, err, out)
+		}
+	})
+	return dir
+}
+
+// fillDisk takes every free byte of dir's filesystem at once, as another
+// process filling the disk would: one fallocate of what statfs says is
+// free, then writes until the filesystem refuses. It returns the filler
+// file's path.
+func fillDisk(t *testing.T, dir string) string {
+	t.Helper()
+	path := filepath.Join(dir, "filler")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	if free := int64(st.Bavail) * st.Bsize; free > 0 {
+		if err := syscall.Fallocate(int(f.Fd()), 0, 0, free); err != nil && !errors.Is(err, syscall.ENOSPC) {
+			t.Fatalf("fallocate %d bytes: %v", free, err)
+		}
+	}
+	buf := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(buf); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("fill: %v", err)
+			}
+			return path
+		}
+	}
+}
+
+// diskLoad is crashLoad's clients, which go on after a MISCONF reply (the
+// refused check is counted in its key's inflight, as one that may have
+// been admitted) and record any other error.
+type diskLoad struct {
+	*crashLoad
+	misconf   atomic.Int64
+	firstMisc atomic.Int64 // Unix ns of the first MISCONF reply
+	mu        sync.Mutex
+	others    []string // errors other than MISCONF
+	allowedAt atomic.Int64
+}
+
+func startDiskLoad(t *testing.T, addr string) *diskLoad {
+	d := &diskLoad{crashLoad: &crashLoad{keys: make([][]*crashKey, crashClients)}}
+	l := d.crashLoad
+	for c := range l.keys {
+		for _, algo := range crashAlgos {
+			for k := 0; k < crashKeys; k++ {
+				l.keys[c] = append(l.keys[c], &crashKey{name: fmt.Sprintf("disk:%s:%d:%d", algo, c, k), algo: algo})
+			}
+		}
+		l.wg.Add(1)
+		rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, PoolSize: 1, ReadTimeout: 10 * time.Second})
+		go d.client(rdb, l.keys[c])
+	}
+	return d
+}
+
+func (d *diskLoad) client(rdb *redis.Client, keys []*crashKey) {
+	l := d.crashLoad
+	defer l.wg.Done()
+	defer rdb.Close()
+	for i := 0; !l.stop.Load(); i++ {
+		k := keys[i%len(keys)]
+		k.inflight++
+		v, err := rdb.Do(context.Background(), "RL.CHECK", k.name, k.algo, crashLimit, crashWindow).Slice()
+		switch {
+		case err != nil && strings.HasPrefix(err.Error(), "MISCONF "):
+			d.misconf.Add(1)
+			d.firstMisc.CompareAndSwap(0, time.Now().UnixNano())
+			time.Sleep(time.Millisecond) // as a client that backs off
+			continue
+		case err != nil:
+			d.mu.Lock()
+			d.others = append(d.others, err.Error())
+			d.mu.Unlock()
+			return
+		}
+		k.inflight--
+		l.total.Add(1)
+		if v[0] == int64(1) {
+			k.tally++
+			k.acks = append(k.acks, time.Now())
+			d.allowedAt.Store(time.Now().UnixNano())
+		}
+	}
+}
+
+// TestDiskFull fills the data directory's disk under load, in strong and
+// fast mode: the clients get -MISCONF and no other error, the server does
+// not crash, PING, RL.PEEK, INFO, /readyz and /metrics answer and show the
+// condition, the log stays short, service resumes once the space is freed,
+// SIGTERM exits 0, and after a restart every acknowledged admission is
+// there (a graceful stop forgets nothing in either mode).
+func TestDiskFull(t *testing.T) {
+	bin := buildBinary(t)
+	for _, mode := range []string{"strong", "fast"} {
+		t.Run(mode, func(t *testing.T) {
+			mnt := mountTmpfs(t, "512m")
+			dir := filepath.Join(mnt, "data")
+			flags := append([]string{"--consistency", mode}, diskFlags...)
+			p := startProc(t, bin, dir, flags...)
+			for i := 0; i < 5; i++ {
+				p.do("RL.CHECK", "probe", "fixed", 1000, "1h")
+			}
+			l := startDiskLoad(t, p.resp)
+			time.Sleep(1500 * time.Millisecond)
+			if l.total.Load() < 1000 {
+				t.Fatalf("only %d checks before the fill", l.total.Load())
+			}
+
+			logsBefore := p.logs.String()
+			fillStart := time.Now()
+			filler := fillDisk(t, mnt)
+			filled := time.Now()
+			deadline := time.Now().Add(10 * time.Second)
+			for l.misconf.Load() == 0 {
+				if time.Now().After(deadline) {
+					t.Fatalf("no MISCONF within 10s of filling the disk\n%s", p.logs)
+				}
+				time.Sleep(time.Millisecond)
+			}
+			firstMisc := time.Unix(0, l.firstMisc.Load())
+			assertServesReads(t, p)
+			assertShowsCondition(t, p, true)
+			time.Sleep(time.Second)
+			quiet := p.logs.String() // the condition goes on: the log must not grow
+			time.Sleep(time.Second)
+			select {
+			case err := <-p.done:
+				t.Fatalf("the server exited on a full disk: %v\n%s", err, p.logs)
+			default:
+			}
+			assertServesReads(t, p)
+			during := strings.Count(p.logs.String()[len(logsBefore):], "\n")
+			if grew := strings.Count(p.logs.String()[len(quiet):], "\n"); grew > 2 || during > 12 {
+				t.Fatalf("%d log lines during the condition, %d in its last second; want a few, then none:\n%s", during, grew, p.logs.String()[len(logsBefore):])
+			}
+
+			if err := os.Remove(filler); err != nil {
+				t.Fatal(err)
+			}
+			freed := time.Now()
+			if r := waitCheck(t, p, "probe", 10*time.Second); r != 994 {
+				t.Fatalf("probe after the space came back: remaining %d, want 994", r)
+			}
+			resumed := time.Since(freed)
+			assertShowsCondition(t, p, false)
+			time.Sleep(500 * time.Millisecond)
+			l.stop.Store(true)
+			l.wg.Wait()
+			if len(l.others) > 0 {
+				t.Fatalf("clients got errors other than MISCONF: %q", l.others)
+			}
+			if time.Unix(0, l.allowedAt.Load()).Before(freed) {
+				t.Fatalf("no check was allowed after the space came back")
+			}
+			p.stop()
+			logs := p.logs.String()
+			lines := strings.Count(logs, "\n")
+			t.Logf("%s: %d checks, %d MISCONF; the fill took %s; first MISCONF %s after it began (%s after it ended); resumed %s after the space was freed; %d log lines during the condition, %d in all",
+				mode, l.total.Load(), l.misconf.Load(), filled.Sub(fillStart).Round(time.Millisecond),
+				firstMisc.Sub(fillStart).Round(time.Millisecond), firstMisc.Sub(filled).Round(time.Millisecond),
+				resumed.Round(time.Millisecond), during, lines)
+			if testing.Verbose() {
+				t.Logf("the server's log:\n%s", logs)
+			}
+			if strings.Count(logs, "pebble background error") > 2 || strings.Contains(logs, "panic") {
+				t.Fatalf("background errors repeated, or a panic:\n%s", logs)
+			}
+
+			q := startProc(t, bin, dir, flags...)
+			missing, tally := l.compare(t, q)
+			t.Logf("%s: %d allowed, %d missing after SIGTERM and restart", mode, tally, missing)
+			if missing != 0 {
+				t.Fatalf("%s mode forgot %d acknowledged admissions of %d", mode, missing, tally)
+			}
+			if r := q.remaining("RL.PEEK", "probe", "fixed", 1000, "1h"); r != 994 {
+				t.Fatalf("probe after restart: remaining %d, want 994", r)
+			}
+			q.stop()
+		})
+	}
+}
+
+// assertServesReads: PING, RL.PEEK (of the probe key, charged 5 times
+// before the fill) and INFO answer while the disk is full.
+func assertServesReads(t *testing.T, p *proc) {
+	t.Helper()
+	if v := p.do("PING"); v != "PONG" {
+		t.Fatalf("PING: %v", v)
+	}
+	if r := p.remaining("RL.PEEK", "probe", "fixed", 1000, "1h"); r != 995 {
+		t.Fatalf("RL.PEEK probe on a full disk: remaining %d, want 995", r)
+	}
+}
+
+// assertShowsCondition: INFO persistence, /readyz, /metrics and an HTTP
+// check show the condition (low) or its absence.
+func assertShowsCondition(t *testing.T, p *proc, low bool) {
+	t.Helper()
+	info := p.do("INFO", "persistence").(string)
+	readyz, rcode := httpDo(t, "GET", "http://"+p.http+"/readyz", "")
+	metrics, _ := httpDo(t, "GET", "http://"+p.http+"/metrics", "")
+	check, ccode := httpDo(t, "POST", "http://"+p.http+"/v1/check", `{"key":"http-probe","algo":"fixed","limit":10,"window":"1h"}`)
+	if low {
+		if !strings.Contains(info, "rl_disk_status:low") || !strings.Contains(info, "rl_log_status:disk_low") ||
+			rcode != http.StatusServiceUnavailable || !strings.Contains(readyz, "MISCONF disk space low") ||
+			!strings.Contains(metrics, "rlserver_disk_low 1") ||
+			ccode != http.StatusServiceUnavailable || !strings.Contains(check, `"error":"MISCONF`) {
+			t.Fatalf("the condition does not show:\nINFO %s\n/readyz %d %s\n/v1/check %d %s\nmetric %v", info, rcode, readyz, ccode, check,
+				strings.Contains(metrics, "rlserver_disk_low 1"))
+		}
+		return
+	}
+	if !strings.Contains(info, "rl_disk_status:ok") || !strings.Contains(info, "rl_log_status:ok") || rcode != http.StatusOK ||
+		!strings.Contains(metrics, "rlserver_disk_low 0") || ccode != http.StatusOK {
+		t.Fatalf("the condition did not clear:\nINFO %s\n/readyz %d %s\n/v1/check %d %s", info, rcode, readyz, ccode, check)
+	}
+}
+
+// httpDo sends a request with an optional JSON body and returns the
+// response's body and status.
+func httpDo(t *testing.T, method, url, body string) (string, int) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return string(b), res.StatusCode
+}
+
+// waitCheck charges key (fixed, 1000 per hour) until the server admits
+// it instead of answering MISCONF, and returns the remaining count.
+func waitCheck(t *testing.T, p *proc, key string, within time.Duration) int64 {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		v, err := p.client.Do(context.Background(), "RL.CHECK", key, "fixed", 1000, "1h").Slice()
+		if err == nil {
+			return v[2].(int64)
+		}
+		if !strings.HasPrefix(err.Error(), "MISCONF ") || time.Now().After(deadline) {
+			t.Fatalf("RL.CHECK %s: %v\n%s", key, err, p.logs)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestStartOnFullDisk: on a disk with no room, a new data directory is
+// refused at once with one clear line; a data directory with its ballast
+// starts read-only (the ballast is given up): PING and RL.PEEK answer with
+// the state it held, changes get MISCONF, /readyz says why, and once space
+// is freed it serves changes again and stops with exit 0 on SIGTERM.
+func TestStartOnFullDisk(t *testing.T) {
+	bin := buildBinary(t)
+	mnt := mountTmpfs(t, "256m")
+	dir := filepath.Join(mnt, "data")
+	p := startProc(t, bin, dir, diskFlags...)
+	for i := 0; i < 5; i++ {
+		p.do("RL.CHECK", "probe", "fixed", 1000, "1h")
+	}
+	p.stop()
+	filler := fillDisk(t, mnt)
+
+	fresh := filepath.Join(mnt, "fresh")
+	start := time.Now()
+	out, err := exec.Command(bin, append([]string{"--listen", freePort(t), "--http", "", "--data-dir", fresh}, diskFlags...)...).CombinedOutput()
+	took := time.Since(start)
+	var exit *exec.ExitError
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if !errors.As(err, &exit) || len(lines) != 1 || !strings.Contains(lines[0], "--min-free-disk") || !strings.Contains(lines[0], fresh) {
+		t.Fatalf("start on a full disk: %v after %s, output %q; want an exit with one line naming the directory and --min-free-disk", err, took, out)
+	}
+	t.Logf("new directory on a full disk: exit %d after %s: %s", exit.ExitCode(), took.Round(time.Millisecond), lines[0])
+
+	q := startProc(t, bin, dir, diskFlags...)
+	assertServesReads(t, q)
+	if _, err := q.client.Do(context.Background(), "RL.CHECK", "probe", "fixed", 1000, "1h").Result(); err == nil ||
+		!strings.HasPrefix(err.Error(), "MISCONF ") {
+		t.Fatalf("RL.CHECK on a read-only start: %v, want MISCONF", err)
+	}
+	assertShowsCondition(t, q, true)
+	if _, err := os.Stat(filepath.Join(dir, "rlserver.ballast")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the ballast is still there (%v): the start should have used its room", err)
+	}
+	if !strings.Contains(q.logs.String(), "started read-only") {
+		t.Fatalf("the log does not say the start is read-only:\n%s", q.logs)
+	}
+	os.Remove(filler)
+	if r := waitCheck(t, q, "probe", 10*time.Second); r != 994 {
+		t.Fatalf("probe after the space came back: remaining %d, want 994", r)
+	}
+	assertShowsCondition(t, q, false)
+	q.stop()
+}
