@@ -357,3 +357,35 @@ func TestStartOnFullDisk(t *testing.T) {
 	assertShowsCondition(t, q, false)
 	q.stop()
 }
+
+// TestSignalDuringAStuckStartExits: a signal during a start that cannot
+// end (abandonStart's ctx done, started never closed) exits the process
+// with status 1 and one line after the grace; a start that ends in time
+// keeps the process.
+func TestSignalDuringAStuckStartExits(t *testing.T) {
+	if os.Getenv("RL_TEST_ABANDON") != "" {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		started := make(chan struct{})
+		if os.Getenv("RL_TEST_ABANDON") == "in-time" {
+			go func() { time.Sleep(10 * time.Millisecond); close(started) }()
+		}
+		abandonStart(ctx, started, 200*time.Millisecond)
+		time.Sleep(400 * time.Millisecond)
+		os.Exit(0)
+	}
+	for mode, wantExit := range map[string]int{"stuck": 1, "in-time": 0} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestSignalDuringAStuckStartExits$")
+		cmd.Env = append(os.Environ(), "RL_TEST_ABANDON="+mode)
+		start := time.Now()
+		out, err := cmd.CombinedOutput()
+		code := 0
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			code = exit.ExitCode()
+		}
+		if code != wantExit || (wantExit == 1 && (!strings.Contains(string(out), "did not end within 200ms") || time.Since(start) > 5*time.Second)) {
+			t.Fatalf("%s: exit %d after %s, output %q; want exit %d", mode, code, time.Since(start), out, wantExit)
+		}
+	}
+}
