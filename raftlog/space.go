@@ -22,7 +22,8 @@ import (
 //   - below R, Err reports a refusal: the node admits no new state change
 //     (a check that charges, a reset, a rule change), so that memory does
 //     not run ahead of a log that may not take it;
-//   - from R + R/8 on, it serves again (the eighth keeps it from flapping);
+//   - once two polls in a row find R + R/8 free, it serves again (the
+//     eighth and the second reading keep it from flapping);
 //   - below R/8 (the floor), the disk is nearly full — something other
 //     than the node's own bounded writes is eating it — and the ballast
 //     file is deleted, which gives the node its size back to finish the
@@ -54,6 +55,7 @@ type Space struct {
 
 	mu      sync.Mutex // serialises readings and ballast changes
 	warned  bool       // Allow's refusal was logged in this episode
+	above   int        // polls in a row that found resumeAt free
 	noBall  bool       // the ballast could not be created: say so once
 	stop    chan struct{}
 	done    chan struct{}
@@ -82,6 +84,12 @@ type SpaceOptions struct {
 // operator who needs room at once may delete it; the node creates it
 // again once the disk has room.
 const BallastFile = "rlserver.ballast"
+
+// resumeReadings is how many polls in a row must find the disk with room
+// before state changes are served again: space that comes back for an
+// instant (a file deleted and rewritten, a failed allocation given back)
+// does not end a refusal only to begin another.
+const resumeReadings = 2
 
 // DefaultPoll is SpaceOptions.Poll's default.
 const DefaultPoll = 100 * time.Millisecond
@@ -252,7 +260,7 @@ func (s *Space) refresh(pending int64, polling bool) error {
 			}
 		}
 	}
-	s.judge(free)
+	s.judge(free, polling)
 	return nil
 }
 
@@ -270,10 +278,15 @@ func (s *Space) read(pending int64) (int64, error) {
 	return free - pending, nil
 }
 
-// judge sets the refusal below MinFree and clears it from resumeAt on.
-// Call with mu held.
-func (s *Space) judge(free int64) {
+// judge sets the refusal below MinFree, and clears it once resumeReadings
+// polls in a row found resumeAt free. Call with mu held.
+func (s *Space) judge(free int64, polling bool) {
 	low := s.refusal.Load() != nil
+	if free < s.resumeAt() {
+		s.above = 0
+	} else if low && polling {
+		s.above++
+	}
 	switch {
 	case !low && free < s.o.MinFree:
 		var err error = lowError(fmt.Sprintf("MISCONF disk space low: less than --min-free-disk (%s) is free on %s, so state changes are refused until space is freed (reads still work; see INFO persistence)",
@@ -283,7 +296,7 @@ func (s *Space) judge(free int64) {
 		s.episodes.Add(1)
 		s.o.Logger.Error("disk space low: refusing state changes until space is freed", "dir", s.dir,
 			"free", mib(free), "min_free_disk", mib(s.o.MinFree), "resume_at", mib(s.resumeAt()), "ballast", s.hasBall.Load())
-	case low && free >= s.resumeAt():
+	case low && s.above >= resumeReadings:
 		since := time.Duration(time.Now().UnixNano() - s.lowAt.Load())
 		s.refusal.Store(nil)
 		s.lowAt.Store(0)

@@ -55,8 +55,8 @@ func ballastThere(d *fakeDisk) bool {
 // TestSpaceThresholds walks a disk down and up again: refusal below the
 // reserve (16 MiB), the ballast deleted below the floor (2 MiB) and made
 // again once the reserve, an eighth and the ballast are free, service back
-// from the reserve and an eighth (18 MiB), one line when the refusal
-// begins and one when it ends.
+// from the reserve and an eighth (18 MiB) found by two polls in a row, one
+// line when the refusal begins and one when it ends.
 func TestSpaceThresholds(t *testing.T) {
 	var logs bytes.Buffer
 	s, d, err := openFake(t, 100*mb, &logs)
@@ -83,8 +83,10 @@ func TestSpaceThresholds(t *testing.T) {
 		{avail: 30 * mb, wantLow: false, wantBallast: true},
 	} {
 		d.avail.Store(step.avail)
-		if err := s.refresh(0, true); err != nil {
-			t.Fatal(err)
+		for range resumeReadings { // a resumption needs that many polls
+			if err := s.refresh(0, true); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if low := s.Err() != nil; low != step.wantLow || ballastThere(d) != step.wantBallast {
 			t.Fatalf("step %d (%d MiB): low %v, ballast %v; want %v, %v\n%s", i, step.avail/mb, low, ballastThere(d),
@@ -128,8 +130,8 @@ func TestSpaceErrIsMISCONF(t *testing.T) {
 // free space, deletes the ballast when the disk is below the floor (2
 // MiB), lets through a write that the ballast's room takes, refuses (and
 // counts, and logs once) one that would leave less than the floor, and
-// sets the refusal of state changes without waiting for a poll. The
-// ballast is made again only by the poller.
+// sets the refusal of state changes without waiting for a poll. Only the
+// poller makes the ballast again and ends the refusal, after two polls.
 func TestSpaceAllowReadsBeforeEveryWrite(t *testing.T) {
 	var logs bytes.Buffer
 	s, d, err := openFake(t, 40*mb, &logs) // 36 free with the ballast
@@ -159,12 +161,16 @@ func TestSpaceAllowReadsBeforeEveryWrite(t *testing.T) {
 		t.Fatalf("%d lines for refused writes, want 1\n%s", n, logs.String())
 	}
 	d.avail.Store(100 * mb)
-	if s.Allow(mb); ballastThere(d) || s.Err() != nil {
-		t.Fatalf("after Allow with room: ballast %v (want only the poller to make it), refusal %v", ballastThere(d), s.Err())
+	if s.Allow(mb); ballastThere(d) || s.Err() == nil {
+		t.Fatalf("after Allow with room: ballast %v, refusal %v; want only the poller to make the ballast and end the refusal", ballastThere(d), s.Err())
 	}
 	s.refresh(0, true)
-	if !ballastThere(d) {
-		t.Fatal("the poller did not make the ballast again")
+	if !ballastThere(d) || s.Err() == nil {
+		t.Fatalf("after one poll with room: ballast %v, refusal %v; want the ballast made, the refusal kept until a second poll", ballastThere(d), s.Err())
+	}
+	s.refresh(0, true)
+	if s.Err() != nil {
+		t.Fatal("two polls with room did not end the refusal")
 	}
 }
 
