@@ -65,6 +65,10 @@ func mountTmpfs(t *testing.T, size string) string {
 // then writes until the filesystem refuses. It returns the filler file's path.
 func fillDisk(t *testing.T, dir string) string {
 	t.Helper()
+	var fs syscall.Statfs_t
+	if err := syscall.Statfs(dir, &fs); err != nil || fs.Type != tmpfsMagic {
+		t.Fatalf("%s is not the tmpfs the test mounted (statfs type %#x, %v): refusing to fill it", dir, fs.Type, err)
+	}
 	path := filepath.Join(dir, "filler")
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -101,6 +105,9 @@ func fillDisk(t *testing.T, dir string) string {
 		}
 	}
 }
+
+// tmpfsMagic is statfs's f_type of a tmpfs (TMPFS_MAGIC).
+const tmpfsMagic = 0x01021994
 
 // watchBelow samples dir's free space every millisecond and sends the
 // moment it is first below n (or after 20s, the moment it gave up).
