@@ -543,6 +543,8 @@ func (c *Cluster) expectLead(req readyReq) error {
 		return fmt.Errorf("ERR this node has no replica of group %d", req.Group)
 	case !c.accepting.Load() || c.stopping.Load():
 		return errors.New("ERR this node does not take leads now (starting or stopping)")
+	case c.diskLow():
+		return errors.New("ERR this node's disk refuses state changes: it takes no lead")
 	case g.fsm.applied.Load()+64 < req.Index:
 		return fmt.Errorf("ERR this node has applied group %d's log to %d, behind %d", req.Group, g.fsm.applied.Load(), req.Index)
 	}

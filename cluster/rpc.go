@@ -113,6 +113,8 @@ type nodeStatus struct {
 	// only to a node that accepts and is not stopping.
 	Accepting bool `json:"accepting"`
 	Stopping  bool `json:"stopping,omitempty"`
+	// DiskLow: its disk refuses state changes; it takes no lead.
+	DiskLow bool `json:"disk_low,omitempty"`
 }
 
 // groupStatus is one hosted group as this node sees it.
@@ -134,7 +136,7 @@ type groupStatus struct {
 // status returns this node's groups; with at > 0, each with its state's
 // digest at that time.
 func (c *Cluster) status(at int64) nodeStatus {
-	s := nodeStatus{ID: c.cfg.NodeID, Accepting: c.accepting.Load(), Stopping: c.stopping.Load()}
+	s := nodeStatus{ID: c.cfg.NodeID, Accepting: c.accepting.Load(), Stopping: c.stopping.Load(), DiskLow: c.diskLow()}
 	for _, g := range c.hostedGroups() {
 		if g == nil {
 			continue
