@@ -144,7 +144,9 @@ func (tc *testCluster) close() {
 			c.Close(ctx)
 			cancel()
 			tc.disks[i].Close()
+			tc.mu.Lock()
 			tc.nodes[i] = nil
+			tc.mu.Unlock()
 		}
 	}
 }

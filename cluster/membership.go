@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -70,10 +71,33 @@ func (c *Cluster) Leave(ctx context.Context, id string) error {
 	return err
 }
 
-// onMetaLeader runs an internal call on the meta group's leader: here if
-// this node leads it, else over the transport; then waits until this node
-// has applied the meta index the leader reached.
+// onMetaLeader runs an internal call on the meta group's leader (see
+// onMetaLeaderOnce), trying again while the meta group changes leaders
+// (its refusals all begin with TRYAGAIN; a join or a leave made twice
+// changes nothing more) until ctx ends or membershipRetry passes.
 func (c *Cluster) onMetaLeader(ctx context.Context, method string, body []byte) ([]byte, error) {
+	deadline := time.Now().Add(membershipRetry)
+	for {
+		b, err := c.onMetaLeaderOnce(ctx, method, body)
+		if err == nil || !strings.HasPrefix(err.Error(), "TRYAGAIN") || time.Now().After(deadline) {
+			return b, err
+		}
+		select {
+		case <-ctx.Done():
+			return b, err
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// membershipRetry bounds how long a join or a leave is tried again while
+// the meta group changes leaders.
+const membershipRetry = 5 * time.Second
+
+// onMetaLeaderOnce runs an internal call on the meta group's leader: here
+// if this node leads it, else over the transport; then waits until this
+// node has applied the meta index the leader reached.
+func (c *Cluster) onMetaLeaderOnce(ctx context.Context, method string, body []byte) ([]byte, error) {
 	if c.metaR.State() == raft.Leader {
 		return c.handleMembership(ctx, method, body)
 	}
