@@ -4,9 +4,9 @@ import "sync/atomic"
 
 // budget bounds the bytes that all connections together hold beyond their
 // usual buffers: read buffers grown for a request larger than
-// initialReadBuf and argument arrays grown beyond keptArgs. Without it,
-// clients that each send most of a large request and stop could make the
-// server hold gigabytes. It is safe for concurrent use; a nil budget is
+// initialReadBuf, argument arrays grown beyond keptArgs and element offsets
+// beyond keptOffs. Without it, clients that each send most of a large
+// request and stop could make the server hold gigabytes. It is safe for concurrent use; a nil budget is
 // unbounded.
 type budget struct {
 	max  int64
@@ -42,7 +42,7 @@ const connOverhead = 4 << 10
 // and --maxmemory counts. It runs after each batch; in steady state the
 // figure does not change and nothing is written.
 func (c *conn) account() {
-	m := int64(connOverhead + len(c.rd.buf) + cap(c.out) + cap(c.rd.inline) +
+	m := int64(connOverhead + len(c.rd.buf) + cap(c.out) + cap(c.rd.inline) + offBytes*cap(c.rd.offs) +
 		argBytes*(cap(c.rd.args)+cap(c.batch)+cap(c.keys)) + 8*cap(c.ends))
 	if m != c.mem {
 		c.s.connMem.Add(m - c.mem)

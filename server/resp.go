@@ -63,6 +63,13 @@ type reader struct {
 	mbCount int64
 	mbDone  int64
 	mbPos   int
+	// offs holds where the elements of the array being parsed lie, from
+	// start: the first byte and the end of each, in pairs. Its elements are
+	// checked and recorded once, as they arrive; its arguments are made
+	// from offs in one pass when the last one has arrived (see collect).
+	// It holds no pointers: growing it copies bytes, with no write
+	// barriers, and the garbage collector never scans it.
+	offs []uint32
 	// args holds the arguments of the requests parsed since reset, back to
 	// back; each request's arguments are a slice of it.
 	args   [][]byte
@@ -87,11 +94,31 @@ const keptArgs = 1024
 // argBytes is the size of one element of the argument array.
 const argBytes = 24
 
+// keptOffs is the capacity of offs that a connection keeps between
+// batches, room for keptArgs elements; a larger one is released after it.
+const keptOffs = 2 * keptArgs
+
+// offBytes is the size of one element of offs.
+const offBytes = 4
+
+// maxRequestLimit is the largest Config.MaxRequest: offs records offsets
+// within a request as 32-bit numbers, and the read buffer holding one
+// request grows to at most twice MaxRequest.
+const maxRequestLimit = 1 << 30
+
+// maxRead bounds what one read takes from a connection, so that an event
+// loop, which reads once from each ready connection in turn, parses at
+// most that much of one client's input before it serves the next: a
+// client sending a large request cannot hold the others up for longer
+// than it takes to parse maxRead bytes (Redis reads 16 KiB at a time).
+const maxRead = 64 << 10
+
 // buffered reports whether bytes that are not parsed yet are buffered.
 func (rd *reader) buffered() bool { return rd.start < rd.end }
 
-// fill reads once from the connection, after making room: the unparsed
-// tail moves to the front of the buffer, which grows if the tail fills it.
+// fill reads once from the connection, at most maxRead bytes, after making
+// room: the unparsed tail moves to the front of the buffer, which grows if
+// the tail fills it.
 func (rd *reader) fill() error {
 	if rd.start == rd.end {
 		rd.start, rd.end, rd.scanned = 0, 0, 0
@@ -108,7 +135,7 @@ func (rd *reader) fill() error {
 			return err
 		}
 	}
-	n, err := rd.r.Read(rd.buf[rd.end:])
+	n, err := rd.r.Read(rd.buf[rd.end:min(len(rd.buf), rd.end+maxRead)])
 	rd.end += n
 	if n > 0 {
 		return nil
@@ -133,25 +160,61 @@ func (rd *reader) growBuf() error {
 
 // push appends one argument, growing the array within the budget.
 func (rd *reader) push(a []byte) error {
-	if len(rd.args) < cap(rd.args) {
-		rd.args = append(rd.args, a)
-		return nil
+	if len(rd.args) == cap(rd.args) {
+		if err := rd.reserve(1); err != nil {
+			return err
+		}
 	}
-	return rd.grow(a)
+	rd.args = append(rd.args, a)
+	return nil
 }
 
-// grow is push when the argument array is full.
-func (rd *reader) grow(a []byte) error {
-	n := max(2*cap(rd.args), 16)
-	if grown := int64(n-max(cap(rd.args), keptArgs)) * argBytes; grown > 0 {
-		if !rd.budget.take(grown) {
-			return errBuffersFull
-		}
-		rd.held += grown
+// reserve makes room for n more arguments, within the budget: the array
+// at least doubles, so that arguments pushed one at a time cost amortized
+// constant time, and grows at once to hold all n, so that the arguments of
+// a large array, whose number collect knows, are copied once.
+func (rd *reader) reserve(n int) error {
+	if cap(rd.args)-len(rd.args) >= n {
+		return nil
 	}
-	args := make([][]byte, len(rd.args), n)
+	size := max(2*cap(rd.args), len(rd.args)+n, 16)
+	if err := rd.take(size, cap(rd.args), keptArgs, argBytes); err != nil {
+		return err
+	}
+	args := make([][]byte, len(rd.args), size)
 	copy(args, rd.args)
-	rd.args = append(args, a)
+	rd.args = args
+	return nil
+}
+
+// mark records the offsets, from start, of an element of the array being
+// parsed, growing offs within the budget.
+func (rd *reader) mark(from, to int) error {
+	if len(rd.offs)+2 > cap(rd.offs) {
+		size := max(2*cap(rd.offs), 32)
+		if err := rd.take(size, cap(rd.offs), keptOffs, offBytes); err != nil {
+			return err
+		}
+		offs := make([]uint32, len(rd.offs), size)
+		copy(offs, rd.offs)
+		rd.offs = offs
+	}
+	rd.offs = append(rd.offs, uint32(from), uint32(to))
+	return nil
+}
+
+// take takes from the budget what growing an array from capacity from to
+// size elements of elem bytes costs beyond the kept capacity, which is
+// not counted.
+func (rd *reader) take(size, from, kept, elem int) error {
+	grown := int64(size-max(from, kept)) * int64(elem)
+	if grown <= 0 {
+		return nil
+	}
+	if !rd.budget.take(grown) {
+		return errBuffersFull
+	}
+	rd.held += grown
 	return nil
 }
 
@@ -163,11 +226,15 @@ func (rd *reader) rewind(pos int) {
 
 // release gives back what a request larger than usual made the reader
 // hold, once it is done: the grown buffer if nothing is left in it, and
-// an argument array beyond keptArgs. Call it after the batch has run,
+// an argument array beyond keptArgs, and offsets beyond keptOffs unless an
+// array still being parsed uses them. Call it after the batch has run,
 // when no argument is used any more.
 func (rd *reader) release() {
 	if cap(rd.args) > keptArgs {
 		rd.args = nil
+	}
+	if cap(rd.offs) > keptOffs && rd.mbCount == 0 {
+		rd.offs = nil
 	}
 	if cap(rd.inline) > maxInline {
 		rd.inline = nil
@@ -176,7 +243,8 @@ func (rd *reader) release() {
 		rd.start, rd.end, rd.scanned = 0, 0, 0
 		rd.buf = make([]byte, initialReadBuf)
 	}
-	held := int64(max(len(rd.buf)-initialReadBuf, 0) + max(cap(rd.args)-keptArgs, 0)*argBytes)
+	held := int64(max(len(rd.buf)-initialReadBuf, 0) + max(cap(rd.args)-keptArgs, 0)*argBytes +
+		max(cap(rd.offs)-keptOffs, 0)*offBytes)
 	rd.budget.give(rd.held - held)
 	rd.held = held
 }
@@ -186,7 +254,7 @@ func (rd *reader) release() {
 func (rd *reader) free() {
 	rd.budget.give(rd.held)
 	rd.held = 0
-	rd.buf, rd.args, rd.inline = nil, nil, nil
+	rd.buf, rd.args, rd.offs, rd.inline = nil, nil, nil, nil
 }
 
 // next parses the next complete request in the buffer and returns its
@@ -219,14 +287,14 @@ func (rd *reader) next() ([][]byte, error) {
 
 // parseMultibulk parses "*<n>\r\n" and n bulk strings at the front of b,
 // appending them to rd.args. It returns the bytes consumed, 0 if b is
-// incomplete. An incomplete array is remembered (mbCount, mbDone, mbPos),
-// so that the next call resumes at its first incomplete element instead of
-// parsing it again from the start; its arguments are then collected in one
-// pass when the last element arrives.
+// incomplete. Each element is checked once, when it has arrived, and its
+// offsets recorded in rd.offs; an incomplete array is remembered (mbCount,
+// mbDone, mbPos), so that the next call resumes at its first incomplete
+// element. The arguments are made from the offsets when the last element
+// has arrived (collect).
 func (rd *reader) parseMultibulk(b []byte) (int, error) {
 	count, i, pos := rd.mbCount, rd.mbDone, rd.mbPos
-	resumed := count > 0
-	if !resumed {
+	if count == 0 {
 		line, next, err := crlfLine(b, 1, errMultibulkLength)
 		if next == 0 {
 			return 0, err
@@ -236,6 +304,7 @@ func (rd *reader) parseMultibulk(b []byte) (int, error) {
 			return 0, errMultibulkLength
 		}
 		count, i, pos = n, 0, next
+		rd.offs = rd.offs[:0]
 	}
 	rd.mbCount = 0
 	for ; i < count; i++ {
@@ -268,32 +337,29 @@ func (rd *reader) parseMultibulk(b []byte) (int, error) {
 		if b[end] != '\r' || b[end+1] != '\n' {
 			return 0, errBulkLength
 		}
-		if !resumed {
-			if err := rd.push(b[next:end:end]); err != nil {
-				return 0, err
-			}
+		if err := rd.mark(next, end); err != nil {
+			return 0, err
 		}
 		pos = end + 2
 	}
-	if resumed {
-		return pos, rd.collect(b, count)
-	}
-	return pos, nil
+	return pos, rd.collect(b)
 }
 
-// collect appends the count elements of the complete array at the front
-// of b, which parseMultibulk has checked, to rd.args.
-func (rd *reader) collect(b []byte, count int64) error {
-	_, pos, _ := crlfLine(b, 1, nil)
-	for i := int64(0); i < count; i++ {
-		line, next, _ := crlfLine(b, pos+1, nil)
-		size, _ := parseInt(line)
-		end := next + int(size)
-		if err := rd.push(b[next:end:end]); err != nil {
-			return err
-		}
-		pos = end + 2
+// collect appends the arguments of the complete array at the front of b,
+// whose offsets parseMultibulk recorded in rd.offs, to rd.args: the array
+// grows once, to hold them all.
+func (rd *reader) collect(b []byte) error {
+	offs := rd.offs
+	if err := rd.reserve(len(offs) / 2); err != nil {
+		return err
 	}
+	n := len(rd.args)
+	args := rd.args[n : n+len(offs)/2]
+	for k := range args {
+		from, to := offs[2*k], offs[2*k+1]
+		args[k] = b[from:to:to]
+	}
+	rd.args = rd.args[:n+len(args)]
 	return nil
 }
 
