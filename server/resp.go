@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"io"
+	"math/bits"
 )
 
 // Protocol errors. Their texts are Redis's; the connection answers
@@ -146,16 +147,46 @@ func (rd *reader) fill() error {
 	return err
 }
 
-// growBuf doubles the buffer, which holds one incomplete request.
+// growBuf doubles the buffer, which holds one incomplete request; a
+// spare one is used if there is one, and a grown one it replaces is kept
+// as a spare.
 func (rd *reader) growBuf() error {
 	if !rd.budget.take(int64(len(rd.buf))) {
 		return errBuffersFull
 	}
 	rd.held += int64(len(rd.buf))
-	nb := make([]byte, 2*len(rd.buf))
+	nb := rd.bufSpares().get(2 * len(rd.buf))
+	nb = nb[:cap(nb)]
 	copy(nb, rd.buf[:rd.end])
+	if len(rd.buf) > initialReadBuf {
+		rd.bufSpares().put(rd.buf)
+	}
 	rd.buf = nb
 	return nil
+}
+
+// bufSpares, offSpares and argSpares return the spares the reader takes
+// its large arrays from and gives them back to: its budget's, or nil if it
+// has none.
+func (rd *reader) bufSpares() *spareArrays[byte] {
+	if rd.budget == nil {
+		return nil
+	}
+	return &rd.budget.spares.bufs
+}
+
+func (rd *reader) offSpares() *spareArrays[uint32] {
+	if rd.budget == nil {
+		return nil
+	}
+	return &rd.budget.spares.offs
+}
+
+func (rd *reader) argSpares() *spareArrays[[]byte] {
+	if rd.budget == nil {
+		return nil
+	}
+	return &rd.budget.spares.args
 }
 
 // push appends one argument, growing the array within the budget.
@@ -172,16 +203,23 @@ func (rd *reader) push(a []byte) error {
 // reserve makes room for n more arguments, within the budget: the array
 // at least doubles, so that arguments pushed one at a time cost amortized
 // constant time, and grows at once to hold all n, so that the arguments of
-// a large array, whose number collect knows, are copied once.
+// a large array, whose number collect knows, are copied once. Beyond
+// keptArgs its capacity is a power of two, so that it can be a spare.
+//
+// The array it replaces is left to the garbage collector, not kept as a
+// spare: the requests parsed before in the batch use it.
 func (rd *reader) reserve(n int) error {
 	if cap(rd.args)-len(rd.args) >= n {
 		return nil
 	}
 	size := max(2*cap(rd.args), len(rd.args)+n, 16)
+	if size > keptArgs {
+		size = 1 << bits.Len(uint(size-1))
+	}
 	if err := rd.take(size, cap(rd.args), keptArgs, argBytes); err != nil {
 		return err
 	}
-	args := make([][]byte, len(rd.args), size)
+	args := rd.argSpares().get(size)[:len(rd.args)]
 	copy(args, rd.args)
 	rd.args = args
 	return nil
@@ -195,8 +233,11 @@ func (rd *reader) mark(from, to int) error {
 		if err := rd.take(size, cap(rd.offs), keptOffs, offBytes); err != nil {
 			return err
 		}
-		offs := make([]uint32, len(rd.offs), size)
+		offs := rd.offSpares().get(size)[:len(rd.offs)]
 		copy(offs, rd.offs)
+		if cap(rd.offs) > keptOffs {
+			rd.offSpares().put(rd.offs)
+		}
 		rd.offs = offs
 	}
 	rd.offs = append(rd.offs, uint32(from), uint32(to))
@@ -225,15 +266,19 @@ func (rd *reader) rewind(pos int) {
 }
 
 // release gives back what a request larger than usual made the reader
-// hold, once it is done: the grown buffer if nothing is left in it, and
-// an argument array beyond keptArgs, and offsets beyond keptOffs unless an
-// array still being parsed uses them. Call it after the batch has run,
-// when no argument is used any more.
+// hold, once it is done, to the budget and to its spares: the grown buffer
+// if nothing is left in it, an argument array beyond keptArgs (cleared),
+// and offsets beyond keptOffs unless an array still being parsed uses
+// them. Call it after the batch has run, when no argument is used any
+// more.
 func (rd *reader) release() {
 	if cap(rd.args) > keptArgs {
+		clear(rd.args)
+		rd.argSpares().put(rd.args)
 		rd.args = nil
 	}
 	if cap(rd.offs) > keptOffs && rd.mbCount == 0 {
+		rd.offSpares().put(rd.offs)
 		rd.offs = nil
 	}
 	if cap(rd.inline) > maxInline {
@@ -241,6 +286,7 @@ func (rd *reader) release() {
 	}
 	if rd.start == rd.end && len(rd.buf) > initialReadBuf {
 		rd.start, rd.end, rd.scanned = 0, 0, 0
+		rd.bufSpares().put(rd.buf)
 		rd.buf = make([]byte, initialReadBuf)
 	}
 	held := int64(max(len(rd.buf)-initialReadBuf, 0) + max(cap(rd.args)-keptArgs, 0)*argBytes +
@@ -249,11 +295,21 @@ func (rd *reader) release() {
 	rd.held = held
 }
 
-// free gives back everything the reader took from the budget, when its
-// connection closes.
+// free gives back everything the reader took from the budget, and its
+// large arrays to the spares, when its connection closes.
 func (rd *reader) free() {
 	rd.budget.give(rd.held)
 	rd.held = 0
+	if len(rd.buf) > initialReadBuf {
+		rd.bufSpares().put(rd.buf)
+	}
+	if cap(rd.offs) > keptOffs {
+		rd.offSpares().put(rd.offs)
+	}
+	if cap(rd.args) > keptArgs {
+		clear(rd.args[:cap(rd.args)])
+		rd.argSpares().put(rd.args)
+	}
 	rd.buf, rd.args, rd.offs, rd.inline = nil, nil, nil, nil
 }
 
