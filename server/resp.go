@@ -371,18 +371,22 @@ func (rd *reader) parseMultibulk(b []byte) (int, error) {
 		if b[pos] != '$' {
 			return 0, errExpectedDollar(b[pos])
 		}
-		line, next, err := crlfLine(b, pos+1, errBulkLength)
+		size, next := shortBulkLen(b, pos+1)
 		if next == 0 {
-			if err == nil {
-				rd.mbCount, rd.mbDone, rd.mbPos = count, i, pos
+			line, n, err := crlfLine(b, pos+1, errBulkLength)
+			if n == 0 {
+				if err == nil {
+					rd.mbCount, rd.mbDone, rd.mbPos = count, i, pos
+				}
+				return 0, err
 			}
-			return 0, err
+			var ok bool
+			if size, ok = parseInt(line); !ok || size < 0 {
+				return 0, errBulkLength
+			}
+			next = n
 		}
-		size, ok := parseInt(line)
-		switch {
-		case !ok || size < 0:
-			return 0, errBulkLength
-		case size > int64(rd.max):
+		if size > int64(rd.max) {
 			return 0, errTooBig
 		}
 		end := next + int(size)
@@ -417,6 +421,22 @@ func (rd *reader) collect(b []byte) error {
 	}
 	rd.args = rd.args[:n+len(args)]
 	return nil
+}
+
+// shortBulkLen parses, in one pass, the common form of a bulk length at
+// b[i:]: 1 to 18 digits without a leading zero (or one 0), then "\r\n". It
+// returns the length and the offset after the line, or next 0 for
+// anything else (incomplete, longer, malformed), which crlfLine and
+// parseInt then judge.
+func shortBulkLen(b []byte, i int) (size int64, next int) {
+	j := i
+	for ; j < len(b) && j-i < 18 && '0' <= b[j] && b[j] <= '9'; j++ {
+		size = size*10 + int64(b[j]-'0')
+	}
+	if j == i || j+1 >= len(b) || b[j] != '\r' || b[j+1] != '\n' || (b[i] == '0' && j > i+1) {
+		return 0, 0
+	}
+	return size, j + 2
 }
 
 // crlfLine returns the line of b from i to the next "\r\n" and the offset
