@@ -26,6 +26,7 @@ type proc struct {
 	http   string
 	client *redis.Client
 	done   chan error
+	token  string // the bearer token of its admin endpoints (GET /cluster), if it has one
 }
 
 // startProc starts bin on dir with extra flags and waits for PING.
@@ -33,6 +34,18 @@ func startProc(t testing.TB, bin, dir string, extra ...string) *proc {
 	t.Helper()
 	p := &proc{t: t, logs: &syncBuffer{}, resp: freePort(t), http: freePort(t), done: make(chan error, 1)}
 	args := append([]string{"--listen", p.resp, "--http", p.http, "--data-dir", dir}, extra...)
+	pass := ""
+	for i := 0; i+1 < len(extra); i++ {
+		switch extra[i] {
+		case "--admin-token":
+			p.token = extra[i+1]
+		case "--requirepass":
+			pass = extra[i+1]
+		}
+	}
+	if p.token == "" {
+		p.token = pass
+	}
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Stderr = p.logs
 	if err := p.cmd.Start(); err != nil {
@@ -40,7 +53,7 @@ func startProc(t testing.TB, bin, dir string, extra ...string) *proc {
 	}
 	go func() { p.done <- p.cmd.Wait() }()
 	t.Cleanup(func() { p.cmd.Process.Kill() })
-	p.client = redis.NewClient(&redis.Options{Addr: p.resp, MaxRetries: -1})
+	p.client = redis.NewClient(&redis.Options{Addr: p.resp, MaxRetries: -1, Password: pass})
 	t.Cleanup(func() { p.client.Close() })
 	deadline := time.Now().Add(20 * time.Second)
 	for p.client.Ping(context.Background()).Err() != nil {
