@@ -191,10 +191,20 @@ func (rd *reader) argSpares() *spareArrays[[]byte] {
 
 // push appends one argument, growing the array within the budget.
 func (rd *reader) push(a []byte) error {
-	if len(rd.args) == cap(rd.args) {
-		if err := rd.reserve(1); err != nil {
-			return err
-		}
+	if len(rd.args) < cap(rd.args) {
+		rd.args = append(rd.args, a)
+		return nil
+	}
+	return rd.grow(a)
+}
+
+// grow is push when the argument array is full. It stays out of line so
+// that push, called for every argument, is inlined.
+//
+//go:noinline
+func (rd *reader) grow(a []byte) error {
+	if err := rd.reserve(1); err != nil {
+		return err
 	}
 	rd.args = append(rd.args, a)
 	return nil
@@ -228,19 +238,27 @@ func (rd *reader) reserve(n int) error {
 // mark records the offsets, from start, of an element of the array being
 // parsed, growing offs within the budget.
 func (rd *reader) mark(from, to int) error {
-	if len(rd.offs)+2 > cap(rd.offs) {
-		size := max(2*cap(rd.offs), 32)
-		if err := rd.take(size, cap(rd.offs), keptOffs, offBytes); err != nil {
-			return err
-		}
-		offs := rd.offSpares().get(size)[:len(rd.offs)]
-		copy(offs, rd.offs)
-		if cap(rd.offs) > keptOffs {
-			rd.offSpares().put(rd.offs)
-		}
-		rd.offs = offs
+	if len(rd.offs)+2 <= cap(rd.offs) {
+		rd.offs = append(rd.offs, uint32(from), uint32(to))
+		return nil
 	}
-	rd.offs = append(rd.offs, uint32(from), uint32(to))
+	return rd.growOffs(from, to)
+}
+
+// growOffs is mark when offs is full: it doubles offs within the budget,
+// taking a spare one if there is one and keeping a grown one it replaces
+// as a spare, then records the element.
+func (rd *reader) growOffs(from, to int) error {
+	size := max(2*cap(rd.offs), 32)
+	if err := rd.take(size, cap(rd.offs), keptOffs, offBytes); err != nil {
+		return err
+	}
+	offs := rd.offSpares().get(size)[:len(rd.offs)]
+	copy(offs, rd.offs)
+	if cap(rd.offs) > keptOffs {
+		rd.offSpares().put(rd.offs)
+	}
+	rd.offs = append(offs, uint32(from), uint32(to))
 	return nil
 }
 
@@ -343,66 +361,127 @@ func (rd *reader) next() ([][]byte, error) {
 
 // parseMultibulk parses "*<n>\r\n" and n bulk strings at the front of b,
 // appending them to rd.args. It returns the bytes consumed, 0 if b is
-// incomplete. Each element is checked once, when it has arrived, and its
-// offsets recorded in rd.offs; an incomplete array is remembered (mbCount,
-// mbDone, mbPos), so that the next call resumes at its first incomplete
-// element. The arguments are made from the offsets when the last element
-// has arrived (collect).
+// incomplete.
+//
+// An array that has all arrived, as a small request does, is parsed in
+// one pass straight into rd.args. One that has not is remembered
+// (mbCount, mbDone, mbPos) with the offsets of its complete elements in
+// rd.offs, so that the next call resumes at its first incomplete element
+// (resumeMultibulk): each element of a large array is checked once, as it
+// arrives, and its arguments are made when the last one has arrived.
 func (rd *reader) parseMultibulk(b []byte) (int, error) {
-	count, i, pos := rd.mbCount, rd.mbDone, rd.mbPos
-	if count == 0 {
-		line, next, err := crlfLine(b, 1, errMultibulkLength)
-		if next == 0 {
+	if rd.mbCount > 0 {
+		return rd.resumeMultibulk(b)
+	}
+	line, first, err := crlfLine(b, 1, errMultibulkLength)
+	if first == 0 {
+		return 0, err
+	}
+	count, ok := parseInt(line)
+	if !ok || count > maxMultibulk {
+		return 0, errMultibulkLength
+	}
+	pos := first
+	for i := int64(0); i < count; i++ {
+		from, to, err := rd.element(b, pos)
+		if err != nil {
 			return 0, err
 		}
-		n, ok := parseInt(line)
-		if !ok || n > maxMultibulk {
-			return 0, errMultibulkLength
-		}
-		count, i, pos = n, 0, next
-		rd.offs = rd.offs[:0]
-	}
-	rd.mbCount = 0
-	for ; i < count; i++ {
-		if pos >= len(b) {
-			rd.mbCount, rd.mbDone, rd.mbPos = count, i, pos
-			return 0, nil
-		}
-		if b[pos] != '$' {
-			return 0, errExpectedDollar(b[pos])
-		}
-		size, next := shortBulkLen(b, pos+1)
-		if next == 0 {
-			line, n, err := crlfLine(b, pos+1, errBulkLength)
-			if n == 0 {
-				if err == nil {
-					rd.mbCount, rd.mbDone, rd.mbPos = count, i, pos
-				}
+		if to < 0 {
+			// The elements before i are complete: their offsets stand
+			// for them until the array is (next parses them again).
+			if err := rd.markFrom(b, first, i); err != nil {
 				return 0, err
 			}
-			var ok bool
-			if size, ok = parseInt(line); !ok || size < 0 {
-				return 0, errBulkLength
-			}
-			next = n
-		}
-		if size > int64(rd.max) {
-			return 0, errTooBig
-		}
-		end := next + int(size)
-		if end+2 > len(b) {
 			rd.mbCount, rd.mbDone, rd.mbPos = count, i, pos
 			return 0, nil
 		}
-		if b[end] != '\r' || b[end+1] != '\n' {
-			return 0, errBulkLength
-		}
-		if err := rd.mark(next, end); err != nil {
+		if err := rd.push(b[from:to:to]); err != nil {
 			return 0, err
 		}
-		pos = end + 2
+		pos = to + 2
+	}
+	return pos, nil
+}
+
+// resumeMultibulk goes on parsing the array at the front of b that a
+// call before found incomplete, from its first incomplete element.
+func (rd *reader) resumeMultibulk(b []byte) (int, error) {
+	count, i, pos := rd.mbCount, rd.mbDone, rd.mbPos
+	rd.mbCount = 0
+	for ; i < count; i++ {
+		from, to, err := rd.element(b, pos)
+		if err != nil {
+			return 0, err
+		}
+		if to < 0 {
+			rd.mbCount, rd.mbDone, rd.mbPos = count, i, pos
+			return 0, nil
+		}
+		if err := rd.mark(from, to); err != nil {
+			return 0, err
+		}
+		pos = to + 2
 	}
 	return pos, rd.collect(b)
+}
+
+// markFrom records in rd.offs the offsets of the n elements of the array
+// whose first element is at b[pos:], which element has checked.
+func (rd *reader) markFrom(b []byte, pos int, n int64) error {
+	rd.offs = rd.offs[:0]
+	for k := int64(0); k < n; k++ {
+		from, to, _ := rd.element(b, pos)
+		if err := rd.mark(from, to); err != nil {
+			return err
+		}
+		pos = to + 2
+	}
+	return nil
+}
+
+// element parses the bulk string "$<size>\r\n<data>\r\n" at b[pos:] and
+// returns where its data lies; to is -1 if it has not all arrived. The
+// common form of size, 1 to 18 digits without a leading zero, is read in
+// one pass; anything else is left to crlfLine and parseInt to judge.
+func (rd *reader) element(b []byte, pos int) (from, to int, err error) {
+	if pos >= len(b) {
+		return 0, -1, nil
+	}
+	if b[pos] != '$' {
+		return 0, 0, errExpectedDollar(b[pos])
+	}
+	var size int64
+	j := pos + 1
+	for ; j < len(b) && j-pos <= 18 && '0' <= b[j] && b[j] <= '9'; j++ {
+		size = size*10 + int64(b[j]-'0')
+	}
+	next := j + 2
+	if j == pos+1 || j+1 >= len(b) || b[j] != '\r' || b[j+1] != '\n' || (b[pos+1] == '0' && j > pos+2) {
+		line, n, err := crlfLine(b, pos+1, errBulkLength)
+		if n == 0 {
+			if err != nil {
+				return 0, 0, err
+			}
+			return 0, -1, nil
+		}
+		var ok bool
+		if size, ok = parseInt(line); !ok || size < 0 {
+			return 0, 0, errBulkLength
+		}
+		next = n
+	}
+	if size > int64(rd.max) {
+		return 0, 0, errTooBig
+	}
+	end := next + int(size)
+	if end+2 > len(b) {
+		return 0, -1, nil
+	}
+	if b[end] != '\r' || b[end+1] != '\n' {
+		return 0, 0, errBulkLength
+	}
+	return next, end, nil
 }
 
 // collect appends the arguments of the complete array at the front of b,
@@ -421,22 +500,6 @@ func (rd *reader) collect(b []byte) error {
 	}
 	rd.args = rd.args[:n+len(args)]
 	return nil
-}
-
-// shortBulkLen parses, in one pass, the common form of a bulk length at
-// b[i:]: 1 to 18 digits without a leading zero (or one 0), then "\r\n". It
-// returns the length and the offset after the line, or next 0 for
-// anything else (incomplete, longer, malformed), which crlfLine and
-// parseInt then judge.
-func shortBulkLen(b []byte, i int) (size int64, next int) {
-	j := i
-	for ; j < len(b) && j-i < 18 && '0' <= b[j] && b[j] <= '9'; j++ {
-		size = size*10 + int64(b[j]-'0')
-	}
-	if j == i || j+1 >= len(b) || b[j] != '\r' || b[j+1] != '\n' || (b[i] == '0' && j > i+1) {
-		return 0, 0
-	}
-	return size, j + 2
 }
 
 // crlfLine returns the line of b from i to the next "\r\n" and the offset
