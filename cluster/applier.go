@@ -225,6 +225,11 @@ func (a *applier) flush() {
 		a.advance(epoch)
 	}
 	a.gate.Unlock()
+	if len(groups) == 0 {
+		// Nothing to write: the epoch is committed now. Wake its waiters
+		// (a node that leads no group would keep them until a timeout).
+		a.notify()
+	}
 	for i, g := range groups {
 		g.inflight <- ps[i] // bounded: back-pressure
 	}
@@ -263,6 +268,14 @@ func (a *applier) activate(g *group) {
 	a.groups = append(a.groups[:len(a.groups):len(a.groups)], g)
 	a.publish()
 	go a.commitLoop(g, g.inflight, g.loopDone)
+}
+
+// isActive reports whether g is one of the groups whose changes are
+// flushed.
+func (a *applier) isActive(g *group) bool {
+	a.gate.Lock()
+	defer a.gate.Unlock()
+	return g.active
 }
 
 // deactivate removes g from the active groups, if it is one. Unless clean

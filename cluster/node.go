@@ -232,7 +232,7 @@ func raftConfig(cfg Config) *raft.Config {
 	rc.SnapshotThreshold = cfg.SnapshotEntries
 	rc.SnapshotInterval = cfg.SnapshotInterval
 	rc.TrailingLogs = cfg.TrailingLogs
-	rc.Logger = newRaftLogger(cfg.Logger)
+	rc.Logger = newRaftLogger(cfg.Logger, nil)
 	return rc
 }
 

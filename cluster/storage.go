@@ -214,11 +214,27 @@ func (st *Storage) GroupStorage(id uint32, retain int, log *slog.Logger) (*raftl
 
 // Layout is what a cluster node's data directory records of the cluster
 // it belongs to, so that a restart opens the same groups without flags.
+// It is written before the node's groups are bootstrapped, so that a node
+// that crashes during its first start comes back as the cluster node it
+// was becoming (and bootstraps what it had not yet).
 type Layout struct {
 	Version int      `json:"version"`
 	Groups  int      `json:"groups"` // data groups in the cluster
 	Hosted  []uint32 `json:"hosted"` // the data groups this node is a voter of
 	Peers   []Peer   `json:"peers"`  // the initial members
+	// Bootstrapped: the meta group and the hosted groups were
+	// bootstrapped from Peers (version 2; a version 1 layout was written
+	// only after they were).
+	Bootstrapped bool `json:"bootstrapped,omitempty"`
+}
+
+// layoutVersion is the version of the Layouts written now.
+const layoutVersion = 2
+
+// bootstrapped reports whether l's groups were bootstrapped, or need not
+// be (a joining node's are added by the cluster).
+func (l *Layout) bootstrapped() bool {
+	return l.Version < 2 || l.Bootstrapped || len(l.Peers) == 0
 }
 
 // Peer is a member named in --peers.

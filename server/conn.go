@@ -61,6 +61,12 @@ type conn struct {
 	perr       error
 	holding    bool
 	readable   bool
+	// mayHold: the command being run is a request of the batch, which may
+	// be held while its slot moves; held: it was (see dispatchTop).
+	mayHold bool
+	held    bool
+	// nudged is the last takeover this connection was told of (Nudger).
+	nudged uint64
 
 	proto   int  // 2 or 3
 	authed  bool // may run commands
@@ -348,7 +354,18 @@ func (s *Server) runBatch(c *conn) error {
 			c.pending, perr, handoff = true, nil, i == 0
 			break
 		}
-		s.dispatch(c, args, now)
+		if s.dispatchTop(c, args, now) {
+			// Its slot is moving and an event loop cannot hold it: this
+			// request and those after it run again on the connection's
+			// own goroutine, which may wait, after the replies before it.
+			pos := begin
+			if i > 0 {
+				pos = c.ends[i-1]
+			}
+			c.rd.rewind(pos)
+			c.pending, perr, handoff = true, nil, i == 0
+			break
+		}
 		if len(c.out) > maxBatchReplies && i+1 < len(c.batch) {
 			// The rest runs once these replies are sent; a protocol
 			// error after it is found again then.

@@ -66,6 +66,11 @@ type Config struct {
 	HeartbeatTimeout   time.Duration
 	ElectionTimeout    time.Duration
 	LeaderLeaseTimeout time.Duration
+
+	// given holds the names of the flags set by the command line, the
+	// environment or the config file (not defaults): a cluster node's
+	// data directory supplies the others it remembers (recallSettings).
+	given map[string]bool
 }
 
 // flagSet declares every flag on a fresh FlagSet bound to cfg, with cfg's
@@ -146,17 +151,21 @@ func loadConfig(args []string, getenv func(string) string, stdout io.Writer) (Co
 		fmt.Fprintln(stdout, "rlserver "+version)
 		return cfg, errVersion
 	}
-	explicit := map[string]bool{}
+	explicit := map[string]bool{} // on the command line
 	fs.Visit(func(f *flag.Flag) { explicit[f.Name] = true })
+	cfg.given = map[string]bool{} // anywhere
+	for k := range explicit {
+		cfg.given[k] = true
+	}
 	if cfg.ConfigFile == "" && !explicit["config"] {
 		cfg.ConfigFile = getenv("RLSERVER_CONFIG")
 	}
 	if cfg.ConfigFile != "" {
-		if err := applyYAML(fs, cfg.ConfigFile, explicit); err != nil {
+		if err := applyYAML(fs, cfg.ConfigFile, explicit, cfg.given); err != nil {
 			return cfg, err
 		}
 	}
-	if err := applyEnv(fs, getenv, explicit); err != nil {
+	if err := applyEnv(fs, getenv, explicit, cfg.given); err != nil {
 		return cfg, err
 	}
 	return cfg, cfg.Validate()
@@ -167,7 +176,7 @@ func envName(flagName string) string {
 	return "RLSERVER_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
-func applyEnv(fs *flag.FlagSet, getenv func(string) string, explicit map[string]bool) error {
+func applyEnv(fs *flag.FlagSet, getenv func(string) string, explicit, given map[string]bool) error {
 	var err error
 	fs.VisitAll(func(f *flag.Flag) {
 		v := getenv(envName(f.Name))
@@ -177,11 +186,12 @@ func applyEnv(fs *flag.FlagSet, getenv func(string) string, explicit map[string]
 		if e := fs.Set(f.Name, v); e != nil {
 			err = fmt.Errorf("invalid value %q for %s: %v", v, envName(f.Name), e)
 		}
+		given[f.Name] = true
 	})
 	return err
 }
 
-func applyYAML(fs *flag.FlagSet, path string, explicit map[string]bool) error {
+func applyYAML(fs *flag.FlagSet, path string, explicit, given map[string]bool) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("config file: %v", err)
@@ -209,6 +219,7 @@ func applyYAML(fs *flag.FlagSet, path string, explicit map[string]bool) error {
 		if err := fs.Set(k, node.Value); err != nil {
 			return fmt.Errorf("config file %s: invalid value %q for %s: %v", path, node.Value, k, err)
 		}
+		given[k] = true
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -25,7 +26,11 @@ func TestConfigDefaults(t *testing.T) {
 		SnapshotInterval: 10 * time.Second, TrailingLogs: 64,
 		RaftAddr: "127.0.0.1:7379", Groups: 16, HeartbeatTimeout: 300 * time.Millisecond,
 		ElectionTimeout: 300 * time.Millisecond, LeaderLeaseTimeout: 250 * time.Millisecond}
-	if cfg != want {
+	if len(cfg.given) != 0 {
+		t.Fatalf("given = %v with no flags, no environment and no file", cfg.given)
+	}
+	cfg.given = nil
+	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("defaults = %+v\nwant %+v", cfg, want)
 	}
 }
@@ -42,6 +47,11 @@ func TestConfigPrecedence(t *testing.T) {
 	// flag > env > file > default
 	if cfg.Listen != "0.0.0.0:7000" || cfg.MaxKeyBytes != 200 || cfg.MaxLogLimit != 50 || cfg.LogLevel != "error" {
 		t.Fatalf("got %+v", cfg)
+	}
+	// given: what any of them set, for the settings a data directory remembers.
+	wantGiven := map[string]bool{"config": true, "log-level": true, "listen": true, "max-key-bytes": true, "max-log-limit": true}
+	if !reflect.DeepEqual(cfg.given, wantGiven) {
+		t.Fatalf("given = %v, want %v", cfg.given, wantGiven)
 	}
 	// The file can also come from RLSERVER_CONFIG.
 	cfg, err = loadConfig(nil, env(map[string]string{"RLSERVER_CONFIG": file}), nil)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -35,7 +37,10 @@ type state struct {
 // openState opens the key state: in memory with --data-dir "", else a
 // durable node on the data directory (locked while it runs), restored from
 // its snapshot and log before it returns.
-func openState(ctx context.Context, cfg Config, opts shards.Options, reg prometheus.Registerer, log *slog.Logger) (*state, error) {
+//
+// A cluster node's directory remembers the node's settings (see
+// recallSettings): those cfg was not given are set in *cfg from it.
+func openState(ctx context.Context, cfg *Config, opts shards.Options, reg prometheus.Registerer, log *slog.Logger) (*state, error) {
 	store := shards.NewStore(opts)
 	if cfg.DataDir == "" {
 		log.Warn("--data-dir is empty: state is kept in memory only and a restart forgets it")
@@ -44,6 +49,16 @@ func openState(ctx context.Context, cfg Config, opts shards.Options, reg prometh
 	unlock, err := lockDataDir(cfg.DataDir)
 	if err != nil {
 		return nil, err
+	}
+	recalled, err := recallSettings(cfg, cfg.DataDir)
+	if err != nil {
+		unlock()
+		return nil, err
+	}
+	if len(recalled) > 0 {
+		sort.Strings(recalled)
+		log.Info("settings recalled from the data directory (give them again to change them)", "settings", strings.Join(recalled, ","),
+			"listen", cfg.Listen, "http", cfg.HTTP, "raft_addr", cfg.RaftAddr)
 	}
 	start := time.Now()
 	disk, err := cluster.OpenStorage(cfg.DataDir, cluster.StorageOptions{NodeID: cfg.NodeID, Logger: log})
@@ -56,14 +71,14 @@ func openState(ctx context.Context, cfg Config, opts shards.Options, reg prometh
 		err = nil // a standalone node's directory
 	}
 	if err == nil && (layout != nil || cfg.Peers != "" || cfg.Join != "") {
-		return openCluster(ctx, cfg, opts, disk, unlock, reg, log)
+		return openCluster(ctx, *cfg, opts, disk, unlock, reg, log)
 	}
 	if err != nil {
 		disk.Close()
 		unlock()
 		return nil, err
 	}
-	dur := durability(cfg, reg, log)
+	dur := durability(*cfg, reg, log)
 	node, err := cluster.Open(ctx, cluster.Config{
 		Store: store, Logs: disk.Logs, Stable: disk.Logs, Snapshots: disk.Snaps, NodeID: disk.NodeID,
 		Durability: dur, LogStats: disk.LogStats, ReuseEntries: true,
@@ -96,6 +111,9 @@ func openCluster(ctx context.Context, cfg Config, opts shards.Options, disk *clu
 	peers, err := parsePeers(cfg.Peers)
 	if err != nil {
 		return fail(err)
+	}
+	if err := rememberSettings(&cfg, cfg.DataDir); err != nil {
+		return fail(fmt.Errorf("remember the node's settings: %w", err))
 	}
 	raftHost := cfg.RaftAddr
 	if cfg.RaftAdvertise != "" {
