@@ -64,9 +64,9 @@ type reader struct {
 	mbCount int64
 	mbDone  int64
 	mbPos   int
-	// offs holds where the elements of the array being parsed lie, from
-	// start: the first byte and the end of each, in pairs. Its elements are
-	// checked and recorded once, as they arrive; its arguments are made
+	// offs holds, for that array, where its complete elements lie, from
+	// start: the first byte and the end of each, in pairs. Each element is
+	// checked and recorded once, as it arrives; the arguments are made
 	// from offs in one pass when the last one has arrived (see collect).
 	// It holds no pointers: growing it copies bytes, with no write
 	// barriers, and the garbage collector never scans it.
@@ -291,7 +291,7 @@ func (rd *reader) rewind(pos int) {
 // more.
 func (rd *reader) release() {
 	if cap(rd.args) > keptArgs {
-		clear(rd.args)
+		clear(rd.args[:cap(rd.args)]) // past len too: an array cut short leaves arguments there
 		rd.argSpares().put(rd.args)
 		rd.args = nil
 	}
@@ -485,8 +485,8 @@ func (rd *reader) element(b []byte, pos int) (from, to int, err error) {
 }
 
 // collect appends the arguments of the complete array at the front of b,
-// whose offsets parseMultibulk recorded in rd.offs, to rd.args: the array
-// grows once, to hold them all.
+// whose offsets markFrom and resumeMultibulk recorded in rd.offs, to
+// rd.args: the array grows once, to hold them all.
 func (rd *reader) collect(b []byte) error {
 	offs := rd.offs
 	if err := rd.reserve(len(offs) / 2); err != nil {
