@@ -62,6 +62,11 @@ type applier struct {
 	// every epoch not committed, and the commit loop retries the entries in
 	// order.
 	failed atomic.Pointer[error]
+	// space, when set (a standalone node's disk guard, Space.Room), is
+	// asked before an entry is tried again: while it refuses, retry does
+	// not hand raft an entry its log would refuse (each attempt would
+	// make raft step down and log it).
+	space func() error
 
 	// gate orders flushes with failures and with changes of the active
 	// set: no entry is applied after one failed until the failed ones are
@@ -450,6 +455,9 @@ func (a *applier) retry(g *group, p pending, err error) bool {
 		case <-a.quit:
 			return false
 		case <-time.After(retryPause):
+		}
+		if a.space != nil && a.space() != nil {
+			continue
 		}
 		if err := g.raft.Apply(p.data, applyTimeout).Error(); err == nil {
 			break

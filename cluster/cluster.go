@@ -66,6 +66,10 @@ type ClusterConfig struct {
 	// DownAfter is how long a slot whose group has no leader is answered
 	// TRYAGAIN before CLUSTERDOWN (default 2s).
 	DownAfter time.Duration
+	// DiskErr reports why the node's disk refuses state changes now (nil
+	// when it has room); default Storage.Space.Err. A node whose disk
+	// refuses hands its leads to nodes whose disks do not, and takes none.
+	DiskErr func() error
 }
 
 // Defaults of ClusterConfig.
@@ -210,8 +214,14 @@ func clusterDefaults(cfg ClusterConfig) ClusterConfig {
 	if cfg.RaftAdvertise == "" {
 		cfg.RaftAdvertise = cfg.RaftAddr
 	}
+	if cfg.DiskErr == nil && cfg.Storage != nil && cfg.Storage.Space != nil {
+		cfg.DiskErr = cfg.Storage.Space.Err
+	}
 	return cfg
 }
+
+// diskLow reports whether the node's disk refuses state changes now.
+func (c *Cluster) diskLow() bool { return c.cfg.DiskErr != nil && c.cfg.DiskErr() != nil }
 
 // clusterID is the 40-hex-character id Redis Cluster clients expect,
 // derived from the node's name so that it is stable across restarts.

@@ -33,7 +33,7 @@ func newRaftLogger(log *slog.Logger, peers *peerLog) hclog.Logger {
 	}
 	return hclog.New(&hclog.LoggerOptions{
 		Name: "raft", Level: level, JSONFormat: true, DisableTime: true,
-		Output: slogWriter{log: log, peers: peers},
+		Output: slogWriter{log: log, peers: peers, repeats: &repeats{seen: map[string]*repeat{}, now: time.Now}},
 		Exclude: func(_ hclog.Level, msg string, args ...any) bool {
 			return msg == "heartbeat timeout reached, starting election" && noLeaderYet(args)
 		},
@@ -52,8 +52,9 @@ func noLeaderYet(args []any) bool {
 }
 
 type slogWriter struct {
-	log   *slog.Logger
-	peers *peerLog
+	log     *slog.Logger
+	peers   *peerLog
+	repeats *repeats
 }
 
 // peerLog throttles the lines about each peer, node-wide (every group of
@@ -134,7 +135,9 @@ func (w slogWriter) Write(p []byte) (int, error) {
 			args = append(args, k, m[k])
 		}
 		level := demote(slogLevel(lvl), msg, m)
-		if peer := peerOf(m); w.peers != nil && level >= slog.LevelWarn && peer != "" {
+		switch peer := peerOf(m); {
+		case level < slog.LevelWarn:
+		case peer != "" && w.peers != nil:
 			ok, repeated := w.peers.admit(peer)
 			if !ok {
 				continue
@@ -142,10 +145,63 @@ func (w slogWriter) Write(p []byte) (int, error) {
 			if repeated > 0 {
 				args = append(args, "repeated", repeated, "over", peerLogInterval.String())
 			}
+		default:
+			ok, held := w.repeats.allow(msg)
+			if !ok {
+				continue
+			}
+			if held > 0 {
+				args = append(args, "repeated", held, "over", repeatWindow.String())
+			}
 		}
 		w.log.Log(context.Background(), level, msg, args...)
 	}
 	return len(p), nil
+}
+
+// repeats holds back raft's warnings and errors that repeat: a message
+// already logged within repeatWindow is counted, not logged (a follower
+// whose disk refuses entries fails every append its leader sends, a few
+// times a second); the next line of the message that is logged says how
+// many were held back. It is safe for concurrent use.
+type repeats struct {
+	mu   sync.Mutex
+	seen map[string]*repeat
+	now  func() time.Time
+}
+
+type repeat struct {
+	logged time.Time
+	held   int64
+}
+
+// repeatWindow is how long a logged message holds back its repeats.
+const repeatWindow = time.Minute
+
+// maxRepeats bounds the messages remembered (raft's are a fixed set).
+const maxRepeats = 256
+
+// allow reports whether a line with msg may be logged now, and how many
+// lines of it were held back since it was last logged.
+func (r *repeats) allow(msg string) (bool, int64) {
+	now := r.now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.seen[msg]
+	if s != nil && now.Sub(s.logged) < repeatWindow {
+		s.held++
+		return false, 0
+	}
+	if s == nil {
+		if len(r.seen) >= maxRepeats {
+			clear(r.seen)
+		}
+		s = &repeat{}
+		r.seen[msg] = s
+	}
+	held := s.held
+	s.logged, s.held = now, 0
+	return true, held
 }
 
 // demote lowers the level of raft's errors that are how a cluster works,

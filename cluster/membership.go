@@ -408,9 +408,26 @@ func (c *Cluster) handOff(g *group, id, addr string) {
 		c.topoChanged()
 	}()
 	start := time.Now()
-	c.setReady(g, false)
 	ctx, cancel := context.WithTimeout(context.Background(), handOffTimeout)
 	defer cancel()
+	if id == "" {
+		if id, addr = c.successor(g); id == "" {
+			// No voter answers that takes clients and is not stopping
+			// (the others are stopping too, or down): a transfer would
+			// only make a node that cannot serve lead.
+			c.log.Info("no node to hand the group's lead to; it stays here until this node stops", "group", g.id)
+			return
+		}
+	}
+	// Ask the target first: it must be up, take clients, not be stopping,
+	// and have applied the log to within a few entries. A status a peer
+	// sent before it died is no reason to stop serving a group.
+	body, _ := json.Marshal(readyReq{Group: int(g.id), Index: g.fsm.applied.Load()})
+	if _, err := c.mux.Call(ctx, addr, "expect", body); err != nil {
+		c.log.Info("not handing the group's lead over: the target cannot take it now", "group", g.id, "to", id, "err", err)
+		return
+	}
+	c.setReady(g, false)
 	if c.app.isActive(g) {
 		err := c.app.drain(g, ctx.Done())
 		c.app.deactivate(g, err == nil)
@@ -421,19 +438,6 @@ func (c *Cluster) handOff(g *group, id, addr string) {
 		}
 	}
 	g.fsm.resetOrigin()
-	if id == "" {
-		if id, addr = c.successor(g); id == "" {
-			// No voter answers that takes clients and is not stopping
-			// (the others are stopping too, or down): a transfer would
-			// only make a node that cannot serve lead.
-			c.log.Info("no node to hand the group's lead to; it stays here until this node stops", "group", g.id)
-			return
-		}
-	}
-	body, _ := json.Marshal(readyReq{Group: int(g.id)})
-	if _, err := c.mux.Call(ctx, addr, "expect", body); err != nil {
-		c.log.Debug("announcing a hand-over failed", "group", g.id, "to", id, "err", err)
-	}
 	f := g.raft.LeadershipTransferToServer(raft.ServerID(id), raft.ServerAddress(addr))
 	if err := f.Error(); err != nil {
 		c.log.Warn("leadership transfer failed; serving the group again", "group", g.id, "to", id, "err", err)
@@ -519,10 +523,33 @@ func (c *Cluster) awaitServed(ctx context.Context, g *group, id string) (string,
 	}
 }
 
-// readyReq is the body of the "ready" call: it returns once the callee
-// serves Group, or fails with ErrMoving at the caller's deadline.
+// readyReq is the body of the "ready" call, which returns once the callee
+// serves Group (or fails with ErrMoving at the caller's deadline), and of
+// "expect", which the callee accepts if it may take Group's lead now: it
+// takes clients, is not stopping, and has applied Group's log to within
+// a few entries of Index, the caller's applied index (see expectLead).
 type readyReq struct {
-	Group int `json:"group"`
+	Group int    `json:"group"`
+	Index uint64 `json:"index,omitempty"`
+}
+
+// expectLead answers "expect": it refuses a lead this node cannot take now,
+// and otherwise records that one is coming, so that taking it is not
+// counted as a takeover from a lost leader (noteTakeover).
+func (c *Cluster) expectLead(req readyReq) error {
+	g := c.replica(req.Group)
+	switch {
+	case g == nil:
+		return fmt.Errorf("ERR this node has no replica of group %d", req.Group)
+	case !c.accepting.Load() || c.stopping.Load():
+		return errors.New("ERR this node does not take leads now (starting or stopping)")
+	case c.diskLow():
+		return errors.New("ERR this node's disk refuses state changes: it takes no lead")
+	case g.fsm.applied.Load()+64 < req.Index:
+		return fmt.Errorf("ERR this node has applied group %d's log to %d, behind %d", req.Group, g.fsm.applied.Load(), req.Index)
+	}
+	g.expected.Store(time.Now().UnixNano())
+	return nil
 }
 
 // awaitReady answers the "ready" call.

@@ -103,13 +103,28 @@ type MovedError struct {
 func (e *MovedError) Error() string { return "MOVED " + strconv.Itoa(e.Slot) + " " + e.Addr }
 
 // leaderOf returns the node id that leads group g as far as this node
-// knows, or "".
+// knows, or "": what its replica's raft says, or what the other nodes
+// report for a group it does not host — or hosts but has not heard from a
+// leader of since it started (unheard): a node that has just restarted may
+// not hear from its groups' leaders for a second or more (a leader backs
+// off from a peer that was down) while the others report them, and it
+// should send its clients there rather than hold them and answer
+// CLUSTERDOWN. A replica that heard from a leader before trusts only its
+// raft: a peer's report may be of a leader that has just died.
 func (c *Cluster) leaderOf(g int) string {
-	if grp := c.replica(g); grp != nil {
-		_, id := grp.raft.LeaderWithID()
-		return string(id)
+	grp := c.replica(g)
+	if grp != nil {
+		if _, id := grp.raft.LeaderWithID(); id != "" || !unheard(grp) {
+			return string(id)
+		}
 	}
 	return c.remoteLeader(g)
+}
+
+// unheard reports whether g's raft has heard from no leader since it
+// started (and does not lead).
+func unheard(g *group) bool {
+	return g.raft.LastContact().IsZero() && !g.leader()
 }
 
 // View is a node's picture of the cluster, for CLUSTER SLOTS, SHARDS,

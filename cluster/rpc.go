@@ -62,10 +62,7 @@ func (c *Cluster) handleRPC(ctx context.Context, method string, body []byte) ([]
 		if err := json.Unmarshal(body, &req); err != nil {
 			return nil, err
 		}
-		if g := c.replica(req.Group); g != nil {
-			g.expected.Store(time.Now().UnixNano())
-		}
-		return nil, nil
+		return nil, c.expectLead(req)
 	case "ready":
 		var req readyReq
 		if err := json.Unmarshal(body, &req); err != nil {
@@ -116,6 +113,8 @@ type nodeStatus struct {
 	// only to a node that accepts and is not stopping.
 	Accepting bool `json:"accepting"`
 	Stopping  bool `json:"stopping,omitempty"`
+	// DiskLow: its disk refuses state changes; it takes no lead.
+	DiskLow bool `json:"disk_low,omitempty"`
 }
 
 // groupStatus is one hosted group as this node sees it.
@@ -137,7 +136,7 @@ type groupStatus struct {
 // status returns this node's groups; with at > 0, each with its state's
 // digest at that time.
 func (c *Cluster) status(at int64) nodeStatus {
-	s := nodeStatus{ID: c.cfg.NodeID, Accepting: c.accepting.Load(), Stopping: c.stopping.Load()}
+	s := nodeStatus{ID: c.cfg.NodeID, Accepting: c.accepting.Load(), Stopping: c.stopping.Load(), DiskLow: c.diskLow()}
 	for _, g := range c.hostedGroups() {
 		if g == nil {
 			continue
@@ -361,14 +360,16 @@ func (c *Cluster) peer(id string) *peerInfo {
 	return c.peers.byID[id]
 }
 
-// noteRemoteLeaders updates the leaderless times of the groups this node
-// does not host, from the peers' reports.
+// noteRemoteLeaders updates the leaderless times of the groups whose
+// leader this node learns from the peers' reports (see leaderOf), and
+// wakes held commands.
 func (c *Cluster) noteRemoteLeaders() {
 	for g := 1; g <= c.numGroups(); g++ {
-		if c.replica(g) == nil {
-			c.markLeader(g, c.remoteLeader(g) != "")
+		if grp := c.replica(g); grp == nil || unheard(grp) {
+			c.markLeader(g, c.leaderOf(g) != "")
 		}
 	}
+	c.topoChanged()
 }
 
 // remoteLeader returns the node that connected peers report as leading

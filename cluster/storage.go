@@ -11,6 +11,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rlserver/rlserver/raftlog"
 	"github.com/rlserver/rlserver/snapshot"
 )
@@ -25,8 +26,12 @@ type Storage struct {
 	Logs   *raftlog.Store
 	Snaps  *snapshot.Store
 	NodeID string
-	dir    string
-	fs     vfs.FS
+	// Space guards the directory's free disk space (StorageOptions.MinFreeDisk):
+	// its Err refuses state changes, and every group's log and snapshot
+	// store ask its Allow before they write.
+	Space *raftlog.Space
+	dir   string
+	fs    vfs.FS
 }
 
 // StorageOptions configures OpenStorage.
@@ -43,7 +48,23 @@ type StorageOptions struct {
 	// truncates the log behind the newest, so an older one could not be
 	// brought up to date anyway).
 	RetainSnapshots int
+	// MinFreeDisk is the free space below which state changes are refused
+	// (raftlog.Space); 0 turns the guard off. DiskBallast is the size of
+	// the ballast file kept in the directory; 0 keeps none. The guard
+	// reads the disk's space with statfs, so it is off when FS is not the
+	// disk (vfs.Default).
+	MinFreeDisk int64
+	DiskBallast int64
+	// Registerer, when set, receives the rlserver_disk_* series.
+	Registerer prometheus.Registerer
 }
+
+// Defaults of StorageOptions' disk guard, which rlserver's flags take:
+// see raftlog/DESIGN.md, "Disk space", for why these numbers.
+const (
+	DefaultMinFreeDisk = 256 << 20
+	DefaultDiskBallast = 64 << 20
+)
 
 // Errors of OpenStorage.
 var (
@@ -77,6 +98,10 @@ func OpenStorage(dir string, o StorageOptions) (*Storage, error) {
 	if err != nil {
 		return nil, err
 	}
+	space, err := openSpace(dir, o)
+	if err != nil {
+		return nil, err
+	}
 	id := o.NodeID
 	switch {
 	case known != "" && id != "" && id != known:
@@ -88,25 +113,40 @@ func OpenStorage(dir string, o StorageOptions) (*Storage, error) {
 	}
 	db, err := raftlog.OpenDB(filepath.Join(dir, dbDir), raftlog.Options{FS: o.FS, Logger: o.Logger, MustExist: known != ""})
 	if err != nil {
+		space.Close()
 		if known != "" {
 			return nil, fmt.Errorf("%w: %s was node %q's, but its database cannot be opened: %v", ErrLostStorage, dir, known, err)
 		}
 		return nil, fmt.Errorf("open database in %s: %w", dir, err)
 	}
-	st := &Storage{DB: db, NodeID: id, dir: dir, fs: o.FS}
+	st := &Storage{DB: db, NodeID: id, Space: space, dir: dir, fs: o.FS}
 	if err = syncDir(o.FS, dir); err != nil {
 		err = fmt.Errorf("data directory: %w", err)
-	} else if st.Logs, err = raftlog.New(db, groupID); err == nil {
-		st.Snaps, err = snapshot.NewStore(db, groupID, o.RetainSnapshots, o.Logger)
+	} else {
+		st.Logs, st.Snaps, err = st.GroupStorage(groupID, o.RetainSnapshots, o.Logger)
 	}
 	if err == nil && known != "" {
 		err = st.checkNotEmpty()
 	}
 	if err != nil {
 		db.Close()
+		space.Close()
 		return nil, err
 	}
+	if o.Registerer != nil {
+		registerDiskMetrics(o.Registerer, space)
+	}
 	return st, nil
+}
+
+// openSpace starts the free-space guard of dir (see
+// StorageOptions.MinFreeDisk), off unless the directory is on the disk.
+func openSpace(dir string, o StorageOptions) (*raftlog.Space, error) {
+	so := raftlog.SpaceOptions{MinFree: o.MinFreeDisk, Ballast: o.DiskBallast, Logger: o.Logger}
+	if o.FS != vfs.Default {
+		so.MinFree, so.Ballast = 0, 0
+	}
+	return raftlog.OpenSpace(dir, so) // its errors name dir
 }
 
 // checkNotEmpty refuses a database that holds no Raft state although the
@@ -173,8 +213,12 @@ func (st *Storage) LogStats() LogStats {
 	return LogStats{Fsyncs: s.Syncs, EntriesBytes: s.Bytes}
 }
 
-// Close closes the database.
-func (st *Storage) Close() error { return st.DB.Close() }
+// Close closes the database and stops the free-space guard.
+func (st *Storage) Close() error {
+	err := st.DB.Close()
+	st.Space.Close()
+	return err
+}
 
 // readID returns the node id the directory holds, or "" for a new one.
 func readID(fs vfs.FS, dir string) (string, error) {
@@ -197,8 +241,9 @@ func readID(fs vfs.FS, dir string) (string, error) {
 
 // GroupStorage returns the log store (which is also its stable store) and
 // the snapshot store of group id in the node's database.
+// Both ask the node's Space before they write.
 func (st *Storage) GroupStorage(id uint32, retain int, log *slog.Logger) (*raftlog.Store, *snapshot.Store, error) {
-	if id == groupID {
+	if id == groupID && st.Logs != nil {
 		return st.Logs, st.Snaps, nil
 	}
 	logs, err := raftlog.New(st.DB, id)
@@ -209,6 +254,8 @@ func (st *Storage) GroupStorage(id uint32, retain int, log *slog.Logger) (*raftl
 	if err != nil {
 		return nil, nil, err
 	}
+	logs.SetGuard(st.Space)
+	snaps.SetGuard(st.Space)
 	return logs, snaps, nil
 }
 

@@ -70,7 +70,8 @@ func (c *Cluster) startWatch(g *group) {
 
 // reconcile brings g's serving state in line with raft's. A node that is
 // stopping serves nothing more: a lead it still holds, or wins, is handed
-// over.
+// over; so does a node whose disk refuses state changes (it could only
+// answer MISCONF), if a node whose disk does not can take the lead.
 func (c *Cluster) reconcile(g *group, dirty bool) {
 	if g.handing.Load() {
 		return // handOff decides
@@ -80,7 +81,7 @@ func (c *Cluster) reconcile(g *group, dirty bool) {
 		c.stepDown(g)
 	}
 	switch {
-	case leading && c.stopping.Load():
+	case leading && (c.stopping.Load() || c.diskLow()):
 		c.handOff(g, "", "")
 	case leading && !g.ready.Load():
 		c.stepUp(g)
@@ -159,7 +160,7 @@ const takeoverNudge = 10 * time.Second
 // (see deferTo) takes the usual timeouts.
 func (c *Cluster) noteLeader(g *group) {
 	_, id := g.raft.LeaderWithID()
-	c.markLeader(int(g.id), id != "")
+	c.markLeader(int(g.id), c.leaderOf(int(g.id)) != "")
 	if leader := string(id); leader != "" && leader != c.cfg.NodeID {
 		g.lastLeader.Store(&leader)
 	}
@@ -291,7 +292,7 @@ func (c *Cluster) balance() {
 // it.
 func (c *Cluster) caughtUp(id string, g *group) bool {
 	p := c.peer(id)
-	if !p.connected() || !p.status.Accepting || p.status.Stopping {
+	if !p.connected() || !p.status.Accepting || p.status.Stopping || p.status.DiskLow {
 		return false
 	}
 	for _, gs := range p.status.Groups {

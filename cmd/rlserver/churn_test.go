@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -123,6 +124,7 @@ func TestClusterRestartsNeverCrash(t *testing.T) {
 				procs[i].stop()
 			}
 			assertNoPanic(t, procs[i])
+			dumpLogs(t, fmt.Sprintf("n%d-%02d", i+1, round), procs[i])
 			procs[i] = restartProc(t, procs[i])
 			waitFor(t, 20*time.Second, fmt.Sprintf("n%d serving again after %s %d", i+1, kind, round+1), func() bool {
 				r, err := report(procs[i], "")
@@ -149,7 +151,8 @@ func TestClusterRestartsNeverCrash(t *testing.T) {
 			continue
 		}
 		if errs[kinds[j]]++; errs[kinds[j]] <= 5 {
-			t.Logf("error %v after %s: %s", e.at.Sub(stops[j]).Round(time.Millisecond), ph.of(e.at), e.err)
+			t.Logf("error %v after %s (%s): %s", e.at.Sub(stops[j]).Round(time.Millisecond), ph.of(e.at),
+				e.at.Format("15:04:05.000"), e.err)
 		}
 		last[j] = max(last[j], e.at.Sub(stops[j]))
 	}
@@ -193,6 +196,14 @@ func TestClusterRestartsNeverCrash(t *testing.T) {
 	}
 	if errs["sigterm"] > 0 {
 		t.Errorf("the client saw %d errors after SIGTERMs: a planned restart must show none", errs["sigterm"])
+	}
+}
+
+// dumpLogs writes p's log to $RLSERVER_TEST_DUMP/name.log, if set, and
+// the time the test's errors are stamped with.
+func dumpLogs(t *testing.T, name string, p *proc) {
+	if dir := os.Getenv("RLSERVER_TEST_DUMP"); dir != "" {
+		os.WriteFile(filepath.Join(dir, name+".log"), []byte(p.logs.String()), 0o644)
 	}
 }
 

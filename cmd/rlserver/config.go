@@ -53,6 +53,8 @@ type Config struct {
 	SnapshotBytes    int64
 	SnapshotInterval time.Duration
 	TrailingLogs     uint64
+	MinFreeDisk      int64
+	DiskBallast      int64
 
 	// Cluster (see cluster.OpenCluster): --peers (or a data directory that
 	// holds a cluster node) makes this node one of a cluster.
@@ -107,6 +109,8 @@ func flagSet(cfg *Config) *flag.FlagSet {
 	fs.Var(sizeValue{&cfg.SnapshotBytes}, "snapshot-bytes", "take a snapshot (and compact the log) after this many bytes of log entries, e.g. 64mb")
 	fs.DurationVar(&cfg.SnapshotInterval, "snapshot-interval", cluster.DefaultSnapshotInterval, "how often the snapshot thresholds are checked")
 	fs.Uint64Var(&cfg.TrailingLogs, "trailing-logs", cluster.DefaultTrailingLogs, "log entries kept after a snapshot")
+	fs.Var(sizeValue{&cfg.MinFreeDisk}, "min-free-disk", "with less free space than this on the data directory's disk, state changes are refused with -MISCONF (reads go on) until space is freed; a start needs an eighth of it; 0 turns the guard off")
+	fs.Var(sizeValue{&cfg.DiskBallast}, "disk-ballast", "size of the ballast file kept in the data directory, deleted to give the node room when the disk fills up and made again when space returns; 0 keeps none")
 	fs.StringVar(&cfg.RaftAddr, "raft-addr", "127.0.0.1:7379", "cluster: address of the node's Raft listener, which carries every Raft group and the nodes' internal calls")
 	fs.StringVar(&cfg.RaftAdvertise, "raft-advertise", "", `cluster: the address the other nodes reach this node's Raft listener at; "" is --raft-addr (which then must not be 0.0.0.0)`)
 	fs.StringVar(&cfg.Peers, "peers", "", "cluster: the initial members as id=raftaddr,... (this node included; the same list on every node); empty runs a standalone node")
@@ -134,7 +138,7 @@ var onlyOnCommandLine = map[string]bool{"config": true, "version": true}
 // loadConfig builds the Config from args, the environment and the YAML file.
 // getenv is os.Getenv in production.
 func loadConfig(args []string, getenv func(string) string, stdout io.Writer) (Config, error) {
-	cfg := Config{SnapshotBytes: cluster.DefaultSnapshotBytes}
+	cfg := Config{SnapshotBytes: cluster.DefaultSnapshotBytes, MinFreeDisk: cluster.DefaultMinFreeDisk, DiskBallast: cluster.DefaultDiskBallast}
 	fs := flagSet(&cfg)
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
@@ -247,6 +251,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--snapshot-entries %d: want at least 16", c.SnapshotEntries)
 	case c.SnapshotBytes < 1<<20:
 		return fmt.Errorf("--snapshot-bytes %d: want at least 1mb", c.SnapshotBytes)
+	case c.MinFreeDisk != 0 && c.MinFreeDisk < 1<<20:
+		return fmt.Errorf("--min-free-disk %d: want 0 (no guard) or at least 1mb", c.MinFreeDisk)
 	case c.SnapshotInterval < 10*time.Millisecond:
 		return fmt.Errorf("--snapshot-interval %s: want at least 10ms", c.SnapshotInterval)
 	case c.NodeID != "" && !validNodeID(c.NodeID):

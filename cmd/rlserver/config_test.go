@@ -23,7 +23,7 @@ func TestConfigDefaults(t *testing.T) {
 		MaxKeyBytes: 1024, MaxLogLimit: 10000, Shards: 256, LogLevel: "info", MaxClients: 10000,
 		MaxMemoryPolicy: "volatile-ttl",
 		Consistency:     "fast", FlushInterval: 10 * time.Millisecond, SnapshotEntries: 4096, SnapshotBytes: 64 << 20,
-		SnapshotInterval: 10 * time.Second, TrailingLogs: 64,
+		SnapshotInterval: 10 * time.Second, TrailingLogs: 64, MinFreeDisk: 256 << 20, DiskBallast: 64 << 20,
 		RaftAddr: "127.0.0.1:7379", Groups: 16, HeartbeatTimeout: 300 * time.Millisecond,
 		ElectionTimeout: 300 * time.Millisecond, LeaderLeaseTimeout: 250 * time.Millisecond}
 	if len(cfg.given) != 0 {
@@ -114,6 +114,8 @@ func TestConfigErrors(t *testing.T) {
 		{[]string{"--flush-interval", "5"}, nil, `invalid value "5" for flag -flush-interval`},
 		{[]string{"--snapshot-bytes", "12parsecs"}, nil, "want a size such as 67108864, 64mb or 1gb"},
 		{[]string{"--snapshot-bytes", "1kb"}, nil, "--snapshot-bytes 1024: want at least 1mb"},
+		{[]string{"--min-free-disk", "100kb"}, nil, "--min-free-disk 102400: want 0 (no guard) or at least 1mb"},
+		{[]string{"--disk-ballast", "lots"}, nil, "want a size such as 67108864, 64mb or 1gb"},
 		{[]string{"--node-id", "a b"}, nil, `--node-id "a b": want 1 to 64 letters`},
 		{[]string{"extra"}, nil, `unexpected argument "extra"`},
 		{[]string{"--peers", "n1"}, nil, `--peers "n1": want id=host:port,...`},
@@ -167,7 +169,8 @@ func TestHelpListsEveryFlag(t *testing.T) {
 		"--maxclients (default \"10000\"", "--timeout (default \"0\"", "--maxmemory (default \"0\"",
 		"--maxmemory-policy (default \"volatile-ttl\"", "--tls-cert", "--tls-key", "--tls-ca-cert",
 		"--peers", "--raft-addr (default \"127.0.0.1:7379\"", "--groups (default \"16\"", "--join", "--proxy",
-		"--announce", "--raft-heartbeat-timeout (default \"300ms\"", "--raft-election-timeout", "--raft-leader-lease-timeout"} {
+		"--announce", "--raft-heartbeat-timeout (default \"300ms\"", "--raft-election-timeout", "--raft-leader-lease-timeout",
+		"--min-free-disk (default \"268435456\"", "--disk-ballast (default \"67108864\"", "RLSERVER_MIN_FREE_DISK"} {
 		if !strings.Contains(out.String(), f) {
 			t.Errorf("--help lacks %q:\n%s", f, out.String())
 		}

@@ -60,6 +60,9 @@ func httpConfig(cfg Config, st *state, reg *prometheus.Registry, m httpapi.Metri
 	if st.node != nil {
 		hc.Durable = st.node
 	}
+	if st.disk != nil {
+		hc.Ready = st.disk.Space.Err // not ready for checks while the disk is nearly full
+	}
 	if st.cl != nil {
 		hc.Durable = st.cl
 		hc.Cluster = clusterNode{st.cl}
@@ -68,7 +71,7 @@ func httpConfig(cfg Config, st *state, reg *prometheus.Registry, m httpapi.Metri
 			if !st.cl.View().OK {
 				return errors.New("some slots have no leader yet")
 			}
-			return nil
+			return st.disk.Space.Err()
 		}
 	}
 	return hc

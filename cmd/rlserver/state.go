@@ -31,6 +31,7 @@ type state struct {
 	lim     limiter
 	node    *cluster.Node    // a durable standalone node, else nil
 	cl      *cluster.Cluster // a cluster node, else nil
+	disk    *cluster.Storage // the data directory, else nil
 	release func()
 }
 
@@ -41,9 +42,9 @@ type state struct {
 // A cluster node's directory remembers the node's settings (see
 // recallSettings): those cfg was not given are set in *cfg from it.
 func openState(ctx context.Context, cfg *Config, opts shards.Options, reg prometheus.Registerer, log *slog.Logger) (*state, error) {
-	store := shards.NewStore(opts)
 	if cfg.DataDir == "" {
 		log.Warn("--data-dir is empty: state is kept in memory only and a restart forgets it")
+		store := shards.NewStore(opts)
 		return &state{store: store, stores: []*shards.Store{store}, lim: store, release: func() {}}, nil
 	}
 	unlock, err := lockDataDir(cfg.DataDir)
@@ -61,11 +62,13 @@ func openState(ctx context.Context, cfg *Config, opts shards.Options, reg promet
 			"listen", cfg.Listen, "http", cfg.HTTP, "raft_addr", cfg.RaftAddr)
 	}
 	start := time.Now()
-	disk, err := cluster.OpenStorage(cfg.DataDir, cluster.StorageOptions{NodeID: cfg.NodeID, Logger: log})
+	disk, err := cluster.OpenStorage(cfg.DataDir, cluster.StorageOptions{NodeID: cfg.NodeID, Logger: log,
+		MinFreeDisk: cfg.MinFreeDisk, DiskBallast: cfg.DiskBallast, Registerer: reg})
 	if err != nil {
 		unlock()
 		return nil, err
 	}
+	opts.Refuse = disk.Space.Err // state changes wait for disk space
 	layout, err := disk.LoadLayout()
 	if err == nil && layout == nil && cfg.Peers == "" && disk.HasState() {
 		err = nil // a standalone node's directory
@@ -79,9 +82,10 @@ func openState(ctx context.Context, cfg *Config, opts shards.Options, reg promet
 		return nil, err
 	}
 	dur := durability(*cfg, reg, log)
+	store := shards.NewStore(opts)
 	node, err := cluster.Open(ctx, cluster.Config{
 		Store: store, Logs: disk.Logs, Stable: disk.Logs, Snapshots: disk.Snaps, NodeID: disk.NodeID,
-		Durability: dur, LogStats: disk.LogStats, ReuseEntries: true,
+		Durability: dur, LogStats: disk.LogStats, ReuseEntries: true, Disk: disk.Space,
 	})
 	if err == nil {
 		err = disk.MarkInitialised()
@@ -93,7 +97,11 @@ func openState(ctx context.Context, cfg *Config, opts shards.Options, reg promet
 	}
 	log.Info("state loaded", "data_dir", cfg.DataDir, "node_id", disk.NodeID, "keys", store.Len(),
 		"rules", store.RuleCount(), "consistency", dur.Consistency, "took", time.Since(start).Round(time.Millisecond))
-	return &state{store: store, stores: []*shards.Store{store}, lim: node, node: node, release: func() {
+	if disk.Space.Err() != nil {
+		log.Warn("started read-only: the disk is below --min-free-disk, so state changes are refused until space is freed",
+			"data_dir", cfg.DataDir, "min_free_disk", cfg.MinFreeDisk)
+	}
+	return &state{store: store, stores: []*shards.Store{store}, lim: node, node: node, disk: disk, release: func() {
 		disk.Close()
 		unlock()
 	}}, nil
@@ -152,7 +160,7 @@ func openCluster(ctx context.Context, cfg Config, opts shards.Options, disk *clu
 	}
 	log.Info("cluster node started", "node_id", disk.NodeID, "raft", cl.RaftAddr().String(), "announce", resp,
 		"groups", cl.Groups(), "consistency", dur.Consistency)
-	return &state{lim: clusterNode{cl}, cl: cl, stores: cl.Stores(), release: func() {
+	return &state{lim: clusterNode{cl}, cl: cl, stores: cl.Stores(), disk: disk, release: func() {
 		disk.Close()
 		unlock()
 	}}, nil
