@@ -46,7 +46,7 @@ type Config struct {
 	AdminToken  string // password of the "admin" user, who may FLUSHALL
 	MaxKeyBytes int    // longest key accepted; default 1024
 	MaxLogLimit int64  // largest limit for the log algorithm; default 10000
-	MaxRequest  int    // largest single request in bytes; default 8 MiB
+	MaxRequest  int    // largest single request in bytes; default 8 MiB, at most 1 GiB
 	Clock       func() int64
 	Logger      *slog.Logger
 	Registerer  prometheus.Registerer
@@ -171,6 +171,7 @@ func New(cfg Config) *Server {
 	if cfg.MaxRequest <= 0 {
 		cfg.MaxRequest = DefaultMaxRequest
 	}
+	cfg.MaxRequest = min(cfg.MaxRequest, maxRequestLimit)
 	if cfg.HandshakeTimeout <= 0 {
 		cfg.HandshakeTimeout = 10 * time.Second
 	}

@@ -57,11 +57,21 @@ func clusterProcsN(t testing.TB, bin string, n, groups int, extra ...string) []*
 // report reads GET /cluster (with query) from p.
 func report(p *proc, query string) (cluster.Report, error) {
 	var r cluster.Report
-	resp, err := http.Get("http://" + p.http + "/cluster" + query)
+	req, err := http.NewRequest(http.MethodGet, "http://"+p.http+"/cluster"+query, nil)
+	if err != nil {
+		return r, err
+	}
+	if p.token != "" {
+		req.Header.Set("Authorization", "Bearer "+p.token)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return r, err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return r, fmt.Errorf("GET /cluster: %s", resp.Status)
+	}
 	return r, json.NewDecoder(resp.Body).Decode(&r)
 }
 

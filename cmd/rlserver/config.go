@@ -27,6 +27,7 @@ type Config struct {
 	DataDir         string
 	RequirePass     string
 	AdminToken      string
+	MetricsAuth     bool
 	MaxKeyBytes     int
 	MaxLogLimit     int64
 	Shards          int
@@ -84,6 +85,7 @@ func flagSet(cfg *Config) *flag.FlagSet {
 	fs.StringVar(&cfg.DataDir, "data-dir", "./data", "data directory; created and locked at start")
 	fs.StringVar(&cfg.RequirePass, "requirepass", "", "password clients must AUTH with; empty disables AUTH")
 	fs.StringVar(&cfg.AdminToken, "admin-token", "", `password of the "admin" user and HTTP bearer token, required for FLUSHALL and rule changes when set`)
+	fs.BoolVar(&cfg.MetricsAuth, "metrics-auth", false, "GET /metrics needs a bearer token too (--requirepass or --admin-token); by default it is open, as Prometheus scrapers expect")
 	fs.IntVar(&cfg.MaxKeyBytes, "max-key-bytes", 1024, "longest key accepted, in bytes")
 	fs.Int64Var(&cfg.MaxLogLimit, "max-log-limit", 10000, "largest limit accepted for the log algorithm")
 	fs.IntVar(&cfg.Shards, "shards", 256, "lock stripes for key state (rounded up to a power of two)")
@@ -271,6 +273,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--maxclients %d: want 1 to 1048576", c.MaxClients)
 	case c.Timeout < 0 || c.Timeout > 1<<31-1:
 		return fmt.Errorf("--timeout %d: want 0 (never) or a number of seconds", c.Timeout)
+	case c.MetricsAuth && c.RequirePass == "" && c.AdminToken == "":
+		return errors.New("--metrics-auth needs --requirepass or --admin-token: they are the tokens /metrics would ask for")
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		return err

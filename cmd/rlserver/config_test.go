@@ -60,6 +60,29 @@ func TestConfigPrecedence(t *testing.T) {
 	}
 }
 
+// --metrics-auth is false by default and set, like every flag, by the
+// command line, RLSERVER_METRICS_AUTH or the config file.
+func TestMetricsAuthFlag(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "rl.yaml")
+	os.WriteFile(file, []byte("metrics-auth: true\nadmin-token: adm\n"), 0o644)
+	for _, c := range []struct {
+		args []string
+		env  map[string]string
+		want bool
+	}{
+		{[]string{"--requirepass", "pw"}, nil, false},
+		{[]string{"--requirepass", "pw", "--metrics-auth"}, nil, true},
+		{[]string{"--admin-token", "adm"}, map[string]string{"RLSERVER_METRICS_AUTH": "true"}, true},
+		{[]string{"--config", file}, nil, true},
+		{[]string{"--config", file, "--metrics-auth=false"}, nil, false},
+	} {
+		cfg, err := loadConfig(c.args, env(c.env), nil)
+		if err != nil || cfg.MetricsAuth != c.want {
+			t.Errorf("%v %v: MetricsAuth %v, %v; want %v", c.args, c.env, cfg.MetricsAuth, err, c.want)
+		}
+	}
+}
+
 func TestConfigErrors(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.yaml")
@@ -82,6 +105,9 @@ func TestConfigErrors(t *testing.T) {
 		{[]string{"--tls-ca-cert", "ca.pem"}, nil, "--tls-ca-cert needs --tls-cert and --tls-key"},
 		{[]string{"--maxmemory-policy", "allkeys-lru"}, nil, `--maxmemory-policy "allkeys-lru": want volatile-ttl or noeviction`},
 		{nil, map[string]string{"RLSERVER_TIMEOUT": "-1"}, "--timeout -1: want 0 (never) or a number of seconds"},
+		{[]string{"--metrics-auth"}, nil, "--metrics-auth needs --requirepass or --admin-token"},
+		{[]string{"--metrics-auth=maybe"}, nil, `invalid boolean value "maybe" for -metrics-auth`},
+		{[]string{"--requirepass", "pw"}, map[string]string{"RLSERVER_METRICS_AUTH": "yes"}, `invalid value "yes" for RLSERVER_METRICS_AUTH`},
 		{[]string{"--log-level", "loud"}, nil, `--log-level "loud": want debug, info, warn or error`},
 		{[]string{"--consistency", "eventual"}, nil, `--consistency "eventual": want fast or strong`},
 		{[]string{"--flush-interval", "0s"}, nil, "--flush-interval 0s: want 100µs to 1m"},
@@ -137,7 +163,8 @@ func TestHelpListsEveryFlag(t *testing.T) {
 		t.Fatalf("err = %v, want errHelp", err)
 	}
 	for _, f := range []string{"--listen (default \"127.0.0.1:6379\"", "--http", "--data-dir (default \"./data\"",
-		"--requirepass", "--admin-token", "--max-key-bytes (default \"1024\"", "--max-log-limit (default \"10000\"",
+		"--requirepass", "--admin-token", "--metrics-auth (default \"false\", env RLSERVER_METRICS_AUTH)",
+		"--max-key-bytes (default \"1024\"", "--max-log-limit (default \"10000\"",
 		"--log-level", "--config", "--io-loops (default \"0\"", "RLSERVER_MAX_KEY_BYTES",
 		"--maxclients (default \"10000\"", "--timeout (default \"0\"", "--maxmemory (default \"0\"",
 		"--maxmemory-policy (default \"volatile-ttl\"", "--tls-cert", "--tls-key", "--tls-ca-cert",

@@ -28,6 +28,7 @@ type proc struct {
 	dir    string
 	client *redis.Client
 	done   chan error
+	token  string // the bearer token of its admin endpoints (GET /cluster), if it has one
 }
 
 // startProc starts bin on dir with extra flags and waits for PING.
@@ -46,10 +47,24 @@ func restartProc(t testing.TB, old *proc, extra ...string) *proc {
 	return p.run(append([]string{"--data-dir", old.dir}, extra...))
 }
 
-// run starts p's binary with args and waits for PING at p.resp.
+// run starts p's binary with args and waits for PING at p.resp. The
+// secrets among args (which a data directory never remembers) are the
+// password its client AUTHs with and the token it reads GET /cluster with.
 func (p *proc) run(args []string) *proc {
 	t := p.t
 	t.Helper()
+	pass := ""
+	for i := 0; i+1 < len(args); i++ {
+		switch args[i] {
+		case "--admin-token":
+			p.token = args[i+1]
+		case "--requirepass":
+			pass = args[i+1]
+		}
+	}
+	if p.token == "" {
+		p.token = pass
+	}
 	p.cmd = exec.Command(p.bin, args...)
 	p.cmd.Stderr = p.logs
 	if err := p.cmd.Start(); err != nil {
@@ -57,7 +72,7 @@ func (p *proc) run(args []string) *proc {
 	}
 	go func() { p.done <- p.cmd.Wait() }()
 	t.Cleanup(func() { p.cmd.Process.Kill() })
-	p.client = redis.NewClient(&redis.Options{Addr: p.resp, MaxRetries: -1})
+	p.client = redis.NewClient(&redis.Options{Addr: p.resp, MaxRetries: -1, Password: pass})
 	t.Cleanup(func() { p.client.Close() })
 	deadline := time.Now().Add(20 * time.Second)
 	for p.client.Ping(context.Background()).Err() != nil {

@@ -54,7 +54,7 @@ func loadRules(store interface {
 func httpConfig(cfg Config, st *state, reg *prometheus.Registry, m httpapi.Metrics, log *slog.Logger) httpapi.Config {
 	hc := httpapi.Config{
 		Gatherer: reg, Registerer: reg, Checker: st.lim, Rules: st.lim, Metrics: m, Logger: log,
-		AdminToken: cfg.AdminToken, CheckToken: cfg.RequirePass,
+		AdminToken: cfg.AdminToken, CheckToken: cfg.RequirePass, MetricsAuth: cfg.MetricsAuth,
 		MaxKeyBytes: cfg.MaxKeyBytes, MaxLogLimit: cfg.MaxLogLimit,
 	}
 	if st.node != nil {
