@@ -26,7 +26,8 @@ rolling-restart: build ## restart make cluster's nodes one by one (SIGTERM, star
 
 test: ## run every test with the race detector (needs redis-server and redis-cli: see .ci/run)
 	$(GO) vet ./...
-	$(GO) test -race -count=1 -timeout 30m ./...
+	$(GO) test -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/cmd/rlserver$$')
+	$(GO) test -race -count=1 -timeout 40m ./cmd/rlserver  # alone: its real clusters of processes and containers would starve the in-process ones
 	RLSERVER_TEST_IOLOOPS=-1 $(GO) test -race -count=1 -timeout 10m ./server  # again, a goroutine per connection
 
 test-short: ## the tests without the race detector

@@ -6,7 +6,10 @@
 # alone (the directory remembers the node's addresses and cluster), and the
 # next waits until the node answers and every group is back with its
 # preferred leader (GET /cluster: "balanced":true). Clients see no error.
-# Same variables as scripts/cluster.sh.
+# Same variables as scripts/cluster.sh. Secrets are not remembered by a
+# data directory: give them as RLSERVER_ADMIN_TOKEN / RLSERVER_REQUIREPASS in
+# the environment of both scripts (the restarted nodes inherit them, and
+# GET /cluster is asked with the token).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${RLSERVER:-bin/rlserver}
@@ -23,7 +26,8 @@ wait_until() { # seconds, what, command...
     sleep 0.2
   done
 }
-balanced() { curl -sf "127.0.0.1:$((http + $1))/cluster" | grep -q '"balanced":true'; }
+token=${RLSERVER_ADMIN_TOKEN:-${RLSERVER_REQUIREPASS:-}}
+balanced() { curl -sf ${token:+-H "Authorization: Bearer $token"} "127.0.0.1:$((http + $1))/cluster" | grep -q '"balanced":true'; }
 for i in 1 2 3; do
   pid=$(cat "$dir/n$i.pid")
   echo "rolling-restart: stopping n$i (pid $pid)" >&2

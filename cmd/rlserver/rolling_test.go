@@ -42,7 +42,8 @@ func portBase(t *testing.T) int {
 // TestRollingRestartScript runs what the README shows: scripts/cluster.sh
 // (make cluster) starts three nodes, and scripts/rolling-restart.sh (make
 // rolling-restart) stops each with SIGTERM and starts it again with
-// --data-dir alone, waiting for the leaders to come back, while go-redis's
+// --data-dir alone, waiting for the leaders to come back (the admin token,
+// which GET /cluster asks for, comes from RLSERVER_ADMIN_TOKEN), while go-redis's
 // ClusterClient and redis-py's RedisCluster, both with default options,
 // check at a steady rate: no error, every admission counted once. Then
 // Ctrl-C (SIGINT) on cluster.sh stops every node, the restarted ones too.
@@ -50,8 +51,10 @@ func TestRollingRestartScript(t *testing.T) {
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	resp, httpBase, raft := portBase(t), portBase(t), portBase(t)
+	const token = "rolling-t0ken" // secrets come from the environment, which restarted nodes inherit
 	env := append(os.Environ(), "RLSERVER="+bin, "CLUSTER_DIR="+dir, "RESP_BASE="+strconv.Itoa(resp),
-		"HTTP_BASE="+strconv.Itoa(httpBase), "RAFT_BASE="+strconv.Itoa(raft), "CLUSTERFLAGS=--groups 8")
+		"HTTP_BASE="+strconv.Itoa(httpBase), "RAFT_BASE="+strconv.Itoa(raft), "CLUSTERFLAGS=--groups 8",
+		"RLSERVER_ADMIN_TOKEN="+token)
 	cl := exec.Command("../../scripts/cluster.sh")
 	cl.Env = env
 	cl.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // as a terminal runs it: Ctrl-C reaches the group
@@ -75,7 +78,7 @@ func TestRollingRestartScript(t *testing.T) {
 	var nodes []*proc
 	var addrs []string
 	for i := 1; i <= 3; i++ {
-		p := &proc{t: t, resp: fmt.Sprintf("127.0.0.1:%d", resp+i), http: fmt.Sprintf("127.0.0.1:%d", httpBase+i)}
+		p := &proc{t: t, resp: fmt.Sprintf("127.0.0.1:%d", resp+i), http: fmt.Sprintf("127.0.0.1:%d", httpBase+i), token: token}
 		nodes, addrs = append(nodes, p), append(addrs, p.resp)
 	}
 	waitBalanced(t, nodes, 30*time.Second)
