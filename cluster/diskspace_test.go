@@ -14,14 +14,10 @@ import (
 	"github.com/rlserver/rlserver/slots"
 )
 
-// TestClusterNodeOnAFullDiskRefusesChanges: the stores of a cluster node
-// whose disk guard refuses (its Space on a fake disk that fills) answer
-// -MISCONF to the checks of the groups it leads, also when another node
-// forwards them (Proxy), and change nothing; peeks of those keys and
-// checks of the groups other nodes lead are answered; once the disk has
-// room again, every check is allowed.
-func TestClusterNodeOnAFullDiskRefusesChanges(t *testing.T) {
-	var avail atomic.Int64
+// fakeDisk returns a disk guard (MinFree 64 MiB) over a fake disk of
+// 2 GiB whose free space is avail, 1 GiB at first.
+func fakeDisk(t *testing.T) (*atomic.Int64, *raftlog.Space) {
+	avail := new(atomic.Int64)
 	avail.Store(1 << 30)
 	space, err := raftlog.OpenSpace(t.TempDir(), raftlog.SpaceOptions{MinFree: 64 << 20, Poll: 5 * time.Millisecond,
 		Logger: slog.New(slog.DiscardHandler),
@@ -29,7 +25,18 @@ func TestClusterNodeOnAFullDiskRefusesChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer space.Close()
+	t.Cleanup(space.Close)
+	return avail, space
+}
+
+// TestClusterNodeOnAFullDiskRefusesChanges: the stores of a cluster node
+// whose disk guard refuses (its Space on a fake disk that fills) answer
+// -MISCONF to the checks of the groups it leads, also when another node
+// forwards them (Proxy), and change nothing; peeks of those keys and
+// checks of the groups other nodes lead are answered; once the disk has
+// room again, every check is allowed.
+func TestClusterNodeOnAFullDiskRefusesChanges(t *testing.T) {
+	avail, space := fakeDisk(t)
 	tc := startClusterWith(t, 3, 6, Strong, func(c *ClusterConfig) {
 		c.Proxy = true
 		if c.NodeID == "n1" {
@@ -95,15 +102,7 @@ func TestClusterNodeOnAFullDiskRefusesChanges(t *testing.T) {
 // balancer give it any), and gets its leads back once the disk has room:
 // every key is then checked without an error through any node.
 func TestClusterNodeOnAFullDiskHandsItsLeadsOver(t *testing.T) {
-	var avail atomic.Int64
-	avail.Store(1 << 30)
-	space, err := raftlog.OpenSpace(t.TempDir(), raftlog.SpaceOptions{MinFree: 64 << 20, Poll: 5 * time.Millisecond,
-		Logger: slog.New(slog.DiscardHandler),
-		Usage:  func(string) (uint64, uint64, error) { return uint64(avail.Load()), 2 << 30, nil }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer space.Close()
+	avail, space := fakeDisk(t)
 	tc := startClusterWith(t, 3, 6, Strong, func(c *ClusterConfig) {
 		c.Proxy = true
 		if c.NodeID == "n1" {

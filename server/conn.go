@@ -342,22 +342,12 @@ func (s *Server) runBatch(c *conn) error {
 		if c.closing {
 			break
 		}
-		if c.lp != nil && s.mayBlock(c, args[0]) {
-			// A command that may wait cannot run on an event loop: the
-			// requests from it on run again on the connection's own
-			// goroutine, after the replies before it have gone out.
-			pos := begin
-			if i > 0 {
-				pos = c.ends[i-1]
-			}
-			c.rd.rewind(pos)
-			c.pending, perr, handoff = true, nil, i == 0
-			break
-		}
-		if s.dispatchTop(c, args, now) {
-			// Its slot is moving and an event loop cannot hold it: this
-			// request and those after it run again on the connection's
-			// own goroutine, which may wait, after the replies before it.
+		// A command that may wait (one that blocks, or one whose slot is
+		// moving, which dispatchTop then does not run) cannot run on an
+		// event loop: the requests from it on run again on the
+		// connection's own goroutine, after the replies before it have
+		// gone out.
+		if (c.lp != nil && s.mayBlock(c, args[0])) || s.dispatchTop(c, args, now) {
 			pos := begin
 			if i > 0 {
 				pos = c.ends[i-1]

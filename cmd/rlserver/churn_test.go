@@ -163,29 +163,7 @@ func TestClusterRestartsNeverCrash(t *testing.T) {
 		}
 	}
 	sort.Slice(killWindows, func(i, j int) bool { return killWindows[i] < killWindows[j] })
-	var total, maybe int64
-	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
-	defer c.Close()
-	for k, acked := range res.acked {
-		v, err := c.Do(context.Background(), "RL.PEEK", k, "fixed", loadLimit, "1h").Slice()
-		if err != nil {
-			t.Fatalf("RL.PEEK %s: %v", k, err)
-		}
-		used := loadLimit - v[2].(int64)
-		if used < acked {
-			t.Errorf("%s is charged %d, but %d admissions were acknowledged: some were lost", k, used, acked)
-		}
-		total += acked
-		maybe += used - acked
-	}
-	// A check in flight when its node is killed may have been committed
-	// and retried by the client (go-redis retries a command whose
-	// connection broke): at most one per worker per kill, plus the checks
-	// that ended in an error.
-	if bound := int64(len(res.errs) + countOf(kinds, "kill")*churnWorkers); maybe > bound {
-		t.Errorf("%d charges more than acknowledged; at most %d checks (%d errors, %d kills × %d in flight) had an unknown outcome",
-			maybe, bound, len(res.errs), countOf(kinds, "kill"), churnWorkers)
-	}
+	total, maybe := assertNothingLost(t, addrs, res, countOf(kinds, "kill"), churnWorkers)
 	t.Logf("%d restarts (%d kill -9, %d SIGTERM), %d checks, %d admissions acknowledged, all counted (%d more charged, of %d unknown outcomes)",
 		len(stops), countOf(kinds, "kill"), countOf(kinds, "sigterm"), res.checks, total, maybe, len(res.errs))
 	t.Logf("errors seen by the client: after SIGTERM %d, after kill -9 %d", errs["sigterm"], errs["kill"])

@@ -255,3 +255,32 @@ func assertNoErrorsAndCounted(t *testing.T, addrs []string, ph *phases, results 
 		}
 	}
 }
+
+// assertNothingLost checks, after kills in strong mode, that every key
+// of r is charged at least the admissions acknowledged (RL.PEEK through
+// a ClusterClient), and in all at most that plus the checks whose outcome
+// the client could not know: those that ended in an error, and one in
+// flight per worker per kill (go-redis retries a command whose connection
+// broke, and the first try may have been committed). It returns the
+// admissions acknowledged and the charges beyond them.
+func assertNothingLost(t *testing.T, addrs []string, r loadResult, kills, workers int) (acked, extra int64) {
+	t.Helper()
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	defer c.Close()
+	for k, n := range r.acked {
+		v, err := c.Do(context.Background(), "RL.PEEK", k, "fixed", loadLimit, "1h").Slice()
+		if err != nil {
+			t.Fatalf("RL.PEEK %s: %v", k, err)
+		}
+		used := loadLimit - v[2].(int64)
+		if used < n {
+			t.Errorf("%s is charged %d, but %d admissions were acknowledged: some were lost", k, used, n)
+		}
+		acked, extra = acked+n, extra+used-n
+	}
+	if bound := int64(len(r.errs) + kills*workers); extra > bound {
+		t.Errorf("%d charges more than acknowledged; at most %d checks (%d errors, %d kills × %d in flight) had an unknown outcome",
+			extra, bound, len(r.errs), kills, workers)
+	}
+	return acked, extra
+}

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,27 +28,7 @@ func clusterProcs(t testing.TB, bin string, n int, extra ...string) []*proc {
 // clusterProcsN is clusterProcs with the given number of groups.
 func clusterProcsN(t testing.TB, bin string, n, groups int, extra ...string) []*proc {
 	t.Helper()
-	var ids, raft []string
-	for i := 0; i < n; i++ {
-		ids = append(ids, fmt.Sprintf("n%d", i+1))
-		raft = append(raft, freePort(t))
-	}
-	var peers []string
-	for i := range ids {
-		peers = append(peers, ids[i]+"="+raft[i])
-	}
-	procs := make([]*proc, n)
-	var wg sync.WaitGroup
-	for i := range ids {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			flags := append([]string{"--node-id", ids[i], "--raft-addr", raft[i], "--peers", strings.Join(peers, ","),
-				"--groups", fmt.Sprint(groups)}, extra...)
-			procs[i] = startProc(t, bin, t.TempDir(), flags...)
-		}()
-	}
-	wg.Wait()
+	procs := startNodes(t, bin, n, groups, extra...)
 	waitBalanced(t, procs, 20*time.Second)
 	return procs
 }

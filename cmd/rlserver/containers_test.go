@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -85,23 +84,7 @@ func TestContainerRestarts(t *testing.T) {
 			}
 		}
 	}
-	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
-	defer c.Close()
-	var acked, extra int64
-	for k, n := range res.acked {
-		v, err := c.Do(context.Background(), "RL.PEEK", k, "fixed", loadLimit, "1h").Slice()
-		if err != nil {
-			t.Fatalf("RL.PEEK %s: %v", k, err)
-		}
-		used := loadLimit - v[2].(int64)
-		if used < n {
-			t.Errorf("%s is charged %d, but %d admissions were acknowledged", k, used, n)
-		}
-		acked, extra = acked+n, extra+used-n
-	}
-	if bound := int64(len(res.errs) + kills*churnWorkers); extra > bound {
-		t.Errorf("%d charges more than acknowledged; at most %d checks had an unknown outcome", extra, bound)
-	}
+	acked, extra := assertNothingLost(t, addrs, res, kills, churnWorkers)
 	t.Logf("%d restarts in containers (%d docker kill, %d docker stop): %d checks, %d admissions acknowledged and counted "+
 		"(%d more charged); errors: %d after a kill, %d after a stop", len(kinds), kills, len(kinds)-kills, res.checks, acked,
 		extra, len(res.errs)-stopErrs, stopErrs)

@@ -85,7 +85,7 @@ func plannedMoves(t *testing.T, bin, mode string) {
 
 // startNodes starts n nodes of a new cluster of groups groups at once,
 // and returns as soon as each answers PING: the cluster is still forming.
-func startNodes(t *testing.T, bin string, n, groups int, extra ...string) []*proc {
+func startNodes(t testing.TB, bin string, n, groups int, extra ...string) []*proc {
 	t.Helper()
 	var ids, raft, peers []string
 	for i := 0; i < n; i++ {
