@@ -388,10 +388,27 @@ func (c *Cluster) placedHere() []int {
 
 // transport returns a raft transport for group id over the node's listener.
 func (c *Cluster) transport(id uint32) raft.Transport {
-	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+	return noPipeline{raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: c.mux.Stream(id), MaxPool: 3, Timeout: 10 * time.Second,
 		Logger: newRaftLogger(c.log.With("group", id), c.peerLog),
-	})
+	})}
+}
+
+// noPipeline is raft's NetworkTransport without append pipelines: a leader
+// replicates with one AppendEntries round trip at a time (each carrying up
+// to MaxAppendEntries entries). raft v1.7's pipeline can deadlock: once its
+// decoder stops on a failed append (a follower that restarted and must be
+// sent older entries, a newer term), nothing reads the finished appends,
+// and a leader with a backlog to send fills the pipeline and blocks for
+// good — that follower is never replicated to again and the raft never
+// shuts down (seen under load: Close waited for it for minutes). Our
+// leaders send few, large entries (one per flush, or one in flight in
+// strong mode), which the pipeline does not speed up.
+type noPipeline struct{ *raft.NetworkTransport }
+
+// AppendEntriesPipeline declines: raft then replicates without a pipeline.
+func (noPipeline) AppendEntriesPipeline(raft.ServerID, raft.ServerAddress) (raft.AppendPipeline, error) {
+	return nil, raft.ErrPipelineReplicationNotSupported
 }
 
 // raftConfig returns the raft configuration of group id.
