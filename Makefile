@@ -7,10 +7,10 @@ BENCHOUT ?= bench/out
 # docker compose v2 if the docker CLI has it, else docker-compose v1.
 COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo 'docker compose' || echo docker-compose)
 
-.PHONY: help build run cluster test test-short bench bench-compare bench-cluster failover flood soak conns lint docker compose compose-down clean
+.PHONY: help build run cluster rolling-restart test test-short bench bench-compare bench-cluster failover flood soak conns lint docker compose compose-down clean
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
 build: ## build a static bin/rlserver
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/rlserver ./cmd/rlserver
@@ -21,9 +21,13 @@ run: build ## start one node: RESP on 127.0.0.1:6379, HTTP on 127.0.0.1:8080, da
 cluster: build ## three local nodes of one cluster: RESP 127.0.0.1:7001-7003, HTTP 8001-8003, data in ./data/cluster (Ctrl-C stops them)
 	./scripts/cluster.sh
 
+rolling-restart: build ## restart make cluster's nodes one by one (SIGTERM, start with --data-dir alone, wait for the leaders): clients see no error
+	./scripts/rolling-restart.sh
+
 test: ## run every test with the race detector (needs redis-server and redis-cli: see .ci/run)
 	$(GO) vet ./...
-	$(GO) test -race -count=1 -timeout 30m ./...
+	$(GO) test -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/cmd/rlserver$$')
+	$(GO) test -race -count=1 -timeout 40m ./cmd/rlserver  # alone: its real clusters of processes and containers would starve the in-process ones
 	RLSERVER_TEST_IOLOOPS=-1 $(GO) test -race -count=1 -timeout 10m ./server  # again, a goroutine per connection
 
 test-short: ## the tests without the race detector

@@ -62,6 +62,11 @@ type applier struct {
 	// every epoch not committed, and the commit loop retries the entries in
 	// order.
 	failed atomic.Pointer[error]
+	// space, when set (a standalone node's disk guard, Space.Room), is
+	// asked before an entry is tried again: while it refuses, retry does
+	// not hand raft an entry its log would refuse (each attempt would
+	// make raft step down and log it).
+	space func() error
 
 	// gate orders flushes with failures and with changes of the active
 	// set: no entry is applied after one failed until the failed ones are
@@ -225,6 +230,11 @@ func (a *applier) flush() {
 		a.advance(epoch)
 	}
 	a.gate.Unlock()
+	if len(groups) == 0 {
+		// Nothing to write: the epoch is committed now. Wake its waiters
+		// (a node that leads no group would keep them until a timeout).
+		a.notify()
+	}
 	for i, g := range groups {
 		g.inflight <- ps[i] // bounded: back-pressure
 	}
@@ -263,6 +273,14 @@ func (a *applier) activate(g *group) {
 	a.groups = append(a.groups[:len(a.groups):len(a.groups)], g)
 	a.publish()
 	go a.commitLoop(g, g.inflight, g.loopDone)
+}
+
+// isActive reports whether g is one of the groups whose changes are
+// flushed.
+func (a *applier) isActive(g *group) bool {
+	a.gate.Lock()
+	defer a.gate.Unlock()
+	return g.active
 }
 
 // deactivate removes g from the active groups, if it is one. Unless clean
@@ -437,6 +455,9 @@ func (a *applier) retry(g *group, p pending, err error) bool {
 		case <-a.quit:
 			return false
 		case <-time.After(retryPause):
+		}
+		if a.space != nil && a.space() != nil {
+			continue
 		}
 		if err := g.raft.Apply(p.data, applyTimeout).Error(); err == nil {
 			break

@@ -66,6 +66,10 @@ type ClusterConfig struct {
 	// DownAfter is how long a slot whose group has no leader is answered
 	// TRYAGAIN before CLUSTERDOWN (default 2s).
 	DownAfter time.Duration
+	// DiskErr reports why the node's disk refuses state changes now (nil
+	// when it has room); default Storage.Space.Err. A node whose disk
+	// refuses hands its leads to nodes whose disks do not, and takes none.
+	DiskErr func() error
 }
 
 // Defaults of ClusterConfig.
@@ -110,6 +114,27 @@ type Cluster struct {
 	// ns), 0 while it has one.
 	leaderless []atomic.Int64
 
+	// life admits other nodes' internal calls only while every group is
+	// open.
+	life lifecycle
+	// topo is closed and replaced whenever the node's picture of who
+	// serves what changes (topoChanged), waking held commands (Await);
+	// observations carries raft's leader changes to watchLeaders.
+	topo         atomic.Pointer[chan struct{}]
+	observations chan raft.Observation
+	// stopping: the node hands over every lead and takes none (StepDown);
+	// accepting: clients can reach it (Listening). Both are reported in
+	// its status, so that other nodes hand leads only to a node that
+	// accepts clients and is not stopping.
+	stopping  atomic.Bool
+	accepting atomic.Bool
+	// peerLog throttles raft's lines about an unreachable peer, node-wide.
+	peerLog *peerLog
+	// takeovers counts the groups this node took over from lost leaders,
+	// the last at takeoverAt (Unix ns; see Takeover).
+	takeovers  atomic.Uint64
+	takeoverAt atomic.Int64
+
 	shutdownCh chan struct{}
 	closeOnce  sync.Once
 	wg         sync.WaitGroup
@@ -124,6 +149,9 @@ func OpenCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	cfg = clusterDefaults(cfg)
 	c := &Cluster{cfg: cfg, id: clusterID(cfg.NodeID), log: cfg.Logger, clock: cfg.Clock, shutdownCh: make(chan struct{})}
 	layout, err := c.layout()
+	if err == nil && layout.Version == layoutVersion && !layout.Bootstrapped && layout.Groups > 0 {
+		err = cfg.Storage.SaveLayout(*layout) // before anything is bootstrapped: see Layout
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -135,12 +163,17 @@ func OpenCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	c.app.strong = cfg.Consistency == Strong
 	c.commits = commits{c.app}
 	c.leaderless = make([]atomic.Int64, maxGroups+1)
+	topo := make(chan struct{})
+	c.topo.Store(&topo)
+	c.observations = make(chan raft.Observation, 64)
+	c.peerLog = newPeerLog()
 	c.mux, err = transport.Listen(cfg.RaftAddr, transport.Options{Logger: cfg.Logger, Advertise: cfg.RaftAdvertise, Secret: secretBytes(cfg.Secret)})
 	if err != nil {
 		return nil, fmt.Errorf("raft listener on %s: %w", cfg.RaftAddr, err)
 	}
 	c.mux.Handle(c.handleRPC)
 	err = c.startGroups(layout)
+	layout.Bootstrapped = err == nil
 	if err == nil && layout.Groups == 0 {
 		layout.Groups, err = c.join(ctx)
 		c.ngroups.Store(int32(layout.Groups))
@@ -157,6 +190,7 @@ func OpenCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	}
 	go c.app.run()
 	c.startBackground()
+	c.life.open()
 	return c, nil
 }
 
@@ -180,8 +214,14 @@ func clusterDefaults(cfg ClusterConfig) ClusterConfig {
 	if cfg.RaftAdvertise == "" {
 		cfg.RaftAdvertise = cfg.RaftAddr
 	}
+	if cfg.DiskErr == nil && cfg.Storage != nil && cfg.Storage.Space != nil {
+		cfg.DiskErr = cfg.Storage.Space.Err
+	}
 	return cfg
 }
+
+// diskLow reports whether the node's disk refuses state changes now.
+func (c *Cluster) diskLow() bool { return c.cfg.DiskErr != nil && c.cfg.DiskErr() != nil }
 
 // clusterID is the 40-hex-character id Redis Cluster clients expect,
 // derived from the node's name so that it is stable across restarts.
@@ -211,7 +251,7 @@ func (c *Cluster) layout() (*Layout, error) {
 		return nil, fmt.Errorf("%w: %s holds a standalone node's state; start it without --peers", ErrMode, st.dir)
 	}
 	if len(c.cfg.Peers) == 0 && c.cfg.Join != nil {
-		return &Layout{Version: 1}, nil // Groups learned from the cluster (join)
+		return &Layout{Version: layoutVersion}, nil // Groups learned from the cluster (join)
 	}
 	if len(c.cfg.Peers) == 0 {
 		return nil, ErrNoPeers
@@ -225,7 +265,7 @@ func (c *Cluster) layout() (*Layout, error) {
 	if !self {
 		return nil, fmt.Errorf("%w: %q", ErrNotAPeer, c.cfg.NodeID)
 	}
-	l = &Layout{Version: 1, Groups: c.cfg.Groups, Peers: c.cfg.Peers}
+	l = &Layout{Version: layoutVersion, Groups: c.cfg.Groups, Peers: c.cfg.Peers}
 	for g, voters := range placement(ids, c.cfg.Groups) {
 		for _, v := range voters {
 			if v == c.cfg.NodeID {
@@ -263,7 +303,7 @@ func (c *Cluster) join(ctx context.Context) (int, error) {
 // cluster: then the meta leader adds it).
 func (c *Cluster) startGroups(l *Layout) error {
 	st := c.cfg.Storage
-	fresh := !st.HasState()
+	fresh := !l.bootstrapped()
 	metaConf := raft.Configuration{}
 	ids := make([]string, 0, len(l.Peers))
 	for _, p := range l.Peers {
@@ -279,6 +319,7 @@ func (c *Cluster) startGroups(l *Layout) error {
 		return fmt.Errorf("meta group: start raft: %w", err)
 	}
 	c.metaR = r
+	c.observe(r)
 	if fresh && len(metaConf.Servers) > 0 {
 		if err := r.BootstrapCluster(metaConf).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
 			return fmt.Errorf("meta group: bootstrap: %w", err)
@@ -292,10 +333,16 @@ func (c *Cluster) startGroups(l *Layout) error {
 			return fmt.Errorf("group %d: %w", id, err)
 		}
 		g := c.newDataGroup(id, logs, snaps)
-		c.groups[id].Store(g)
-		if err := g.startRaft(c.raftConfig(id), logs, c.transport(id)); err != nil {
+		rc := c.raftConfig(id)
+		if voters := place[int(id)]; len(voters) > 0 && voters[0] != c.cfg.NodeID {
+			deferTo(rc)
+			g.deferring.Store(true)
+		}
+		if err := g.startRaft(rc, logs, c.transport(id)); err != nil {
 			return err
 		}
+		c.observe(g.raft)
+		c.groups[id].Store(g) // published with its raft: readers never see it half made
 		if fresh {
 			conf := raft.Configuration{}
 			for _, v := range place[int(id)] {
@@ -341,10 +388,27 @@ func (c *Cluster) placedHere() []int {
 
 // transport returns a raft transport for group id over the node's listener.
 func (c *Cluster) transport(id uint32) raft.Transport {
-	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+	return noPipeline{raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: c.mux.Stream(id), MaxPool: 3, Timeout: 10 * time.Second,
-		Logger: newRaftLogger(c.log.With("group", id)),
-	})
+		Logger: newRaftLogger(c.log.With("group", id), c.peerLog),
+	})}
+}
+
+// noPipeline is raft's NetworkTransport without append pipelines: a leader
+// replicates with one AppendEntries round trip at a time (each carrying up
+// to MaxAppendEntries entries). raft v1.7's pipeline can deadlock: once its
+// decoder stops on a failed append (a follower that restarted and must be
+// sent older entries, a newer term), nothing reads the finished appends,
+// and a leader with a backlog to send fills the pipeline and blocks for
+// good — that follower is never replicated to again and the raft never
+// shuts down (seen under load: Close waited for it for minutes). Our
+// leaders send few, large entries (one per flush, or one in flight in
+// strong mode), which the pipeline does not speed up.
+type noPipeline struct{ *raft.NetworkTransport }
+
+// AppendEntriesPipeline declines: raft then replicates without a pipeline.
+func (noPipeline) AppendEntriesPipeline(raft.ServerID, raft.ServerAddress) (raft.AppendPipeline, error) {
+	return nil, raft.ErrPipelineReplicationNotSupported
 }
 
 // raftConfig returns the raft configuration of group id.
@@ -363,9 +427,26 @@ func (c *Cluster) raftConfig(id uint32) *raft.Config {
 	rc.SnapshotThreshold = c.cfg.SnapshotEntries
 	rc.SnapshotInterval = c.cfg.SnapshotInterval
 	rc.TrailingLogs = c.cfg.TrailingLogs
-	rc.Logger = newRaftLogger(c.log.With("group", id))
+	rc.Logger = newRaftLogger(c.log.With("group", id), c.peerLog)
 	return rc
 }
+
+// deferTo lengthens the election timeouts of a replica that is not its
+// group's preferred leader (its first voter), so that when the group
+// starts with no leader — a new cluster, or every node restarting — the
+// preferred leader times out first and wins: leaders start where the
+// balancer would put them, and no lead moves right after the cluster
+// forms. The watcher restores the usual timeouts as soon as the group has
+// a leader (noteLeader), so failover is not slowed.
+func deferTo(rc *raft.Config) {
+	rc.HeartbeatTimeout *= deferFactor
+	rc.ElectionTimeout *= deferFactor
+}
+
+// deferFactor is how much longer a deferring replica waits: a preferred
+// leader that starts within (deferFactor-1) heartbeat timeouts of the
+// others still wins.
+const deferFactor = 4
 
 // replica returns this node's replica of group id, or nil.
 func (c *Cluster) replica(id int) *group {
@@ -419,6 +500,7 @@ func (c *Cluster) appliedSum() uint64 {
 func (c *Cluster) Close(ctx context.Context) error {
 	var err error
 	c.closeOnce.Do(func() {
+		c.stopping.Store(true)
 		if serr := c.Sync(ctx); serr != nil {
 			err = fmt.Errorf("commit the last changes: %w", serr)
 		}
@@ -433,11 +515,29 @@ func (c *Cluster) Close(ctx context.Context) error {
 		}
 		close(c.shutdownCh)
 		c.wg.Wait()
+		c.life.stop(rpcTimeout)
 		c.stopRafts()
 		c.mux.Close()
 	})
 	return err
 }
+
+// StepDown makes the node serve no slot, before a graceful stop: it takes
+// no lead from now on (its status says it is stopping, so no other node
+// hands it one, and a lead it wins is handed on), and it hands the lead
+// of every group it serves to another voter, each once the new leader
+// serves the group. Meanwhile the commands of those slots are held, then
+// answered MOVED to the new leader: clients see no error. The node keeps
+// answering (MOVED) until it is closed, so that clients learn where their
+// slots went. It returns when every lead is handed over or ctx ends.
+func (c *Cluster) StepDown(ctx context.Context) {
+	c.stopping.Store(true)
+	c.handOver(ctx)
+}
+
+// Listening tells the cluster that clients can reach this node now (its
+// RESP listener is open): from then on other nodes may hand it leads.
+func (c *Cluster) Listening() { c.accepting.Store(true) }
 
 // handOver hands the lead of every group this node serves to another
 // voter (handOff: its changes committed first), the meta group's last, so
@@ -445,7 +545,7 @@ func (c *Cluster) Close(ctx context.Context) error {
 func (c *Cluster) handOver(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, g := range c.hostedGroups() {
-		if g.ready.Load() {
+		if g.ready.Load() || g.leader() {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()

@@ -56,6 +56,15 @@ func freePorts(t *testing.T, n int) []string {
 // test runs the transport's authentication.
 const testSecret = "cluster-test-secret"
 
+// testLogger returns the logger of node id: stderr at Info with
+// RL_TEST_LOG set, else nil (discard).
+func testLogger(id string) *slog.Logger {
+	if os.Getenv("RL_TEST_LOG") == "" {
+		return nil
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})).With("node", id)
+}
+
 // startCluster starts n nodes and waits until every slot is served.
 func startCluster(t *testing.T, n, groups int, mode Consistency) *testCluster {
 	t.Helper()
@@ -81,9 +90,7 @@ func startClusterWith(t *testing.T, n, groups int, mode Consistency, mod func(*C
 		if mod != nil {
 			mod(&cfg)
 		}
-		if os.Getenv("RL_TEST_LOG") != "" { // the nodes' logs on stderr
-			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})).With("node", peers[i].ID)
-		}
+		cfg.Logger = testLogger(peers[i].ID)
 		tc.cfgs = append(tc.cfgs, cfg)
 		tc.dirs = append(tc.dirs, t.TempDir())
 		tc.nodes = append(tc.nodes, nil)
@@ -123,6 +130,7 @@ func (tc *testCluster) open(i int) error {
 		disk.Close()
 		return err
 	}
+	c.Listening()
 	tc.mu.Lock()
 	tc.nodes[i], tc.disks[i] = c, disk
 	tc.mu.Unlock()
@@ -136,7 +144,9 @@ func (tc *testCluster) close() {
 			c.Close(ctx)
 			cancel()
 			tc.disks[i].Close()
+			tc.mu.Lock()
 			tc.nodes[i] = nil
+			tc.mu.Unlock()
 		}
 	}
 }
@@ -248,7 +258,7 @@ func (tc *testCluster) check(key string, a engine.Algo, p engine.Params, cost in
 				c = next
 				continue
 			}
-		case !errors.Is(err, ErrTryAgain) && !errors.Is(err, ErrClusterDown) && !errors.Is(err, ErrLostLead):
+		case !Transient(err) && !errors.Is(err, ErrClusterDown) && !errors.Is(err, ErrLostLead):
 			return r, err
 		}
 		if time.Now().After(deadline) {

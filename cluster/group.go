@@ -50,6 +50,17 @@ type group struct {
 	dirty     chan struct{} // an entry failed: give up the state and take it again
 	stop      chan struct{} // closed when the replica is dropped
 	handing   atomic.Bool   // handOff is under way: the watcher leaves it be
+	// deferring: this replica started with longer election timeouts so
+	// that the group's preferred leader wins its first election (see
+	// deferTo); the watcher restores them once a leader is known.
+	deferring atomic.Bool
+	watched   chan struct{} // closed when the watcher has ended
+	// lastLeader is the other node last seen leading the group; expected
+	// is when (Unix ns) a node last said it would hand this node the lead
+	// (the "expect" call): a lead taken otherwise was taken from a lost
+	// leader (see Cluster.Takeover).
+	lastLeader atomic.Pointer[string]
+	expected   atomic.Int64
 }
 
 // newGroup returns a group over store and its storage; start it with

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"sort"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -20,14 +22,18 @@ import (
 // election's progress) are logged at Debug: at start they only say what
 // "state loaded" says. Its warning that the heartbeat timed out is dropped
 // when no leader was ever known: that is how a one-voter group starts.
-func newRaftLogger(log *slog.Logger) hclog.Logger {
+//
+// Raft's warnings and errors about one peer (it cannot be reached: every
+// heartbeat, append and vote to it fails) go through peers, when not nil:
+// one line per peer per interval, with the count of those it stood for.
+func newRaftLogger(log *slog.Logger, peers *peerLog) hclog.Logger {
 	level := hclog.Warn
 	if log.Enabled(context.Background(), slog.LevelDebug) {
 		level = hclog.Debug
 	}
 	return hclog.New(&hclog.LoggerOptions{
 		Name: "raft", Level: level, JSONFormat: true, DisableTime: true,
-		Output: slogWriter{log: log},
+		Output: slogWriter{log: log, peers: peers, repeats: &repeats{seen: map[string]*repeat{}, now: time.Now}},
 		Exclude: func(_ hclog.Level, msg string, args ...any) bool {
 			return msg == "heartbeat timeout reached, starting election" && noLeaderYet(args)
 		},
@@ -45,7 +51,67 @@ func noLeaderYet(args []any) bool {
 	return false
 }
 
-type slogWriter struct{ log *slog.Logger }
+type slogWriter struct {
+	log     *slog.Logger
+	peers   *peerLog
+	repeats *repeats
+}
+
+// peerLog throttles the lines about each peer, node-wide (every group of
+// the node shares it): the first line about a peer is logged, the next
+// ones within peerLogInterval are counted, and the first after it is
+// logged with that count ("repeated"), so a node that is down costs one
+// line per interval, not one per RPC of every group.
+type peerLog struct {
+	mu    sync.Mutex
+	peers map[string]*peerLogEntry
+	now   func() time.Time
+}
+
+type peerLogEntry struct {
+	last       time.Time // when a line about the peer was last logged
+	suppressed int       // lines since
+}
+
+// peerLogInterval is the least time between two lines about one peer.
+const peerLogInterval = 10 * time.Second
+
+func newPeerLog() *peerLog { return &peerLog{peers: map[string]*peerLogEntry{}, now: time.Now} }
+
+// admit reports whether a line about peer may be logged now, and how many
+// were suppressed since the last one.
+func (p *peerLog) admit(peer string) (bool, int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.now()
+	e := p.peers[peer]
+	if e == nil {
+		p.peers[peer] = &peerLogEntry{last: now}
+		return true, 0
+	}
+	if now.Sub(e.last) < peerLogInterval {
+		e.suppressed++
+		return false, 0
+	}
+	n := e.suppressed
+	e.last, e.suppressed = now, 0
+	return true, n
+}
+
+// peerOf returns the id of the peer a raft line is about, or "".
+func peerOf(fields map[string]any) string {
+	for _, k := range []string{"peer", "target", "server-id"} {
+		switch v := fields[k].(type) {
+		case map[string]any:
+			if id, ok := v["ID"].(string); ok {
+				return id
+			}
+		case string:
+			return v
+		}
+	}
+	return ""
+}
 
 // Write takes one or more JSON lines from hclog.
 func (w slogWriter) Write(p []byte) (int, error) {
@@ -68,9 +134,74 @@ func (w slogWriter) Write(p []byte) (int, error) {
 		for _, k := range keys {
 			args = append(args, k, m[k])
 		}
-		w.log.Log(context.Background(), demote(slogLevel(lvl), msg, m), msg, args...)
+		level := demote(slogLevel(lvl), msg, m)
+		switch peer := peerOf(m); {
+		case level < slog.LevelWarn:
+		case peer != "" && w.peers != nil:
+			ok, repeated := w.peers.admit(peer)
+			if !ok {
+				continue
+			}
+			if repeated > 0 {
+				args = append(args, "repeated", repeated, "over", peerLogInterval.String())
+			}
+		default:
+			ok, held := w.repeats.allow(msg)
+			if !ok {
+				continue
+			}
+			if held > 0 {
+				args = append(args, "repeated", held, "over", repeatWindow.String())
+			}
+		}
+		w.log.Log(context.Background(), level, msg, args...)
 	}
 	return len(p), nil
+}
+
+// repeats holds back raft's warnings and errors that repeat: a message
+// already logged within repeatWindow is counted, not logged (a follower
+// whose disk refuses entries fails every append its leader sends, a few
+// times a second); the next line of the message that is logged says how
+// many were held back. It is safe for concurrent use.
+type repeats struct {
+	mu   sync.Mutex
+	seen map[string]*repeat
+	now  func() time.Time
+}
+
+type repeat struct {
+	logged time.Time
+	held   int64
+}
+
+// repeatWindow is how long a logged message holds back its repeats.
+const repeatWindow = time.Minute
+
+// maxRepeats bounds the messages remembered (raft's are a fixed set).
+const maxRepeats = 256
+
+// allow reports whether a line with msg may be logged now, and how many
+// lines of it were held back since it was last logged.
+func (r *repeats) allow(msg string) (bool, int64) {
+	now := r.now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.seen[msg]
+	if s != nil && now.Sub(s.logged) < repeatWindow {
+		s.held++
+		return false, 0
+	}
+	if s == nil {
+		if len(r.seen) >= maxRepeats {
+			clear(r.seen)
+		}
+		s = &repeat{}
+		r.seen[msg] = s
+	}
+	held := s.held
+	s.logged, s.held = now, 0
+	return true, held
 }
 
 // demote lowers the level of raft's errors that are how a cluster works,

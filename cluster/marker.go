@@ -43,6 +43,10 @@ type marker struct {
 	log *slog.Logger
 	now func() time.Time
 
+	// allow, when set, is asked before the counter is written (the
+	// disk guard, raftlog.Space.Allow): on a full disk the mark waits.
+	allow func(n int64) error
+
 	mu     sync.Mutex
 	out    *markWriter
 	m      mark // what the file says (or will): node, counter, WALs, and the groups until live
@@ -155,7 +159,9 @@ func (k *marker) forget(group uint32) error {
 // arm makes the file follow the database from now on: the WALs are those
 // in the directory db, the groups' indexes those of the stores. It writes
 // a first counter and the file, and then, every interval (none if it is
-// not positive), a new one whenever a log changed.
+// not positive), a new one whenever a log changed. A write that fails is
+// logged, not returned: a node that starts on a full disk (read-only)
+// keeps the mark it found, which the WAL hooks keep true.
 func (k *marker) arm(db *pebble.DB, dbDir string, interval time.Duration) error {
 	counter, _, err := counterIn(db)
 	if err != nil {
@@ -174,9 +180,7 @@ func (k *marker) arm(db *pebble.DB, dbDir string, interval time.Duration) error 
 	if err != nil {
 		return err
 	}
-	if err := k.mark(true); err != nil {
-		return fmt.Errorf("write %s: %w", markFile, err)
-	}
+	k.mark(true) // a failure (a full disk) is logged, and the next round tries again
 	k.stop, k.done = make(chan struct{}), make(chan struct{})
 	go k.run(interval)
 	return nil
@@ -233,7 +237,13 @@ func (k *marker) mark(force bool) error {
 	if !force && writes == k.seen {
 		return nil
 	}
-	err := db.Set(markKey, binary.BigEndian.AppendUint64(nil, next), pebble.Sync)
+	var err error
+	if k.allow != nil {
+		err = k.allow(64)
+	}
+	if err == nil {
+		err = db.Set(markKey, binary.BigEndian.AppendUint64(nil, next), pebble.Sync)
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -70,10 +71,33 @@ func (c *Cluster) Leave(ctx context.Context, id string) error {
 	return err
 }
 
-// onMetaLeader runs an internal call on the meta group's leader: here if
-// this node leads it, else over the transport; then waits until this node
-// has applied the meta index the leader reached.
+// onMetaLeader runs an internal call on the meta group's leader (see
+// onMetaLeaderOnce), trying again while the meta group changes leaders
+// (its refusals all begin with TRYAGAIN; a join or a leave made twice
+// changes nothing more) until ctx ends or membershipRetry passes.
 func (c *Cluster) onMetaLeader(ctx context.Context, method string, body []byte) ([]byte, error) {
+	deadline := time.Now().Add(membershipRetry)
+	for {
+		b, err := c.onMetaLeaderOnce(ctx, method, body)
+		if err == nil || !strings.HasPrefix(err.Error(), "TRYAGAIN") || time.Now().After(deadline) {
+			return b, err
+		}
+		select {
+		case <-ctx.Done():
+			return b, err
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// membershipRetry bounds how long a join or a leave is tried again while
+// the meta group changes leaders.
+const membershipRetry = 5 * time.Second
+
+// onMetaLeaderOnce runs an internal call on the meta group's leader: here
+// if this node leads it, else over the transport; then waits until this
+// node has applied the meta index the leader reached.
+func (c *Cluster) onMetaLeaderOnce(ctx context.Context, method string, body []byte) ([]byte, error) {
 	if c.metaR.State() == raft.Leader {
 		return c.handleMembership(ctx, method, body)
 	}
@@ -357,16 +381,19 @@ func (c *Cluster) addReplica(id int) error {
 	if err := g.startRaft(c.raftConfig(uint32(id)), logs, c.transport(uint32(id))); err != nil {
 		return err
 	}
+	c.observe(g.raft)
 	c.groups[id].Store(g)
 	c.startWatch(g)
 	c.log.Info("replica started; waiting for the group's leader to add it", "group", id)
 	return c.saveHosted()
 }
 
-// dropReplica stops this node's replica of g and deletes its data.
+// dropReplica stops this node's replica of g and deletes its data, once
+// its watcher has ended (it may be rebuilding the state from that data).
 func (c *Cluster) dropReplica(g *group) {
 	close(g.stop)
 	c.groups[g.id].Store(nil)
+	<-g.watched
 	g.raft.Shutdown().Error()
 	if err := c.cfg.Storage.DropGroup(g.id); err != nil {
 		c.log.Warn("deleting a dropped replica's data failed", "group", g.id, "err", err)
@@ -381,45 +408,186 @@ func (c *Cluster) dropReplica(g *group) {
 func (c *Cluster) saveHosted() error {
 	c.layoutMu.Lock()
 	defer c.layoutMu.Unlock()
-	l := Layout{Version: 1, Groups: c.numGroups(), Peers: c.initial}
+	l := Layout{Version: layoutVersion, Groups: c.numGroups(), Peers: c.initial, Bootstrapped: true}
 	for _, g := range c.hostedGroups() {
 		l.Hosted = append(l.Hosted, g.id)
 	}
 	return c.cfg.Storage.SaveLayout(l)
 }
 
-// handOff hands the lead of g to node id at addr: it stops serving g,
-// waits until every change it made is committed, then asks raft to
-// transfer the lead (which first brings the target up to date). Nothing
-// acknowledged is forgotten, in fast mode too. If the transfer fails, the
-// watcher makes the node serve g again while it still leads.
+// handOff hands the lead of g to node id at addr (any voter if id is
+// ""): it stops serving g, waits until every change it made is committed,
+// asks raft to transfer the lead (which first brings the target up to
+// date), and waits until the new leader serves g. Meanwhile the commands
+// of g's slots are held here (ErrMoving), so a client is sent to the new
+// leader (MOVED) only once it serves: a planned move shows no error.
+// Nothing acknowledged is forgotten, in fast mode too. If the transfer
+// fails, the node serves g again while it still leads.
 func (c *Cluster) handOff(g *group, id, addr string) {
 	if !g.handing.CompareAndSwap(false, true) {
 		return
 	}
-	defer g.handing.Store(false)
-	g.serving.Lock()
-	g.ready.Store(false)
-	g.serving.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	err := c.app.drain(g, ctx.Done())
-	cancel()
-	c.app.deactivate(g, err == nil)
-	if err != nil {
-		c.log.Warn("the changes of a group could not be committed before handing over its lead", "group", g.id, "err", err)
-		g.markDirty()
+	defer func() {
+		g.handing.Store(false)
+		c.topoChanged()
+	}()
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), handOffTimeout)
+	defer cancel()
+	if id == "" {
+		if id, addr = c.successor(g); id == "" {
+			// No voter answers that takes clients and is not stopping
+			// (the others are stopping too, or down): a transfer would
+			// only make a node that cannot serve lead.
+			c.log.Info("no node to hand the group's lead to; it stays here until this node stops", "group", g.id)
+			return
+		}
+	}
+	// Ask the target first: it must be up, take clients, not be stopping,
+	// and have applied the log to within a few entries. A status a peer
+	// sent before it died is no reason to stop serving a group.
+	body, _ := json.Marshal(readyReq{Group: int(g.id), Index: g.fsm.applied.Load()})
+	if _, err := c.mux.Call(ctx, addr, "expect", body); err != nil {
+		c.log.Info("not handing the group's lead over: the target cannot take it now", "group", g.id, "to", id, "err", err)
 		return
+	}
+	c.setReady(g, false)
+	if c.app.isActive(g) {
+		err := c.app.drain(g, ctx.Done())
+		c.app.deactivate(g, err == nil)
+		if err != nil {
+			c.log.Warn("the changes of a group could not be committed before handing over its lead", "group", g.id, "err", err)
+			g.markDirty()
+			return
+		}
 	}
 	g.fsm.resetOrigin()
-	var f raft.Future
-	if id == "" {
-		f = g.raft.LeadershipTransfer()
-	} else {
-		f = g.raft.LeadershipTransferToServer(raft.ServerID(id), raft.ServerAddress(addr))
-	}
+	f := g.raft.LeadershipTransferToServer(raft.ServerID(id), raft.ServerAddress(addr))
 	if err := f.Error(); err != nil {
-		c.log.Warn("leadership transfer failed", "group", g.id, "to", id, "err", err)
+		c.log.Warn("leadership transfer failed; serving the group again", "group", g.id, "to", id, "err", err)
+		if g.leader() && !c.stopping.Load() {
+			c.stepUp(g)
+		}
 		return
 	}
-	c.log.Info("lead handed over", "group", g.id, "to", id)
+	to, err := c.awaitServed(ctx, g, id)
+	if err != nil {
+		c.log.Warn("the group's new leader did not say it serves the group in time", "group", g.id, "to", to, "err", err)
+	}
+	c.log.Info("lead handed over", "group", g.id, "to", to, "took", time.Since(start).Round(time.Millisecond))
+}
+
+// successor returns the voter of g to hand its lead to: one that answers,
+// takes clients and is not stopping, the most caught up of them, its
+// preferred leader first among equals; or "" (raft then picks).
+func (c *Cluster) successor(g *group) (id, addr string) {
+	f := g.raft.GetConfiguration()
+	if f.Error() != nil {
+		return "", ""
+	}
+	preferred := ""
+	if voters := c.placement()[int(g.id)]; len(voters) > 0 {
+		preferred = voters[0]
+	}
+	var best uint64
+	for _, s := range f.Configuration().Servers {
+		sid := string(s.ID)
+		if s.Suffrage != raft.Voter || sid == c.cfg.NodeID || !c.caughtUp(sid, g) {
+			continue
+		}
+		applied := c.appliedBy(sid, g)
+		if id == "" || applied > best || applied == best && sid == preferred {
+			id, addr, best = sid, string(s.Address), applied
+		}
+	}
+	return id, addr
+}
+
+// appliedBy returns the index of group g's log that node id last said it
+// has applied.
+func (c *Cluster) appliedBy(id string, g *group) uint64 {
+	if p := c.peer(id); p != nil {
+		for _, gs := range p.status.Groups {
+			if gs.ID == int(g.id) {
+				return gs.Applied
+			}
+		}
+	}
+	return 0
+}
+
+// handOffTimeout bounds a hand-over, so that the commands it holds are
+// answered within MaxHold.
+const handOffTimeout = MaxHold - 500*time.Millisecond
+
+// awaitServed waits until node id (or, for "", whichever node raft says
+// leads g now) serves g, asking it (the "ready" call), and returns it.
+func (c *Cluster) awaitServed(ctx context.Context, g *group, id string) (string, error) {
+	body, _ := json.Marshal(readyReq{Group: int(g.id)})
+	for {
+		to := id
+		if to == "" {
+			_, l := g.raft.LeaderWithID()
+			to = string(l)
+		}
+		var err error
+		if addr := c.raftAddrOf(to); to != "" && to != c.cfg.NodeID && addr != "" {
+			if _, err = c.mux.Call(ctx, addr, "ready", body); err == nil {
+				return to, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			if err == nil {
+				err = ctx.Err()
+			}
+			return to, err
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// readyReq is the body of the "ready" call, which returns once the callee
+// serves Group (or fails with ErrMoving at the caller's deadline), and of
+// "expect", which the callee accepts if it may take Group's lead now: it
+// takes clients, is not stopping, and has applied Group's log to within
+// a few entries of Index, the caller's applied index (see expectLead).
+type readyReq struct {
+	Group int    `json:"group"`
+	Index uint64 `json:"index,omitempty"`
+}
+
+// expectLead answers "expect": it refuses a lead this node cannot take now,
+// and otherwise records that one is coming, so that taking it is not
+// counted as a takeover from a lost leader (noteTakeover).
+func (c *Cluster) expectLead(req readyReq) error {
+	g := c.replica(req.Group)
+	switch {
+	case g == nil:
+		return fmt.Errorf("ERR this node has no replica of group %d", req.Group)
+	case !c.accepting.Load() || c.stopping.Load():
+		return errors.New("ERR this node does not take leads now (starting or stopping)")
+	case c.diskLow():
+		return errors.New("ERR this node's disk refuses state changes: it takes no lead")
+	case g.fsm.applied.Load()+64 < req.Index:
+		return fmt.Errorf("ERR this node has applied group %d's log to %d, behind %d", req.Group, g.fsm.applied.Load(), req.Index)
+	}
+	g.expected.Store(time.Now().UnixNano())
+	return nil
+}
+
+// awaitReady answers the "ready" call.
+func (c *Cluster) awaitReady(ctx context.Context, req readyReq) error {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(handOffTimeout)
+	}
+	for {
+		if g := c.replica(req.Group); g != nil && g.ready.Load() {
+			return nil
+		}
+		if !c.Await(deadline) {
+			return ErrMoving
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rlserver/rlserver/raftlog"
 )
 
 // metrics are the node's Prometheus series and the counters INFO
@@ -112,16 +113,91 @@ func (m *metrics) appendLogInfo(out []string, ls *LogStats) []string {
 	return out
 }
 
+// registerDiskMetrics registers the rlserver_disk_* series of space with
+// reg.
+func registerDiskMetrics(reg prometheus.Registerer, space *raftlog.Space) {
+	gauge := func(name, help string, v func(s raftlog.SpaceStats) float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help},
+			func() float64 { return v(space.Stats()) })
+	}
+	counter := func(name, help string, v func(s raftlog.SpaceStats) float64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help},
+			func() float64 { return v(space.Stats()) })
+	}
+	reg.MustRegister(
+		gauge("rlserver_disk_low", "1 while the data directory's disk has less than --min-free-disk free and state changes are refused, else 0.",
+			func(s raftlog.SpaceStats) float64 { return b2f(s.Low) }),
+		gauge("rlserver_disk_free_bytes", "Free space of the data directory's disk (last statfs, less the writes counted since).",
+			func(s raftlog.SpaceStats) float64 { return float64(s.Free) }),
+		gauge("rlserver_disk_min_free_bytes", "The reserve below which state changes are refused (--min-free-disk; 0: no guard).",
+			func(s raftlog.SpaceStats) float64 { return float64(s.MinFree) }),
+		gauge("rlserver_disk_ballast_bytes", "Size of the ballast file present in the data directory (0 once deleted to make room).",
+			func(s raftlog.SpaceStats) float64 { return b2f(s.BallastPresent) * float64(s.Ballast) }),
+		counter("rlserver_disk_low_episodes_total", "Times the disk went below --min-free-disk.",
+			func(s raftlog.SpaceStats) float64 { return float64(s.Episodes) }),
+		counter("rlserver_disk_refused_writes_total", "Writes of log entries or snapshot chunks refused because the disk was nearly full.",
+			func(s raftlog.SpaceStats) float64 { return float64(s.Refused) }),
+	)
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// appendDiskInfo appends INFO persistence's rl_disk_* fields of space (nil
+// for a node without one) to out.
+func appendDiskInfo(out []string, space *raftlog.Space) []string {
+	if space == nil {
+		return out
+	}
+	s := space.Stats()
+	itoa := func(v int64) string { return strconv.FormatInt(v, 10) }
+	status := "ok"
+	switch {
+	case !s.Guarded:
+		status = "unguarded"
+	case s.Low:
+		status = "low"
+	}
+	var since int64
+	if s.Low {
+		since = s.LowSince.Unix()
+	}
+	return append(out,
+		"rl_disk_status", status,
+		"rl_disk_free_bytes", itoa(s.Free),
+		"rl_disk_total_bytes", itoa(s.Total),
+		"rl_disk_min_free_bytes", itoa(s.MinFree),
+		"rl_disk_ballast_bytes", itoa(int64(b2f(s.BallastPresent))*s.Ballast),
+		"rl_disk_low_since", itoa(since),
+		"rl_disk_low_episodes", itoa(int64(s.Episodes)),
+		"rl_disk_writes_refused", itoa(int64(s.Refused)),
+	)
+}
+
+// logStatus is INFO persistence's rl_log_status: "refusing" while the log
+// refuses entries (failed, the standalone node's), "disk_low" while the
+// disk guard refuses state changes, else "ok".
+func logStatus(failed bool, space *raftlog.Space) string {
+	switch {
+	case failed:
+		return "refusing"
+	case space != nil && space.Err() != nil:
+		return "disk_low"
+	}
+	return "ok"
+}
+
 // PersistenceInfo returns the fields of INFO persistence, as alternating
 // names and values.
 func (n *Node) PersistenceInfo() []string {
 	st := n.raft.Stats()
 	m := n.metrics
 	itoa := func(v int64) string { return strconv.FormatInt(v, 10) }
-	status := "ok"
-	if n.refuse() != nil {
-		status = "refusing"
-	}
+	status := logStatus(n.refuse() != nil, n.cfg.Disk)
 	out := []string{
 		"loading", "0",
 		"rdb_changes_since_last_save", itoa(int64(n.store.Pending())),
@@ -148,7 +224,7 @@ func (n *Node) PersistenceInfo() []string {
 	} else {
 		out = append(out, "last_snapshot_time", "0")
 	}
-	return out
+	return appendDiskInfo(out, n.cfg.Disk)
 }
 
 // PersistenceInfo returns the fields of INFO persistence of a cluster
@@ -164,10 +240,11 @@ func (c *Cluster) PersistenceInfo() []string {
 		"rl_cluster", "1",
 		"rl_consistency", c.cfg.Consistency.String(),
 		"rl_flush_interval_ms", itoa(c.cfg.FlushInterval.Milliseconds()),
-		"rl_log_status", "ok",
+		"rl_log_status", logStatus(false, c.cfg.Storage.Space),
 	}
 	ls := c.cfg.Storage.LogStats()
 	out = c.metrics.appendLogInfo(out, &ls)
+	out = appendDiskInfo(out, c.cfg.Storage.Space)
 	for _, g := range c.hostedGroups() {
 		if g == nil {
 			continue

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/raftlog"
 	"github.com/rlserver/rlserver/rules"
 	"github.com/rlserver/rlserver/shards"
 )
@@ -128,6 +129,11 @@ type Config struct {
 	// in-memory store keeps the slices), so the applier may reuse an
 	// entry's buffer once it is committed.
 	ReuseEntries bool
+	// Disk, when set (Storage.Space), is the data directory's free-space
+	// guard: INFO persistence and rlserver_log_refusing report it, and a
+	// log entry it refused is tried again only once it allows writes.
+	// (Store's Options.Refuse is what refuses the state changes.)
+	Disk *raftlog.Space
 }
 
 // LogStats are the counters of a log store that a Node reports.
@@ -189,6 +195,9 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 	n.metrics = newMetrics(cfg.Registerer, n.fsm.applied.Load, n.refusing, cfg.LogStats)
 	n.app = newApplier(cfg.FlushInterval, cfg.Clock, n.metrics, cfg.Logger, n.shutdownCh, cfg.ReuseEntries)
 	n.app.strong = cfg.Consistency == Strong
+	if cfg.Disk != nil {
+		n.app.space = cfg.Disk.Room
+	}
 	n.commits = commits{n.app}
 	_, trans := raft.NewInmemTransport(raft.ServerAddress(cfg.NodeID))
 	if err := g.startRaft(raftConfig(cfg), cfg.Stable, trans); err != nil {
@@ -232,7 +241,7 @@ func raftConfig(cfg Config) *raft.Config {
 	rc.SnapshotThreshold = cfg.SnapshotEntries
 	rc.SnapshotInterval = cfg.SnapshotInterval
 	rc.TrailingLogs = cfg.TrailingLogs
-	rc.Logger = newRaftLogger(cfg.Logger)
+	rc.Logger = newRaftLogger(cfg.Logger, nil)
 	return rc
 }
 
@@ -288,8 +297,11 @@ func (n *Node) brokenErr() error {
 	return nil
 }
 
-// refusing reports whether the log refuses writes.
-func (n *Node) refusing() bool { return n.app.failed.Load() != nil }
+// refusing reports whether the log refuses writes, or the disk guard
+// state changes.
+func (n *Node) refusing() bool {
+	return n.app.failed.Load() != nil || (n.cfg.Disk != nil && n.cfg.Disk.Err() != nil)
+}
 
 // refuse returns the error that stops a state change now, or nil.
 func (n *Node) refuse() error {

@@ -183,5 +183,5 @@ func (f Forwarder) Reset(key []byte, now int64) (bool, error) {
 // none does right now.
 func isRouting(err error) bool {
 	var moved *MovedError
-	return errors.As(err, &moved) || errors.Is(err, ErrTryAgain) || errors.Is(err, ErrClusterDown)
+	return errors.As(err, &moved) || Transient(err) || errors.Is(err, ErrClusterDown)
 }

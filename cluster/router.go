@@ -11,13 +11,36 @@ import (
 // Errors of a node that does not serve a key's slot, in Redis's words
 // (MOVED is built per slot).
 var (
-	// ErrTryAgain: the slot's group is electing a leader, or its new
-	// leader is catching up; retry shortly.
-	ErrTryAgain = errors.New("TRYAGAIN the slot's group is electing a leader; retry")
+	// ErrTryAgain: the slot's group is electing a leader, or its leader
+	// has not told the cluster its address yet; retry shortly. It is
+	// transient (see Transient).
+	ErrTryAgain error = &transientError{"TRYAGAIN the slot's group is electing a leader; retry"}
+	// ErrMoving: the slot's group is changing leaders in a planned move
+	// (this node hands its lead over, or took it and applies the log
+	// before it serves); retry shortly, or wait (Await). Transient.
+	ErrMoving error = &transientError{"TRYAGAIN the slot is moving to another node; retry"}
 	// ErrClusterDown: the slot's group has had no leader for a while (no
 	// quorum of its voters is reachable).
 	ErrClusterDown = errors.New("CLUSTERDOWN The cluster is down")
 )
+
+// transientError is a routing error that passes by itself within about
+// an election's time: the slot's group is choosing or changing its leader.
+type transientError struct{ msg string }
+
+func (e *transientError) Error() string { return e.msg }
+
+// Transient reports true: a command that got this error changed nothing
+// and may wait (Cluster.Await) and run again.
+func (e *transientError) Transient() bool { return true }
+
+// Transient reports whether err says that a key's slot is between two
+// leaders (ErrTryAgain, ErrMoving, or such a refusal from another node):
+// the command changed nothing and may run again once the slot settles.
+func Transient(err error) bool {
+	var t *transientError
+	return errors.As(err, &t)
+}
 
 // serving returns the group that serves key here, read-locked: the caller
 // must call g.serving.RUnlock when it has finished with g's store. If this
@@ -51,9 +74,12 @@ func (c *Cluster) Route(slot int) error {
 
 // routeErr is Route's error for a slot this node does not serve.
 func (c *Cluster) routeErr(slot, gi int) error {
+	if g := c.replica(gi); g != nil && g.handing.Load() {
+		return ErrMoving // handing the lead over: held until the new leader serves
+	}
 	leader := c.leaderOf(gi)
 	if leader == c.cfg.NodeID {
-		return ErrTryAgain // leading, not caught up yet
+		return ErrMoving // leading, not caught up yet
 	}
 	if leader != "" {
 		if n, ok := c.meta.current().Nodes[leader]; ok && n.RESP != "" {
@@ -77,13 +103,28 @@ type MovedError struct {
 func (e *MovedError) Error() string { return "MOVED " + strconv.Itoa(e.Slot) + " " + e.Addr }
 
 // leaderOf returns the node id that leads group g as far as this node
-// knows, or "".
+// knows, or "": what its replica's raft says, or what the other nodes
+// report for a group it does not host — or hosts but has not heard from a
+// leader of since it started (unheard): a node that has just restarted may
+// not hear from its groups' leaders for a second or more (a leader backs
+// off from a peer that was down) while the others report them, and it
+// should send its clients there rather than hold them and answer
+// CLUSTERDOWN. A replica that heard from a leader before trusts only its
+// raft: a peer's report may be of a leader that has just died.
 func (c *Cluster) leaderOf(g int) string {
-	if grp := c.replica(g); grp != nil {
-		_, id := grp.raft.LeaderWithID()
-		return string(id)
+	grp := c.replica(g)
+	if grp != nil {
+		if _, id := grp.raft.LeaderWithID(); id != "" || !unheard(grp) {
+			return string(id)
+		}
 	}
 	return c.remoteLeader(g)
+}
+
+// unheard reports whether g's raft has heard from no leader since it
+// started (and does not lead).
+func unheard(g *group) bool {
+	return g.raft.LastContact().IsZero() && !g.leader()
 }
 
 // View is a node's picture of the cluster, for CLUSTER SLOTS, SHARDS,
@@ -176,6 +217,9 @@ func (c *Cluster) KeysInSlot(slot int) int {
 	}
 	return g.store.CountKeys(c.clock(), func(key []byte) bool { return slots.Of(key) == slot })
 }
+
+// RESPAddr returns the address clients reach this node at.
+func (c *Cluster) RESPAddr() string { return c.cfg.RESPAddr }
 
 // Groups returns the number of data groups.
 func (c *Cluster) Groups() int { return c.numGroups() }

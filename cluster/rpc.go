@@ -30,7 +30,14 @@ import (
 // rpcTimeout bounds one internal call.
 const rpcTimeout = 2 * time.Second
 
+// handleRPC answers another node's internal call. Calls are admitted only
+// while the node is open (lifecycle): never while its groups are being
+// made or stopped.
 func (c *Cluster) handleRPC(ctx context.Context, method string, body []byte) ([]byte, error) {
+	if err := c.life.enter(); err != nil {
+		return nil, err
+	}
+	defer c.life.leave()
 	switch method {
 	case "status":
 		var req statusReq
@@ -50,6 +57,18 @@ func (c *Cluster) handleRPC(ctx context.Context, method string, body []byte) ([]
 			return nil, err
 		}
 		return json.Marshal(rep)
+	case "expect": // a hand-over of the group to this node is coming
+		var req readyReq
+		if err := json.Unmarshal(body, &req); err != nil {
+			return nil, err
+		}
+		return nil, c.expectLead(req)
+	case "ready":
+		var req readyReq
+		if err := json.Unmarshal(body, &req); err != nil {
+			return nil, err
+		}
+		return nil, c.awaitReady(ctx, req)
 	case "meta.join", "meta.leave":
 		return c.handleMembership(ctx, method, body)
 	case "meta.apply":
@@ -89,6 +108,13 @@ type statusReq struct {
 type nodeStatus struct {
 	ID     string        `json:"id"`
 	Groups []groupStatus `json:"groups"`
+	// Accepting: clients can reach the node (Listening); Stopping: it
+	// hands its leads over and takes none (StepDown). Leads are handed
+	// only to a node that accepts and is not stopping.
+	Accepting bool `json:"accepting"`
+	Stopping  bool `json:"stopping,omitempty"`
+	// DiskLow: its disk refuses state changes; it takes no lead.
+	DiskLow bool `json:"disk_low,omitempty"`
 }
 
 // groupStatus is one hosted group as this node sees it.
@@ -110,7 +136,7 @@ type groupStatus struct {
 // status returns this node's groups; with at > 0, each with its state's
 // digest at that time.
 func (c *Cluster) status(at int64) nodeStatus {
-	s := nodeStatus{ID: c.cfg.NodeID}
+	s := nodeStatus{ID: c.cfg.NodeID, Accepting: c.accepting.Load(), Stopping: c.stopping.Load(), DiskLow: c.diskLow()}
 	for _, g := range c.hostedGroups() {
 		if g == nil {
 			continue
@@ -171,15 +197,25 @@ func (c *Cluster) metaApply(ctx context.Context, cmd []byte) (metaResult, error)
 	return rep.Result, nil
 }
 
-// remoteErr passes a remote handler's Redis-style refusal on as it is and
-// turns an unreachable node into TRYAGAIN.
+// remoteErr passes a remote handler's Redis-style refusal on as it is
+// (a transient one stays Transient) and turns an unreachable node into
+// TRYAGAIN.
 func remoteErr(err error) error {
 	var re *transport.RemoteError
 	if errors.As(err, &re) {
+		for _, t := range transientErrors {
+			if re.Msg == t.Error() {
+				return t
+			}
+		}
 		return errors.New(re.Msg)
 	}
 	return fmt.Errorf("TRYAGAIN a node of the cluster cannot be reached: %v", err)
 }
+
+// transientErrors are the refusals another node may answer that say its
+// call ran nothing and may be made again.
+var transientErrors = []error{ErrTryAgain, ErrMoving, ErrStarting, ErrStopping}
 
 // chargeReq is one group's part of a rule check: its counters, charged
 // all or nothing (CheckAll), or given back (RefundAll).
@@ -324,14 +360,16 @@ func (c *Cluster) peer(id string) *peerInfo {
 	return c.peers.byID[id]
 }
 
-// noteRemoteLeaders updates the leaderless times of the groups this node
-// does not host, from the peers' reports.
+// noteRemoteLeaders updates the leaderless times of the groups whose
+// leader this node learns from the peers' reports (see leaderOf), and
+// wakes held commands.
 func (c *Cluster) noteRemoteLeaders() {
 	for g := 1; g <= c.numGroups(); g++ {
-		if c.replica(g) == nil {
-			c.markLeader(g, c.remoteLeader(g) != "")
+		if grp := c.replica(g); grp == nil || unheard(grp) {
+			c.markLeader(g, c.leaderOf(g) != "")
 		}
 	}
+	c.topoChanged()
 }
 
 // remoteLeader returns the node that connected peers report as leading
@@ -358,12 +396,17 @@ func (c *Cluster) remoteLeader(g int) string {
 // slots and leaders, and every replica's applied index (and digest, when
 // asked for one at a time) as each node reports it.
 type Report struct {
-	Node   string            `json:"node"` // the node that answered
-	OK     bool              `json:"ok"`   // every slot has a leader
-	Nodes  []ReportNode      `json:"nodes"`
-	Groups []ReportGroup     `json:"groups"`
-	Rules  int               `json:"rules"`
-	Errors map[string]string `json:"errors,omitempty"` // nodes that did not answer
+	Node string `json:"node"` // the node that answered
+	OK   bool   `json:"ok"`   // every slot has a leader
+	// Serving: every group is served by one node, and Balanced: by its
+	// preferred leader (the methods' answers, for scripts that read the
+	// JSON).
+	Serving  bool              `json:"serving"`
+	Balanced bool              `json:"balanced"`
+	Nodes    []ReportNode      `json:"nodes"`
+	Groups   []ReportGroup     `json:"groups"`
+	Rules    int               `json:"rules"`
+	Errors   map[string]string `json:"errors,omitempty"` // nodes that did not answer
 }
 
 // ReportNode is one member.
@@ -403,7 +446,7 @@ type ReportReplica struct {
 // Balanced reports whether every slot has a leader and every group has
 // exactly one ready replica, on its preferred leader (its first voter):
 // the state the balancer brings a healthy cluster to.
-func (r Report) Balanced() bool {
+func (r Report) IsBalanced() bool {
 	if !r.OK || len(r.Groups) == 0 {
 		return false
 	}
@@ -526,5 +569,7 @@ func (c *Cluster) Report(ctx context.Context, digestAt int64) Report {
 		r.Nodes = append(r.Nodes, ReportNode{Name: n.Name, ID: n.ID, RESP: n.RESP, HTTP: n.HTTP, Raft: n.Raft,
 			Connected: n.Connected, Leads: leads[n.Name]})
 	}
+	r.Serving = r.OK && len(r.Errors) == 0 && r.ServedWithout("")
+	r.Balanced = r.IsBalanced()
 	return r
 }

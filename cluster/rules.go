@@ -44,6 +44,9 @@ func (c *Cluster) DeleteRule(id string) (bool, error) {
 }
 
 func (c *Cluster) ruleCmd(cmd metaCmd) (bool, error) {
+	if err := c.cfg.Storage.Space.Err(); err != nil {
+		return false, err // this node's disk is nearly full
+	}
 	b, err := json.Marshal(cmd)
 	if err != nil {
 		return false, err

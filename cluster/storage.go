@@ -12,6 +12,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rlserver/rlserver/raftlog"
 	"github.com/rlserver/rlserver/snapshot"
 )
@@ -28,10 +29,14 @@ type Storage struct {
 	Logs   *raftlog.Store
 	Snaps  *snapshot.Store
 	NodeID string
-	dir    string
-	fs     vfs.FS
-	log    *slog.Logger
-	marks  *marker
+	// Space guards the directory's free disk space (StorageOptions.MinFreeDisk):
+	// its Err refuses state changes, and every group's log and snapshot
+	// store ask its Allow before they write.
+	Space *raftlog.Space
+	dir   string
+	fs    vfs.FS
+	log   *slog.Logger
+	marks *marker
 	// emptied: AcceptDataLoss found nothing left of group 0 and dropped
 	// it, so that the node starts empty.
 	emptied bool
@@ -51,6 +56,15 @@ type StorageOptions struct {
 	// truncates the log behind the newest, so an older one could not be
 	// brought up to date anyway).
 	RetainSnapshots int
+	// MinFreeDisk is the free space below which state changes are refused
+	// (raftlog.Space); 0 turns the guard off. DiskBallast is the size of
+	// the ballast file kept in the directory; 0 keeps none. The guard
+	// reads the disk's space with statfs, so it is off when FS is not the
+	// disk (vfs.Default).
+	MinFreeDisk int64
+	DiskBallast int64
+	// Registerer, when set, receives the rlserver_disk_* series.
+	Registerer prometheus.Registerer
 	// AcceptDataLoss starts on a damaged directory instead of refusing it
 	// with ErrDamaged: what cannot be read is dropped (a snapshot, the log
 	// from its first lost entry on), and every loss is logged at ERROR.
@@ -60,6 +74,13 @@ type StorageOptions struct {
 	// start, on WAL changes and at Close).
 	MarkInterval time.Duration
 }
+
+// Defaults of StorageOptions' disk guard, which rlserver's flags take:
+// see raftlog/DESIGN.md, "Disk space", for why these numbers.
+const (
+	DefaultMinFreeDisk = 256 << 20
+	DefaultDiskBallast = 64 << 20
+)
 
 // Errors of OpenStorage.
 var (
@@ -118,21 +139,39 @@ func OpenStorage(dir string, o StorageOptions) (*Storage, error) {
 		}
 	}
 	st := &Storage{NodeID: id, dir: dir, fs: o.FS, log: o.Logger, marks: newMarker(o.FS, dir, id, m, slot, size, o.Logger)}
-	mustExist := known != "" || m != nil
-	db, err := raftlog.OpenDB(filepath.Join(dir, dbDir), raftlog.Options{FS: o.FS, Logger: o.Logger, MustExist: mustExist, WALs: st.marks})
-	if err != nil {
-		if mustExist {
-			return nil, fmt.Errorf("%w: %s was node %q's, but its database cannot be opened: %v", ErrLostStorage, dir, id, err)
-		}
-		return nil, fmt.Errorf("open database in %s: %w", dir, err)
-	}
-	st.DB = db
-	if err := st.start(o, found, known != ""); err != nil {
-		db.Close()
-		st.marks.release()
+	if err := st.open(o, known != "" || m != nil); err != nil {
 		return nil, err
 	}
+	if err := st.start(o, found, known != ""); err != nil {
+		st.DB.Close()
+		st.marks.release()
+		st.Space.Close()
+		return nil, err
+	}
+	if o.Registerer != nil {
+		registerDiskMetrics(o.Registerer, st.Space)
+	}
 	return st, nil
+}
+
+// open starts the free-space guard and opens the database for writing,
+// watching its WALs for the mark.
+func (st *Storage) open(o StorageOptions, mustExist bool) error {
+	space, err := openSpace(st.dir, o)
+	if err != nil {
+		return err
+	}
+	db, err := raftlog.OpenDB(filepath.Join(st.dir, dbDir), raftlog.Options{FS: o.FS, Logger: o.Logger, MustExist: mustExist, WALs: st.marks})
+	if err != nil {
+		space.Close()
+		if mustExist {
+			return fmt.Errorf("%w: %s was node %q's, but its database cannot be opened: %v", ErrLostStorage, st.dir, st.NodeID, err)
+		}
+		return fmt.Errorf("open database in %s: %w", st.dir, err)
+	}
+	st.DB, st.Space = db, space
+	st.marks.allow = space.Allow
+	return nil
 }
 
 func (o StorageOptions) withDefaults() StorageOptions {
@@ -254,13 +293,10 @@ func (st *Storage) start(o StorageOptions, found []damage, initialised bool) err
 // last index of every group the database holds.
 func (st *Storage) openGroups(retain int) error {
 	var err error
-	if st.Logs, err = raftlog.New(st.DB, groupID); err != nil {
+	st.Logs, st.Snaps = nil, nil // the repairs may have changed group 0
+	if st.Logs, st.Snaps, err = st.GroupStorage(groupID, retain, st.log); err != nil {
 		return err
 	}
-	if st.Snaps, err = snapshot.NewStore(st.DB, groupID, retain, st.log); err != nil {
-		return err
-	}
-	st.marks.add(groupID, st.Logs, st.Snaps)
 	ids, err := groupIDs(st.DB, nil)
 	for _, id := range ids {
 		if id == groupID || err != nil {
@@ -295,7 +331,12 @@ func (st *Storage) accept(found []damage, retain int) error {
 			keep = 1 // as GroupStorage
 		}
 		snaps, err := snapshot.NewStore(st.DB, id, keep, st.log)
-		return logs, snaps, err
+		if err != nil {
+			return nil, nil, err
+		}
+		logs.SetGuard(st.Space)
+		snaps.SetGuard(st.Space)
+		return logs, snaps, nil
 	})
 	if err != nil {
 		return err
@@ -308,6 +349,16 @@ func (st *Storage) accept(found []damage, retain int) error {
 		}
 	}
 	return nil
+}
+
+// openSpace starts the free-space guard of dir (see
+// StorageOptions.MinFreeDisk), off unless the directory is on the disk.
+func openSpace(dir string, o StorageOptions) (*raftlog.Space, error) {
+	so := raftlog.SpaceOptions{MinFree: o.MinFreeDisk, Ballast: o.DiskBallast, Logger: o.Logger}
+	if o.FS != vfs.Default {
+		so.MinFree, so.Ballast = 0, 0
+	}
+	return raftlog.OpenSpace(dir, so) // its errors name dir
 }
 
 // checkNotEmpty refuses a database that holds no Raft state although the
@@ -375,13 +426,15 @@ func (st *Storage) LogStats() LogStats {
 }
 
 // Close brings the mark file up to date a last time, then closes the
-// database. Every raft on it has shut down.
+// database and stops the free-space guard. Every raft on it has shut down.
 func (st *Storage) Close() error {
 	err := st.marks.close()
 	if err != nil {
 		st.log.Error("the mark file could not be written at close", "file", markFile, "err", err)
 	}
-	return errors.Join(st.DB.Close(), err, st.marks.release())
+	err = errors.Join(st.DB.Close(), err, st.marks.release())
+	st.Space.Close()
+	return err
 }
 
 // readID returns the node id the directory holds, or "" for a new one.
@@ -405,8 +458,9 @@ func readID(fs vfs.FS, dir string) (string, error) {
 
 // GroupStorage returns the log store (which is also its stable store) and
 // the snapshot store of group id in the node's database.
+// Both ask the node's Space before they write.
 func (st *Storage) GroupStorage(id uint32, retain int, log *slog.Logger) (*raftlog.Store, *snapshot.Store, error) {
-	if id == groupID {
+	if id == groupID && st.Logs != nil {
 		return st.Logs, st.Snaps, nil
 	}
 	logs, err := raftlog.New(st.DB, id)
@@ -417,17 +471,35 @@ func (st *Storage) GroupStorage(id uint32, retain int, log *slog.Logger) (*raftl
 	if err != nil {
 		return nil, nil, err
 	}
+	logs.SetGuard(st.Space)
+	snaps.SetGuard(st.Space)
 	st.marks.add(id, logs, snaps)
 	return logs, snaps, nil
 }
 
 // Layout is what a cluster node's data directory records of the cluster
 // it belongs to, so that a restart opens the same groups without flags.
+// It is written before the node's groups are bootstrapped, so that a node
+// that crashes during its first start comes back as the cluster node it
+// was becoming (and bootstraps what it had not yet).
 type Layout struct {
 	Version int      `json:"version"`
 	Groups  int      `json:"groups"` // data groups in the cluster
 	Hosted  []uint32 `json:"hosted"` // the data groups this node is a voter of
 	Peers   []Peer   `json:"peers"`  // the initial members
+	// Bootstrapped: the meta group and the hosted groups were
+	// bootstrapped from Peers (version 2; a version 1 layout was written
+	// only after they were).
+	Bootstrapped bool `json:"bootstrapped,omitempty"`
+}
+
+// layoutVersion is the version of the Layouts written now.
+const layoutVersion = 2
+
+// bootstrapped reports whether l's groups were bootstrapped, or need not
+// be (a joining node's are added by the cluster).
+func (l *Layout) bootstrapped() bool {
+	return l.Version < 2 || l.Bootstrapped || len(l.Peers) == 0
 }
 
 // Peer is a member named in --peers.

@@ -16,6 +16,7 @@ func (c *Cluster) startBackground() {
 	for _, g := range c.hostedGroups() {
 		c.startWatch(g)
 	}
+	c.goLoop(c.watchLeaders)
 	c.goLoop(c.register)
 	c.goLoop(c.reconcileLoop)
 	c.goLoop(c.poll)
@@ -57,12 +58,20 @@ func (c *Cluster) watch(g *group) {
 	}
 }
 
-// startWatch starts g's watcher.
+// startWatch starts g's watcher; dropReplica waits for it to end
+// (g.watched) before it deletes the replica's data.
 func (c *Cluster) startWatch(g *group) {
-	c.goLoop(func() { c.watch(g) })
+	g.watched = make(chan struct{})
+	c.goLoop(func() {
+		defer close(g.watched)
+		c.watch(g)
+	})
 }
 
-// reconcile brings g's serving state in line with raft's.
+// reconcile brings g's serving state in line with raft's. A node that is
+// stopping serves nothing more: a lead it still holds, or wins, is handed
+// over; so does a node whose disk refuses state changes (it could only
+// answer MISCONF), if a node whose disk does not can take the lead.
 func (c *Cluster) reconcile(g *group, dirty bool) {
 	if g.handing.Load() {
 		return // handOff decides
@@ -71,17 +80,28 @@ func (c *Cluster) reconcile(g *group, dirty bool) {
 	if g.ready.Load() && (!leading || dirty) {
 		c.stepDown(g)
 	}
-	if leading && !g.ready.Load() {
+	switch {
+	case leading && (c.stopping.Load() || c.diskLow()):
+		c.handOff(g, "", "")
+	case leading && !g.ready.Load():
 		c.stepUp(g)
 	}
 	c.noteLeader(g)
 }
 
+// setReady makes g serve its slots here, or stop: under the serving lock,
+// so that once it is cleared no check changes g's store. Held commands
+// are woken to route again.
+func (c *Cluster) setReady(g *group, ready bool) {
+	g.serving.Lock() // wait for the checks under way
+	g.ready.Store(ready)
+	g.serving.Unlock()
+	c.topoChanged()
+}
+
 // stepDown stops serving g and rebuilds its state from the log.
 func (c *Cluster) stepDown(g *group) {
-	g.serving.Lock() // wait for the checks under way
-	g.ready.Store(false)
-	g.serving.Unlock()
+	c.setReady(g, false)
 	c.app.deactivate(g, false)
 	start := time.Now()
 	if err := g.fsm.rebuild(g.logs, g.snaps); err != nil {
@@ -101,14 +121,56 @@ func (c *Cluster) stepUp(g *group) {
 		return
 	}
 	c.app.activate(g)
-	g.ready.Store(true)
+	c.setReady(g, true)
 	c.log.Debug("leading", "group", g.id)
+	c.noteTakeover(g)
 }
 
-// noteLeader records since when g has had no known leader.
+// noteTakeover records that this node took g's lead from a leader it lost
+// (one that did not announce a hand-over), so that clients are told to
+// reload their slot maps (Takeover).
+func (c *Cluster) noteTakeover(g *group) {
+	prev := g.lastLeader.Swap(nil)
+	planned := time.Since(time.Unix(0, g.expected.Load())) < expectFor
+	if prev == nil || *prev == c.cfg.NodeID || planned {
+		return
+	}
+	c.takeoverAt.Store(time.Now().UnixNano())
+	c.takeovers.Add(1)
+	c.log.Info("took over a group whose leader was lost", "group", g.id, "from", *prev)
+}
+
+// expectFor is how long an announced hand-over ("expect") makes the lead
+// this node takes a planned one.
+const expectFor = 5 * time.Second
+
+// Takeover returns the number of groups this node has taken over from
+// lost leaders, and whether the last was within takeoverNudge: clients
+// may still send those slots to the lost node (see server.Nudger).
+func (c *Cluster) Takeover() (uint64, bool) {
+	at := c.takeoverAt.Load()
+	return c.takeovers.Load(), at != 0 && time.Since(time.Unix(0, at)) < takeoverNudge
+}
+
+// takeoverNudge is how long after a takeover clients are told of it.
+const takeoverNudge = 10 * time.Second
+
+// noteLeader records since when g has had no known leader; once it has
+// one, a replica that deferred to the group's preferred leader at start
+// (see deferTo) takes the usual timeouts.
 func (c *Cluster) noteLeader(g *group) {
 	_, id := g.raft.LeaderWithID()
-	c.markLeader(int(g.id), id != "")
+	c.markLeader(int(g.id), c.leaderOf(int(g.id)) != "")
+	if leader := string(id); leader != "" && leader != c.cfg.NodeID {
+		g.lastLeader.Store(&leader)
+	}
+	if id != "" && g.deferring.CompareAndSwap(true, false) {
+		rc := g.raft.ReloadableConfig()
+		rc.HeartbeatTimeout, rc.ElectionTimeout = c.cfg.HeartbeatTimeout, c.cfg.ElectionTimeout
+		if err := g.raft.ReloadConfig(rc); err != nil {
+			c.log.Warn("restoring a group's election timeouts failed", "group", g.id, "err", err)
+		}
+	}
 }
 
 func (c *Cluster) markLeader(g int, has bool) {
@@ -224,11 +286,13 @@ func (c *Cluster) balance() {
 	}
 }
 
-// caughtUp reports whether node id is connected and has applied group g's
-// log to within a few entries of this node.
+// caughtUp reports whether node id is connected, takes clients (its
+// listener is open and it is not stopping), and has applied group g's log
+// to within a few entries of this node: whether a lead may be handed to
+// it.
 func (c *Cluster) caughtUp(id string, g *group) bool {
 	p := c.peer(id)
-	if !p.connected() {
+	if !p.connected() || !p.status.Accepting || p.status.Stopping || p.status.DiskLow {
 		return false
 	}
 	for _, gs := range p.status.Groups {

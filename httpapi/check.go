@@ -56,7 +56,7 @@ type ruleCheckResponse struct {
 // allowed, 429 if denied, with the rate-limit headers.
 func (a *api) check(w http.ResponseWriter, r *http.Request) {
 	var req checkRequest
-	err := a.authorize(r, false)
+	err := a.authorize(r, accessCheck, "checking")
 	if err == nil {
 		err = decode(w, r, &req)
 	}
@@ -132,7 +132,7 @@ type checkRulesRequest struct {
 // the most restrictive rule.
 func (a *api) checkRules(w http.ResponseWriter, r *http.Request) {
 	var req checkRulesRequest
-	err := a.authorize(r, false)
+	err := a.authorize(r, accessCheck, "checking against the rules")
 	if err == nil {
 		err = decode(w, r, &req)
 	}

@@ -3,9 +3,13 @@
 // /v1/checkrules, answering 200 or 429 with X-RateLimit-*, RateLimit,
 // RateLimit-Policy (draft-ietf-httpapi-ratelimit-headers-10) and
 // Retry-After headers, counted in the RESP server's check metrics),
-// /healthz, /readyz and
-// /metrics. Bodies are strict JSON: unknown fields, wrong types and
-// malformed input are 400 with {"error": "..."} naming the field.
+// /healthz, /readyz, /metrics and, on a cluster node, GET /cluster and
+// DELETE /cluster/nodes/{id}. Bodies are strict JSON: unknown fields,
+// wrong types and malformed input are 400 with {"error": "..."} naming the
+// field. Each endpoint asks for a bearer token by its kind (see access
+// and authorize): checks and rule reads the password, changes and the
+// cluster's state the admin token, /metrics none unless MetricsAuth, the
+// health endpoints never; a 401 names what it refused.
 //
 // It works against the small interfaces it declares (Checker, RuleStore,
 // Metrics),

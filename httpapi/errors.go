@@ -103,21 +103,53 @@ func decode(w http.ResponseWriter, r *http.Request, v any) error {
 	return nil
 }
 
-// authorize checks r's bearer token: writes need the admin token when one
-// is set; everything else needs the check token or the admin token when a
-// check token is set.
-func (a *api) authorize(r *http.Request, write bool) error {
+// access is what an endpoint asks of a request's bearer token.
+type access int
+
+const (
+	// accessCheck is for reading rules and checking: when a check token is
+	// set (--requirepass), it or the admin token; else nothing.
+	accessCheck access = iota
+	// accessAdmin is for changing rules, removing nodes and reading the
+	// cluster's state: the admin token when one is set; else the check
+	// token when one is set, so that --requirepass alone still guards
+	// them; else nothing.
+	accessAdmin
+	// accessMetrics is for GET /metrics with MetricsAuth: the check token
+	// or the admin token, whichever are set; nothing if neither is.
+	accessMetrics
+)
+
+// authorize checks r's bearer token against what need asks for. The
+// admin token opens everything. An error is ErrUnauthorized with a text
+// that names what was refused (what: "deleting a rule") and the token
+// that would have opened it.
+func (a *api) authorize(r *http.Request, need access, what string) error {
+	adminSet, checkSet := a.cfg.AdminToken != "", a.cfg.CheckToken != ""
 	tok, ok := bearer(r)
-	admin := a.cfg.AdminToken != "" && ok && equal(tok, a.cfg.AdminToken)
 	switch {
-	case admin:
+	case adminSet && ok && equal(tok, a.cfg.AdminToken):
 		return nil
-	case write && a.cfg.AdminToken != "":
-		return fmt.Errorf("%w: changing rules needs \"Authorization: Bearer <admin-token>\"", ErrUnauthorized)
-	case a.cfg.CheckToken != "" && !(ok && equal(tok, a.cfg.CheckToken)):
-		return fmt.Errorf("%w: this server needs \"Authorization: Bearer <requirepass>\"", ErrUnauthorized)
+	case need == accessAdmin && adminSet:
+		return unauthorized(what, "the admin token", "<admin-token>")
+	case !checkSet && (need != accessMetrics || !adminSet):
+		return nil // no token is asked for
+	case checkSet && ok && equal(tok, a.cfg.CheckToken):
+		return nil
+	case !checkSet: // accessMetrics, only the admin token set
+		return unauthorized(what, "the admin token", "<admin-token>")
+	case need == accessAdmin:
+		return unauthorized(what, "the password (--requirepass, taken as the admin token since none is set)", "<requirepass>")
+	case adminSet:
+		return unauthorized(what, "the password (or the admin token)", "<requirepass>")
 	}
-	return nil
+	return unauthorized(what, "the password", "<requirepass>")
+}
+
+// unauthorized is the error of a refused request: what needs which token,
+// sent as placeholder.
+func unauthorized(what, which, placeholder string) error {
+	return fmt.Errorf("%w: %s needs %s: send \"Authorization: Bearer %s\"", ErrUnauthorized, what, which, placeholder)
 }
 
 func bearer(r *http.Request) (string, bool) {

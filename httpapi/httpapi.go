@@ -26,12 +26,17 @@ type Config struct {
 	// Rules serves /rules; nil disables it.
 	Rules RuleStore
 	// AdminToken, when set, must be sent as "Authorization: Bearer <token>"
-	// to create, replace or delete rules, and is accepted wherever
-	// CheckToken is.
+	// to create, replace or delete rules, to remove a cluster node and to
+	// read GET /cluster, and is accepted wherever CheckToken is.
 	AdminToken string
 	// CheckToken, when set (rlserver passes --requirepass), must be sent as
-	// a bearer token to read rules and to check.
+	// a bearer token to read rules and to check; when AdminToken is not
+	// set, it also stands for the admin token.
 	CheckToken string
+	// MetricsAuth makes GET /metrics need a bearer token (CheckToken or
+	// AdminToken, whichever are set); without it /metrics is open, as
+	// Prometheus scrapers expect. /healthz and /readyz are always open.
+	MetricsAuth bool
 	// Clock returns the time of a check in ns since the epoch; nil means
 	// time.Now.
 	Clock func() int64
@@ -69,7 +74,7 @@ type Cluster interface {
 // recorded (the groups move afterwards: watch GET /cluster), 404 for a
 // node the cluster does not know.
 func (a *api) leave(w http.ResponseWriter, r *http.Request) {
-	if err := a.authorize(r, true); err != nil {
+	if err := a.authorize(r, accessAdmin, "removing a cluster node"); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -88,8 +93,14 @@ func (a *api) leave(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, map[string]string{"status": "leaving", "node": id})
 }
 
-// cluster answers GET /cluster[?digest_at=<unix ns>|now].
+// cluster answers GET /cluster[?digest_at=<unix ns>|now] (admin: it
+// names every node's addresses, the Raft ones included, and a digest
+// costs the nodes a pass over their state).
 func (a *api) cluster(w http.ResponseWriter, r *http.Request) {
+	if err := a.authorize(r, accessAdmin, "reading the cluster's state"); err != nil {
+		writeError(w, err)
+		return
+	}
 	var at int64
 	switch v := r.URL.Query().Get("digest_at"); v {
 	case "":
@@ -168,7 +179,7 @@ func New(cfg Config) http.Handler {
 		a.handle(mux, "DELETE /cluster/nodes/{id}", "cluster_leave", a.leave)
 	}
 	if cfg.Gatherer != nil {
-		mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
+		mux.Handle("GET /metrics", a.metrics(promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{})))
 	}
 	if cfg.Rules != nil {
 		a.routeRules(mux)
@@ -180,6 +191,21 @@ func New(cfg Config) http.Handler {
 		writeJSON(w, http.StatusNotFound, errorBody{"no such endpoint: " + r.Method + " " + r.URL.Path})
 	})
 	return mux
+}
+
+// metrics guards h, the Prometheus handler, with a bearer token when
+// MetricsAuth is set; it is open otherwise, as scrapers expect.
+func (a *api) metrics(h http.Handler) http.Handler {
+	if !a.cfg.MetricsAuth {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := a.authorize(r, accessMetrics, "reading metrics"); err != nil {
+			writeError(w, err)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // handle registers h for pattern, counted under name.

@@ -31,7 +31,7 @@ func (a *api) routeRules(mux *http.ServeMux) {
 
 // GET /rules: every rule, in id order.
 func (a *api) listRules(w http.ResponseWriter, r *http.Request) {
-	if err := a.authorize(r, false); err != nil {
+	if err := a.authorize(r, accessCheck, "reading rules"); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -40,7 +40,7 @@ func (a *api) listRules(w http.ResponseWriter, r *http.Request) {
 
 // GET /rules/{id}: the rule, or 404.
 func (a *api) getRule(w http.ResponseWriter, r *http.Request) {
-	if err := a.authorize(r, false); err != nil {
+	if err := a.authorize(r, accessCheck, "reading a rule"); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -96,7 +96,7 @@ func (a *api) putRule(w http.ResponseWriter, r *http.Request) {
 
 // DELETE /rules/{id}: 204, or 404 if absent.
 func (a *api) deleteRule(w http.ResponseWriter, r *http.Request) {
-	if err := a.authorize(r, true); err != nil {
+	if err := a.authorize(r, accessAdmin, "deleting a rule"); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -119,7 +119,11 @@ func (a *api) deleteRule(w http.ResponseWriter, r *http.Request) {
 // readRule authorizes a rule write and decodes and validates its body.
 // pathID, if not empty, is the id from the URL.
 func (a *api) readRule(w http.ResponseWriter, r *http.Request, pathID string) (rules.Rule, error) {
-	if err := a.authorize(r, true); err != nil {
+	what := "creating a rule"
+	if pathID != "" {
+		what = "writing a rule"
+	}
+	if err := a.authorize(r, accessAdmin, what); err != nil {
 		return rules.Rule{}, err
 	}
 	data, err := readBody(w, r)

@@ -3,6 +3,7 @@ package raftlog
 import (
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/hashicorp/raft"
@@ -56,4 +57,18 @@ func BenchmarkStoreLogGroups(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkStoreLogGuarded is BenchmarkStoreLog with the disk guard
+// asked before each append (a statfs each time): what the guard costs
+// a synced write.
+func BenchmarkStoreLogGuarded(b *testing.B) {
+	st := benchStore(b)
+	space, err := OpenSpace(b.TempDir(), SpaceOptions{MinFree: 1 << 20, Poll: time.Hour})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer space.Close()
+	st.SetGuard(space)
+	raftbench.StoreLog(b, st)
 }

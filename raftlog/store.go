@@ -37,7 +37,22 @@ type Store struct {
 	watch  SuffixWatcher          // set by Watch before use, or nil
 
 	stats counters
+	guard Guard // nil: none
 }
+
+// Guard is asked before each append whether the disk can take it (Space
+// satisfies it; see SetGuard).
+type Guard interface {
+	// Allow returns an error, and the write is not made, if n more bytes
+	// on disk would leave too little free space.
+	Allow(n int64) error
+}
+
+// SetGuard makes StoreLogs ask g before each append, with twice the
+// batch's size (the WAL now, a flushed table later), and fail with g's
+// error instead of committing, so that Pebble never meets a full disk
+// in its WAL. Call it before the Store is used.
+func (s *Store) SetGuard(g Guard) { s.guard = g }
 
 // bounds are the lowest and highest index stored, if any. A bounds value
 // is immutable, so a reader always sees a pair that was true together.
@@ -120,7 +135,7 @@ func (s *Store) StoreLog(l *raft.Log) error {
 }
 
 // StoreLogs stores the entries in one batch committed with pebble.Sync:
-// all of them or none. An entry replaces any entry stored at its index;
+// all of them or none; with a Guard that refuses, none (see SetGuard). An entry replaces any entry stored at its index;
 // indexes need not follow the last one (raft leaves gaps after installing
 // a snapshot). Index 0 is stored like any other, though raft starts at 1
 // and FirstIndex cannot tell it from an empty log. The entries are not
@@ -135,6 +150,11 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	lo, hi, size, err := s.fill(b, logs)
 	if err != nil {
 		return err
+	}
+	if s.guard != nil {
+		if err := s.guard.Allow(2 * int64(b.Len())); err != nil {
+			return fmt.Errorf("raftlog: group %d: store logs %d-%d: %w", s.group, lo, hi, err)
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -1,9 +1,13 @@
 package server
 
 import (
+	"errors"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/rlserver/rlserver/slots"
 )
@@ -20,8 +24,52 @@ type Cluster interface {
 	// (0 for a slot whose group it does not lead).
 	KeysInSlot(slot int) int
 	// Route returns nil if this node serves slot now, else the error to
-	// answer: MOVED, TRYAGAIN or CLUSTERDOWN, in Redis's words.
+	// answer: MOVED, TRYAGAIN or CLUSTERDOWN, in Redis's words. An error
+	// with a method Transient() bool that reports true says that the slot
+	// is between two leaders (a planned move, an election): the command
+	// is held instead (see Await).
 	Route(slot int) error
+	// Await waits until the cluster's picture changes or a short while
+	// passes, and reports whether deadline is still ahead. The server
+	// calls it, on a connection's own goroutine, while it holds a command
+	// whose slot is moving, then routes the command again.
+	Await(deadline time.Time) bool
+}
+
+// defaultMaxHold bounds how long a command is held while its slot moves
+// (Config.MaxHold), below the read timeout of common cluster clients
+// (go-redis ClusterClient's is 5 s); after it, the command gets the
+// transient error itself (TRYAGAIN), which those clients retry.
+const defaultMaxHold = 3 * time.Second
+
+// transient is implemented by a Cluster's errors (from Route, or from a
+// Limiter call on a cluster node) that say the key's slot is between two
+// leaders: the command changed nothing and may run again shortly.
+type transient interface{ Transient() bool }
+
+func isTransient(err error) bool {
+	var t transient
+	return errors.As(err, &t) && t.Transient()
+}
+
+// errHeld is what route returns for a command it holds: the caller
+// answers nothing; the batch runs the command again (dispatchTop).
+var errHeld = errors.New("held while the slot moves")
+
+// Nudger is implemented by a Cluster whose node takes over the slots of
+// nodes it lost (a crash, a partition). Clients that knew the lost node
+// still send those slots to it and fail until they reload the slot map,
+// which a cluster client does on a MOVED (go-redis's ClusterClient would
+// otherwise wait up to a minute). So, for a while after a takeover, the
+// first keyed command of each connection that this node serves is
+// answered MOVED to this node itself: the client follows it here at once,
+// and reloads its map in the background.
+type Nudger interface {
+	// Takeover returns the number of the node's last takeover of a group
+	// from a lost leader, and whether it is recent enough to tell clients.
+	Takeover() (epoch uint64, recent bool)
+	// RESPAddr returns the address clients reach this node at.
+	RESPAddr() string
 }
 
 // ClusterView is a node's picture of the cluster.
@@ -78,40 +126,133 @@ func clusterCommands() []*command {
 func (s *Server) cluster() Cluster { return s.cl }
 
 // misrouted answers, and reports true, when args name a key whose slot this
-// node does not serve now: Route's MOVED, TRYAGAIN or CLUSTERDOWN. It is
-// on the hot path: without a Cluster it costs a nil check.
+// node does not serve now: Route's MOVED, TRYAGAIN or CLUSTERDOWN, or
+// nothing when the command is held (see route). It is on the hot path:
+// without a Cluster it costs a nil check.
 func (s *Server) misrouted(c *conn, cmd *command, args [][]byte) bool {
-	if msg := s.routeKey(cmd, args); msg != "" {
-		c.writeError(msg)
+	if err := s.route(c, cmd, args); err != nil {
+		if err != errHeld {
+			c.writeErr(err)
+		}
 		return true
 	}
 	return false
 }
 
-// routeKey returns the error reply for a command whose key's slot this
-// node does not serve now, or "" (also for a keyless command and without
-// a Cluster).
-func (s *Server) routeKey(cmd *command, args [][]byte) string {
-	if cmd.firstKey <= 0 || len(args) <= cmd.firstKey {
-		return ""
+// route returns Route's error for a command whose key's slot this node
+// does not serve now, or nil (also for a keyless command and without a
+// Cluster). A transient error (the slot is moving) of a command that may
+// be held sets c.held and returns errHeld.
+func (s *Server) route(c *conn, cmd *command, args [][]byte) error {
+	if cmd.firstKey <= 0 || len(args) <= cmd.firstKey || s.cl == nil {
+		return nil
 	}
+	slot := slots.Of(args[cmd.firstKey])
+	err := s.cl.Route(slot)
+	if err != nil && c.hold(err) {
+		return errHeld
+	}
+	if err == nil && s.nudger != nil && c.mayHold && c.multi == nil {
+		if epoch, recent := s.nudger.Takeover(); recent && epoch != c.nudged && s.nudges.admit(c.host()) {
+			c.nudged = epoch
+			return errors.New("MOVED " + strconv.Itoa(slot) + " " + s.nudger.RESPAddr())
+		}
+	}
+	return err
+}
+
+// nudgeGap is the least time between two nudges (see Nudger) of
+// connections from one host: a client follows a MOVED at once, on
+// whichever of its connections it takes next, and that retry must be
+// served, not nudged again.
+const nudgeGap = 100 * time.Millisecond
+
+// nudges remembers when each client host was last nudged.
+type nudges struct {
+	mu   sync.Mutex
+	last map[string]time.Time
+}
+
+// admit reports whether a connection from host may be nudged now, and
+// if so records it.
+func (n *nudges) admit(host string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	now := time.Now()
+	if now.Sub(n.last[host]) < nudgeGap {
+		return false
+	}
+	if n.last == nil || len(n.last) > 4096 {
+		n.last = map[string]time.Time{}
+	}
+	n.last[host] = now
+	return true
+}
+
+// host returns the client's host (its address without the port).
+func (c *conn) host() string {
+	if h, _, err := net.SplitHostPort(c.addr); err == nil {
+		return h
+	}
+	return c.addr
+}
+
+// hold reports whether err makes the command being run wait instead of
+// being answered: it is transient and the command may be held (it was
+// read as a request of the batch, not run by EXEC). It sets c.held.
+func (c *conn) hold(err error) bool {
+	if !c.mayHold || !isTransient(err) {
+		return false
+	}
+	c.held = true
+	return true
+}
+
+// dispatchTop runs one request of a batch. On a cluster node, a keyed
+// command whose slot is moving is held rather than refused: on a
+// connection's own goroutine it waits (Await) and runs again until the
+// slot settles or Config.MaxHold passes; on an event loop, which must never
+// wait, it runs nothing and reports true: runBatch then hands the
+// connection to a goroutine of its own, which runs it again.
+func (s *Server) dispatchTop(c *conn, args [][]byte, now int64) (handOver bool) {
 	if s.cl == nil {
-		return ""
+		s.dispatch(c, args, now)
+		return false
 	}
-	if err := s.cl.Route(slots.Of(args[cmd.firstKey])); err != nil {
-		return replyError(err)
+	var deadline time.Time
+	c.mayHold = true
+	defer func() { c.mayHold = false }()
+	for {
+		out, nreplies, commands := len(c.out), c.nreplies, c.commands.Load()
+		s.dispatch(c, args, now)
+		if !c.held {
+			return false
+		}
+		// The held try answered nothing and counts for nothing.
+		c.held = false
+		c.out, c.nreplies = c.out[:out], nreplies
+		c.commands.Store(commands)
+		if c.lp != nil {
+			return true
+		}
+		if deadline.IsZero() {
+			deadline = time.Now().Add(s.cfg.MaxHold)
+		}
+		if !s.cl.Await(deadline) {
+			c.mayHold = false // the last try answers what it gets
+		}
+		now = s.cfg.Clock()
 	}
-	return ""
 }
 
 // execRoute returns the error that EXEC answers instead of running queue,
 // as Redis Cluster does: CROSSSLOT when the queued commands' keys lie in
 // more than one slot, Route's error when this node no longer serves their
-// slot, "" otherwise (also without a Cluster). Keyless commands do not
-// count.
-func (s *Server) execRoute(queue [][][]byte) string {
+// slot (errHeld when EXEC is held while the slot moves), nil otherwise
+// (also without a Cluster). Keyless commands do not count.
+func (s *Server) execRoute(c *conn, queue [][][]byte) error {
 	if s.cl == nil {
-		return ""
+		return nil
 	}
 	slot := -1
 	for _, args := range queue {
@@ -123,16 +264,17 @@ func (s *Server) execRoute(queue [][][]byte) string {
 		case slot < 0:
 			slot = sl
 		case sl != slot:
-			return errCrossSlot
+			return errors.New(errCrossSlot)
 		}
 	}
 	if slot < 0 {
-		return ""
+		return nil
 	}
-	if err := s.cl.Route(slot); err != nil {
-		return replyError(err)
+	err := s.cl.Route(slot)
+	if err != nil && c.hold(err) {
+		return errHeld
 	}
-	return ""
+	return err
 }
 
 // READONLY

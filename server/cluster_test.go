@@ -57,6 +57,12 @@ func (f *fakeCluster) Route(slot int) error {
 	return route(slot)
 }
 
+// Await waits a millisecond: the fake's picture changes when a test says.
+func (f *fakeCluster) Await(deadline time.Time) bool {
+	time.Sleep(time.Millisecond)
+	return time.Now().Before(deadline)
+}
+
 func (f *fakeCluster) setView(v ClusterView) {
 	f.mu.Lock()
 	f.view = v

@@ -61,6 +61,12 @@ type conn struct {
 	perr       error
 	holding    bool
 	readable   bool
+	// mayHold: the command being run is a request of the batch, which may
+	// be held while its slot moves; held: it was (see dispatchTop).
+	mayHold bool
+	held    bool
+	// nudged is the last takeover this connection was told of (Nudger).
+	nudged uint64
 
 	proto   int  // 2 or 3
 	authed  bool // may run commands
@@ -336,10 +342,12 @@ func (s *Server) runBatch(c *conn) error {
 		if c.closing {
 			break
 		}
-		if c.lp != nil && s.mayBlock(c, args[0]) {
-			// A command that may wait cannot run on an event loop: the
-			// requests from it on run again on the connection's own
-			// goroutine, after the replies before it have gone out.
+		// A command that may wait (one that blocks, or one whose slot is
+		// moving, which dispatchTop then does not run) cannot run on an
+		// event loop: the requests from it on run again on the
+		// connection's own goroutine, after the replies before it have
+		// gone out.
+		if (c.lp != nil && s.mayBlock(c, args[0])) || s.dispatchTop(c, args, now) {
 			pos := begin
 			if i > 0 {
 				pos = c.ends[i-1]
@@ -348,7 +356,6 @@ func (s *Server) runBatch(c *conn) error {
 			c.pending, perr, handoff = true, nil, i == 0
 			break
 		}
-		s.dispatch(c, args, now)
 		if len(c.out) > maxBatchReplies && i+1 < len(c.batch) {
 			// The rest runs once these replies are sent; a protocol
 			// error after it is found again then.

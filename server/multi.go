@@ -98,6 +98,9 @@ func (s *Server) queue(c *conn, cmd *command, args [][]byte) bool {
 	if cmd != nil && runsInMulti(cmd) {
 		return false
 	}
+	if cmd != nil && c.authed && cmd.arityOK(len(args)) && s.route(c, cmd, args) == errHeld {
+		return true // held while its slot moves: queued once it settles
+	}
 	args = copyArgs(args) // the reader's buffer is reused by the next batch
 	var q *rules.Query
 	msg := s.queueError(c, cmd, args, &q)
@@ -132,8 +135,8 @@ func (s *Server) queueError(c *conn, cmd *command, args [][]byte, q **rules.Quer
 	// In a cluster, a key of a slot this node does not serve is refused
 	// now, as Redis Cluster does; that its keys share one slot with the
 	// other queued commands' is checked by EXEC (see execRoute).
-	if msg := s.routeKey(cmd, args); msg != "" {
-		return msg
+	if err := s.route(c, cmd, args); err != nil {
+		return replyError(err)
 	}
 	var msg string
 	switch cmd.name {
@@ -202,15 +205,20 @@ func cmdExec(s *Server, c *conn, args [][]byte, now int64) {
 		c.writeError("ERR EXEC without MULTI")
 		return
 	}
+	// As in Redis Cluster, keys in more than one slot, or a slot this
+	// node no longer serves, discard the transaction before anything else;
+	// while the slot moves, EXEC is held with its queue.
+	rerr := s.execRoute(c, m.queue)
+	if rerr == errHeld {
+		return
+	}
 	c.multi = nil // the queued commands run as they would outside MULTI
 	defer func() {
 		c.queued.Store(0)
 		m.release(s)
 	}()
-	// As in Redis Cluster, keys in more than one slot, or a slot this
-	// node no longer serves, discard the transaction before anything else.
-	if msg := s.execRoute(m.queue); msg != "" {
-		c.writeError(msg)
+	if rerr != nil {
+		c.writeErr(rerr)
 		return
 	}
 	if m.dirty {
@@ -233,12 +241,16 @@ func cmdExec(s *Server, c *conn, args [][]byte, now int64) {
 
 // runQueue runs EXEC's queue. The replies go inside EXEC's array, which
 // counts as one reply of the batch (see replaceReplies).
+//
+// A queued command is never held or nudged (see dispatchTop): EXEC has
+// taken the queue, so it cannot run again.
 func (s *Server) runQueue(c *conn, queue [][][]byte, now int64) {
-	n := c.nreplies
+	n, mayHold := c.nreplies, c.mayHold
+	c.mayHold = false
 	for _, args := range queue {
 		s.dispatch(c, args, now)
 	}
-	c.nreplies = n
+	c.nreplies, c.mayHold = n, mayHold
 }
 
 // plan returns what the queued commands lock, and false if they touch no

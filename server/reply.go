@@ -3,6 +3,7 @@ package server
 import (
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tidwall/redcon"
 )
@@ -67,12 +68,21 @@ func (c *conn) writeError(msg string) {
 		code = msg[:i]
 	}
 	c.s.metrics.errorCount(code)
+	if code == "MOVED" {
+		c.s.lastMoved.Store(time.Now().UnixNano())
+	}
 }
 
 // writeErr is the one place where errors become RESP: an error whose first
 // word is upper case (WRONGTYPE, MOVED, TRYAGAIN, CLUSTERDOWN, NOAUTH, ...)
 // goes to the client unchanged; anything else gets the ERR prefix.
+//
+// A transient error of a command that may be held (the slot is moving;
+// see dispatchTop) is not answered: the command runs again.
 func (c *conn) writeErr(err error) {
+	if c.hold(err) {
+		return
+	}
 	c.writeError(replyError(err))
 }
 

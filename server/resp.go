@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"io"
+	"math/bits"
 )
 
 // Protocol errors. Their texts are Redis's; the connection answers
@@ -63,6 +64,13 @@ type reader struct {
 	mbCount int64
 	mbDone  int64
 	mbPos   int
+	// offs holds, for that array, where its complete elements lie, from
+	// start: the first byte and the end of each, in pairs. Each element is
+	// checked and recorded once, as it arrives; the arguments are made
+	// from offs in one pass when the last one has arrived (see collect).
+	// It holds no pointers: growing it copies bytes, with no write
+	// barriers, and the garbage collector never scans it.
+	offs []uint32
 	// args holds the arguments of the requests parsed since reset, back to
 	// back; each request's arguments are a slice of it.
 	args   [][]byte
@@ -87,11 +95,31 @@ const keptArgs = 1024
 // argBytes is the size of one element of the argument array.
 const argBytes = 24
 
+// keptOffs is the capacity of offs that a connection keeps between
+// batches, room for keptArgs elements; a larger one is released after it.
+const keptOffs = 2 * keptArgs
+
+// offBytes is the size of one element of offs.
+const offBytes = 4
+
+// maxRequestLimit is the largest Config.MaxRequest: offs records offsets
+// within a request as 32-bit numbers, and the read buffer holding one
+// request grows to at most twice MaxRequest.
+const maxRequestLimit = 1 << 30
+
+// maxRead bounds what one read takes from a connection, so that an event
+// loop, which reads once from each ready connection in turn, parses at
+// most that much of one client's input before it serves the next: a
+// client sending a large request cannot hold the others up for longer
+// than it takes to parse maxRead bytes (Redis reads 16 KiB at a time).
+const maxRead = 64 << 10
+
 // buffered reports whether bytes that are not parsed yet are buffered.
 func (rd *reader) buffered() bool { return rd.start < rd.end }
 
-// fill reads once from the connection, after making room: the unparsed
-// tail moves to the front of the buffer, which grows if the tail fills it.
+// fill reads once from the connection, at most maxRead bytes, after making
+// room: the unparsed tail moves to the front of the buffer, which grows if
+// the tail fills it.
 func (rd *reader) fill() error {
 	if rd.start == rd.end {
 		rd.start, rd.end, rd.scanned = 0, 0, 0
@@ -108,7 +136,7 @@ func (rd *reader) fill() error {
 			return err
 		}
 	}
-	n, err := rd.r.Read(rd.buf[rd.end:])
+	n, err := rd.r.Read(rd.buf[rd.end:min(len(rd.buf), rd.end+maxRead)])
 	rd.end += n
 	if n > 0 {
 		return nil
@@ -119,16 +147,46 @@ func (rd *reader) fill() error {
 	return err
 }
 
-// growBuf doubles the buffer, which holds one incomplete request.
+// growBuf doubles the buffer, which holds one incomplete request; a
+// spare one is used if there is one, and a grown one it replaces is kept
+// as a spare.
 func (rd *reader) growBuf() error {
 	if !rd.budget.take(int64(len(rd.buf))) {
 		return errBuffersFull
 	}
 	rd.held += int64(len(rd.buf))
-	nb := make([]byte, 2*len(rd.buf))
+	nb := rd.bufSpares().get(2 * len(rd.buf))
+	nb = nb[:cap(nb)]
 	copy(nb, rd.buf[:rd.end])
+	if len(rd.buf) > initialReadBuf {
+		rd.bufSpares().put(rd.buf)
+	}
 	rd.buf = nb
 	return nil
+}
+
+// bufSpares, offSpares and argSpares return the spares the reader takes
+// its large arrays from and gives them back to: its budget's, or nil if it
+// has none.
+func (rd *reader) bufSpares() *spareArrays[byte] {
+	if rd.budget == nil {
+		return nil
+	}
+	return &rd.budget.spares.bufs
+}
+
+func (rd *reader) offSpares() *spareArrays[uint32] {
+	if rd.budget == nil {
+		return nil
+	}
+	return &rd.budget.spares.offs
+}
+
+func (rd *reader) argSpares() *spareArrays[[]byte] {
+	if rd.budget == nil {
+		return nil
+	}
+	return &rd.budget.spares.args
 }
 
 // push appends one argument, growing the array within the budget.
@@ -140,18 +198,82 @@ func (rd *reader) push(a []byte) error {
 	return rd.grow(a)
 }
 
-// grow is push when the argument array is full.
+// grow is push when the argument array is full. It stays out of line so
+// that push, called for every argument, is inlined.
+//
+//go:noinline
 func (rd *reader) grow(a []byte) error {
-	n := max(2*cap(rd.args), 16)
-	if grown := int64(n-max(cap(rd.args), keptArgs)) * argBytes; grown > 0 {
-		if !rd.budget.take(grown) {
-			return errBuffersFull
-		}
-		rd.held += grown
+	if err := rd.reserve(1); err != nil {
+		return err
 	}
-	args := make([][]byte, len(rd.args), n)
+	rd.args = append(rd.args, a)
+	return nil
+}
+
+// reserve makes room for n more arguments, within the budget: the array
+// at least doubles, so that arguments pushed one at a time cost amortized
+// constant time, and grows at once to hold all n, so that the arguments of
+// a large array, whose number collect knows, are copied once. Beyond
+// keptArgs its capacity is a power of two, so that it can be a spare.
+//
+// The array it replaces is left to the garbage collector, not kept as a
+// spare: the requests parsed before in the batch use it.
+func (rd *reader) reserve(n int) error {
+	if cap(rd.args)-len(rd.args) >= n {
+		return nil
+	}
+	size := max(2*cap(rd.args), len(rd.args)+n, 16)
+	if size > keptArgs {
+		size = 1 << bits.Len(uint(size-1))
+	}
+	if err := rd.take(size, cap(rd.args), keptArgs, argBytes); err != nil {
+		return err
+	}
+	args := rd.argSpares().get(size)[:len(rd.args)]
 	copy(args, rd.args)
-	rd.args = append(args, a)
+	rd.args = args
+	return nil
+}
+
+// mark records the offsets, from start, of an element of the array being
+// parsed, growing offs within the budget.
+func (rd *reader) mark(from, to int) error {
+	if len(rd.offs)+2 <= cap(rd.offs) {
+		rd.offs = append(rd.offs, uint32(from), uint32(to))
+		return nil
+	}
+	return rd.growOffs(from, to)
+}
+
+// growOffs is mark when offs is full: it doubles offs within the budget,
+// taking a spare one if there is one and keeping a grown one it replaces
+// as a spare, then records the element.
+func (rd *reader) growOffs(from, to int) error {
+	size := max(2*cap(rd.offs), 32)
+	if err := rd.take(size, cap(rd.offs), keptOffs, offBytes); err != nil {
+		return err
+	}
+	offs := rd.offSpares().get(size)[:len(rd.offs)]
+	copy(offs, rd.offs)
+	if cap(rd.offs) > keptOffs {
+		rd.offSpares().put(rd.offs)
+	}
+	rd.offs = append(offs, uint32(from), uint32(to))
+	return nil
+}
+
+// take takes from the budget what growing an array from capacity from to
+// size elements of elem bytes costs beyond the kept capacity, which is
+// not counted.
+func (rd *reader) take(size, from, kept, elem int) error {
+	grown := int64(size-max(from, kept)) * int64(elem)
+	if grown <= 0 {
+		return nil
+	}
+	if !rd.budget.take(grown) {
+		return errBuffersFull
+	}
+	rd.held += grown
 	return nil
 }
 
@@ -162,31 +284,51 @@ func (rd *reader) rewind(pos int) {
 }
 
 // release gives back what a request larger than usual made the reader
-// hold, once it is done: the grown buffer if nothing is left in it, and
-// an argument array beyond keptArgs. Call it after the batch has run,
-// when no argument is used any more.
+// hold, once it is done, to the budget and to its spares: the grown buffer
+// if nothing is left in it, an argument array beyond keptArgs (cleared),
+// and offsets beyond keptOffs unless an array still being parsed uses
+// them. Call it after the batch has run, when no argument is used any
+// more.
 func (rd *reader) release() {
 	if cap(rd.args) > keptArgs {
+		clear(rd.args[:cap(rd.args)]) // past len too: an array cut short leaves arguments there
+		rd.argSpares().put(rd.args)
 		rd.args = nil
+	}
+	if cap(rd.offs) > keptOffs && rd.mbCount == 0 {
+		rd.offSpares().put(rd.offs)
+		rd.offs = nil
 	}
 	if cap(rd.inline) > maxInline {
 		rd.inline = nil
 	}
 	if rd.start == rd.end && len(rd.buf) > initialReadBuf {
 		rd.start, rd.end, rd.scanned = 0, 0, 0
+		rd.bufSpares().put(rd.buf)
 		rd.buf = make([]byte, initialReadBuf)
 	}
-	held := int64(max(len(rd.buf)-initialReadBuf, 0) + max(cap(rd.args)-keptArgs, 0)*argBytes)
+	held := int64(max(len(rd.buf)-initialReadBuf, 0) + max(cap(rd.args)-keptArgs, 0)*argBytes +
+		max(cap(rd.offs)-keptOffs, 0)*offBytes)
 	rd.budget.give(rd.held - held)
 	rd.held = held
 }
 
-// free gives back everything the reader took from the budget, when its
-// connection closes.
+// free gives back everything the reader took from the budget, and its
+// large arrays to the spares, when its connection closes.
 func (rd *reader) free() {
 	rd.budget.give(rd.held)
 	rd.held = 0
-	rd.buf, rd.args, rd.inline = nil, nil, nil
+	if len(rd.buf) > initialReadBuf {
+		rd.bufSpares().put(rd.buf)
+	}
+	if cap(rd.offs) > keptOffs {
+		rd.offSpares().put(rd.offs)
+	}
+	if cap(rd.args) > keptArgs {
+		clear(rd.args[:cap(rd.args)])
+		rd.argSpares().put(rd.args)
+	}
+	rd.buf, rd.args, rd.offs, rd.inline = nil, nil, nil, nil
 }
 
 // next parses the next complete request in the buffer and returns its
@@ -219,81 +361,144 @@ func (rd *reader) next() ([][]byte, error) {
 
 // parseMultibulk parses "*<n>\r\n" and n bulk strings at the front of b,
 // appending them to rd.args. It returns the bytes consumed, 0 if b is
-// incomplete. An incomplete array is remembered (mbCount, mbDone, mbPos),
-// so that the next call resumes at its first incomplete element instead of
-// parsing it again from the start; its arguments are then collected in one
-// pass when the last element arrives.
+// incomplete.
+//
+// An array that has all arrived, as a small request does, is parsed in
+// one pass straight into rd.args. One that has not is remembered
+// (mbCount, mbDone, mbPos) with the offsets of its complete elements in
+// rd.offs, so that the next call resumes at its first incomplete element
+// (resumeMultibulk): each element of a large array is checked once, as it
+// arrives, and its arguments are made when the last one has arrived.
 func (rd *reader) parseMultibulk(b []byte) (int, error) {
-	count, i, pos := rd.mbCount, rd.mbDone, rd.mbPos
-	resumed := count > 0
-	if !resumed {
-		line, next, err := crlfLine(b, 1, errMultibulkLength)
-		if next == 0 {
-			return 0, err
-		}
-		n, ok := parseInt(line)
-		if !ok || n > maxMultibulk {
-			return 0, errMultibulkLength
-		}
-		count, i, pos = n, 0, next
+	if rd.mbCount > 0 {
+		return rd.resumeMultibulk(b)
 	}
-	rd.mbCount = 0
-	for ; i < count; i++ {
-		if pos >= len(b) {
-			rd.mbCount, rd.mbDone, rd.mbPos = count, i, pos
-			return 0, nil
-		}
-		if b[pos] != '$' {
-			return 0, errExpectedDollar(b[pos])
-		}
-		line, next, err := crlfLine(b, pos+1, errBulkLength)
-		if next == 0 {
-			if err == nil {
-				rd.mbCount, rd.mbDone, rd.mbPos = count, i, pos
-			}
+	line, first, err := crlfLine(b, 1, errMultibulkLength)
+	if first == 0 {
+		return 0, err
+	}
+	count, ok := parseInt(line)
+	if !ok || count > maxMultibulk {
+		return 0, errMultibulkLength
+	}
+	pos := first
+	for i := int64(0); i < count; i++ {
+		from, to, err := rd.element(b, pos)
+		if err != nil {
 			return 0, err
 		}
-		size, ok := parseInt(line)
-		switch {
-		case !ok || size < 0:
-			return 0, errBulkLength
-		case size > int64(rd.max):
-			return 0, errTooBig
-		}
-		end := next + int(size)
-		if end+2 > len(b) {
-			rd.mbCount, rd.mbDone, rd.mbPos = count, i, pos
-			return 0, nil
-		}
-		if b[end] != '\r' || b[end+1] != '\n' {
-			return 0, errBulkLength
-		}
-		if !resumed {
-			if err := rd.push(b[next:end:end]); err != nil {
+		if to < 0 {
+			// The elements before i are complete: their offsets stand
+			// for them until the array is (next parses them again).
+			if err := rd.markFrom(b, first, i); err != nil {
 				return 0, err
 			}
+			rd.mbCount, rd.mbDone, rd.mbPos = count, i, pos
+			return 0, nil
 		}
-		pos = end + 2
-	}
-	if resumed {
-		return pos, rd.collect(b, count)
+		if err := rd.push(b[from:to:to]); err != nil {
+			return 0, err
+		}
+		pos = to + 2
 	}
 	return pos, nil
 }
 
-// collect appends the count elements of the complete array at the front
-// of b, which parseMultibulk has checked, to rd.args.
-func (rd *reader) collect(b []byte, count int64) error {
-	_, pos, _ := crlfLine(b, 1, nil)
-	for i := int64(0); i < count; i++ {
-		line, next, _ := crlfLine(b, pos+1, nil)
-		size, _ := parseInt(line)
-		end := next + int(size)
-		if err := rd.push(b[next:end:end]); err != nil {
+// resumeMultibulk goes on parsing the array at the front of b that a
+// call before found incomplete, from its first incomplete element.
+func (rd *reader) resumeMultibulk(b []byte) (int, error) {
+	count, i, pos := rd.mbCount, rd.mbDone, rd.mbPos
+	rd.mbCount = 0
+	for ; i < count; i++ {
+		from, to, err := rd.element(b, pos)
+		if err != nil {
+			return 0, err
+		}
+		if to < 0 {
+			rd.mbCount, rd.mbDone, rd.mbPos = count, i, pos
+			return 0, nil
+		}
+		if err := rd.mark(from, to); err != nil {
+			return 0, err
+		}
+		pos = to + 2
+	}
+	return pos, rd.collect(b)
+}
+
+// markFrom records in rd.offs the offsets of the n elements of the array
+// whose first element is at b[pos:], which element has checked.
+func (rd *reader) markFrom(b []byte, pos int, n int64) error {
+	rd.offs = rd.offs[:0]
+	for k := int64(0); k < n; k++ {
+		from, to, _ := rd.element(b, pos)
+		if err := rd.mark(from, to); err != nil {
 			return err
 		}
-		pos = end + 2
+		pos = to + 2
 	}
+	return nil
+}
+
+// element parses the bulk string "$<size>\r\n<data>\r\n" at b[pos:] and
+// returns where its data lies; to is -1 if it has not all arrived. The
+// common form of size, 1 to 18 digits without a leading zero, is read in
+// one pass; anything else is left to crlfLine and parseInt to judge.
+func (rd *reader) element(b []byte, pos int) (from, to int, err error) {
+	if pos >= len(b) {
+		return 0, -1, nil
+	}
+	if b[pos] != '$' {
+		return 0, 0, errExpectedDollar(b[pos])
+	}
+	var size int64
+	j := pos + 1
+	for ; j < len(b) && j-pos <= 18 && '0' <= b[j] && b[j] <= '9'; j++ {
+		size = size*10 + int64(b[j]-'0')
+	}
+	next := j + 2
+	if j == pos+1 || j+1 >= len(b) || b[j] != '\r' || b[j+1] != '\n' || (b[pos+1] == '0' && j > pos+2) {
+		line, n, err := crlfLine(b, pos+1, errBulkLength)
+		if n == 0 {
+			if err != nil {
+				return 0, 0, err
+			}
+			return 0, -1, nil
+		}
+		var ok bool
+		if size, ok = parseInt(line); !ok || size < 0 {
+			return 0, 0, errBulkLength
+		}
+		next = n
+	}
+	if size > int64(rd.max) {
+		return 0, 0, errTooBig
+	}
+	end := next + int(size)
+	if end+2 > len(b) {
+		return 0, -1, nil
+	}
+	if b[end] != '\r' || b[end+1] != '\n' {
+		return 0, 0, errBulkLength
+	}
+	return next, end, nil
+}
+
+// collect appends the arguments of the complete array at the front of b,
+// whose offsets markFrom and resumeMultibulk recorded in rd.offs, to
+// rd.args: the array grows once, to hold them all.
+func (rd *reader) collect(b []byte) error {
+	offs := rd.offs
+	if err := rd.reserve(len(offs) / 2); err != nil {
+		return err
+	}
+	n := len(rd.args)
+	args := rd.args[n : n+len(offs)/2]
+	for k := range args {
+		from, to := offs[2*k], offs[2*k+1]
+		args[k] = b[from:to:to]
+	}
+	rd.args = rd.args[:n+len(args)]
 	return nil
 }
 

@@ -46,7 +46,7 @@ type Config struct {
 	AdminToken  string // password of the "admin" user, who may FLUSHALL
 	MaxKeyBytes int    // longest key accepted; default 1024
 	MaxLogLimit int64  // largest limit for the log algorithm; default 10000
-	MaxRequest  int    // largest single request in bytes; default 8 MiB
+	MaxRequest  int    // largest single request in bytes; default 8 MiB, at most 1 GiB
 	Clock       func() int64
 	Logger      *slog.Logger
 	Registerer  prometheus.Registerer
@@ -63,6 +63,10 @@ type Config struct {
 	// beyond their usual buffers, for requests larger than 16 KiB (see
 	// budget); default DefaultMaxBuffered.
 	MaxBuffered int64
+	// MaxHold bounds how long a command is held while its key's slot
+	// moves between two leaders of a cluster (see dispatchTop); default
+	// 3 s, under go-redis ClusterClient's 5 s read timeout.
+	MaxHold time.Duration
 	// ConnMemory, if set, is where the server keeps the estimated memory
 	// of its connections (buffers and per-connection structures), so that
 	// the limiter's --maxmemory accounting can count it; nil means a
@@ -113,6 +117,8 @@ type Server struct {
 	commitState
 	blocking Blocking // cfg.Limiter if it implements Blocking
 	cl       Cluster  // cfg.Limiter if it implements Cluster
+	nudger   Nudger   // cfg.Limiter if it implements Nudger
+	nudges   nudges   // when each client host was last nudged
 	// txRules says that the rules live in the Limiter (Config.Rules was
 	// nil), so that EXEC's transaction covers rule checks too.
 	txRules  bool
@@ -134,12 +140,27 @@ type Server struct {
 	totalConns    atomic.Int64
 	totalCommands atomic.Int64 // commands of closed connections
 	rejected      atomic.Int64
+	lastMoved     atomic.Int64 // unix ns of the last MOVED answered
+}
+
+// LastMoved returns when the server last answered a command MOVED (the
+// zero time if never): a cluster node that has handed its slots over
+// keeps serving until its clients stop coming, so that each learns where
+// its slots went.
+func (s *Server) LastMoved() time.Time {
+	if ns := s.lastMoved.Load(); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Time{}
 }
 
 // New returns a Server for cfg. It panics if cfg.Limiter is nil.
 func New(cfg Config) *Server {
 	if cfg.Limiter == nil {
 		panic("server: Config.Limiter is nil")
+	}
+	if cfg.MaxHold <= 0 {
+		cfg.MaxHold = defaultMaxHold
 	}
 	if cfg.MaxKeyBytes <= 0 {
 		cfg.MaxKeyBytes = DefaultMaxKeyBytes
@@ -150,6 +171,7 @@ func New(cfg Config) *Server {
 	if cfg.MaxRequest <= 0 {
 		cfg.MaxRequest = DefaultMaxRequest
 	}
+	cfg.MaxRequest = min(cfg.MaxRequest, maxRequestLimit)
 	if cfg.HandshakeTimeout <= 0 {
 		cfg.HandshakeTimeout = 10 * time.Second
 	}
@@ -186,6 +208,7 @@ func New(cfg Config) *Server {
 	s.initCommitter()
 	s.blocking, _ = cfg.Limiter.(Blocking)
 	s.cl, _ = cfg.Limiter.(Cluster)
+	s.nudger, _ = cfg.Limiter.(Nudger)
 	s.txRules = txRules
 	s.bound, _ = cfg.Limiter.(MemoryBound)
 	s.input, s.connMem = &budget{max: cfg.MaxBuffered}, cfg.ConnMemory

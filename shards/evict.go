@@ -54,14 +54,32 @@ type Options struct {
 	// Other, if not nil, is memory used outside the Store that counts
 	// against MaxMemory, such as the server's connection buffers.
 	Other *atomic.Int64
+	// Refuse, if not nil, is asked before every change a command would
+	// make — a check or throttle that charges (cost above 0), a reset, a
+	// flush, a rule set or deleted — and a non-nil error is returned
+	// instead, with nothing changed; peeks (cost 0) and replicated changes
+	// (ApplyRecords) are not asked. A durable node refuses this way while
+	// its disk is nearly full, so that memory never runs ahead of a log
+	// that cannot take it. It is called on every such command: it must be
+	// cheap (an atomic load) and not allocate.
+	Refuse func() error
 }
 
-// limits are a Store's memory bound: see Options.
+// limits are a Store's bounds: memory (see Options) and refusals.
 type limits struct {
 	max    int64
 	policy Policy
 	other  *atomic.Int64
 	shift  uint // log2 of the shard count
+	refuse func() error
+}
+
+// refused returns Options.Refuse's answer, or nil without one.
+func (l *limits) refused() error {
+	if l.refuse == nil {
+		return nil
+	}
+	return l.refuse()
 }
 
 // sampleSize is how many keys VolatileTTL looks at to choose the one it

@@ -61,6 +61,11 @@ func (s *Store) CheckAll(ops []Op, cost, now int64) (bool, error) {
 // checkLocked is CheckAll on prepared ops whose shards the caller has
 // locked.
 func (s *Store) checkLocked(ops []Op, cost, now int64) (bool, error) {
+	if cost > 0 {
+		if err := s.limits.refused(); err != nil {
+			return false, err
+		}
+	}
 	for i := range ops {
 		now = max(now, s.shards[ops[i].shard].clock)
 	}

@@ -51,6 +51,11 @@ func (s *Store) putRule(r rules.Rule, onlyNew, note bool) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	if note {
+		if err := s.limits.refused(); err != nil {
+			return false, err
+		}
+	}
 	t := &s.rules
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -68,9 +73,12 @@ func (s *Store) putRule(r rules.Rule, onlyNew, note bool) (bool, error) {
 }
 
 // DeleteRule removes the rule with the given id and reports whether it
-// existed. Its counters are left to expire. The error is always nil (see
-// Reset).
+// existed. Its counters are left to expire. The error is Options.Refuse's,
+// if it refuses.
 func (s *Store) DeleteRule(id string) (bool, error) {
+	if err := s.limits.refused(); err != nil {
+		return false, err
+	}
 	return s.rules.remove(id, true), nil
 }
 

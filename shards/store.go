@@ -155,7 +155,7 @@ func NewStore(o Options) *Store {
 		shift++
 	}
 	s := &Store{shards: make([]shard, size), mask: uint64(size - 1),
-		limits: limits{max: o.MaxMemory, policy: o.Policy, other: o.Other, shift: shift}}
+		limits: limits{max: o.MaxMemory, policy: o.Policy, other: o.Other, shift: shift, refuse: o.Refuse}}
 	for i := range s.shards {
 		s.shards[i].rng = uint64(i+1) * 0x9e3779b97f4a7c15
 		s.shards[i].lim = &s.limits
@@ -190,6 +190,9 @@ func (sh *shard) check(key []byte, h uint64, a engine.Algo, p engine.Params, cos
 	e := sh.lookup(key, tagOf(h))
 	if cost == 0 {
 		return peek(e, a, p, now)
+	}
+	if err := sh.lim.refused(); err != nil {
+		return engine.Result{}, err
 	}
 	expired := e != nil && e.expires <= now
 	if expired {
@@ -286,6 +289,11 @@ func (s *Store) Throttle(key []byte, maxBurst, count, period, quantity, now int6
 
 // throttle is Throttle on the key's shard, whose lock the caller holds.
 func (sh *shard) throttle(key []byte, maxBurst, count, period, quantity, now int64) (engine.CellResult, error) {
+	if quantity != 0 {
+		if err := sh.lim.refused(); err != nil {
+			return engine.CellResult{}, err
+		}
+	}
 	now = sh.tick(now)
 	e := sh.get(key, now)
 	if e != nil && e.algo != engine.GCRA {
@@ -315,9 +323,11 @@ func (sh *shard) throttle(key []byte, maxBurst, count, period, quantity, now int
 }
 
 // Reset forgets key's state and reports whether it held any. The error is
-// always nil; it is there for callers' interfaces that a cluster node, which
-// can fail, also satisfies.
+// Options.Refuse's, if it refuses.
 func (s *Store) Reset(key []byte, now int64) (bool, error) {
+	if err := s.limits.refused(); err != nil {
+		return false, err
+	}
 	sh := s.shardFor(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -360,11 +370,14 @@ func (s *Store) MemoryBytes() int64 {
 	return n
 }
 
-// Flush drops every key (not the rules). The error is always nil (see
-// Reset). With the journal on, the next AppendChanges begins with a
+// Flush drops every key (not the rules). The error is Options.Refuse's,
+// if it refuses. With the journal on, the next AppendChanges begins with a
 // flush-all record, and a change made while Flush runs either is wiped
 // by it or is collected after that record.
 func (s *Store) Flush() error {
+	if err := s.limits.refused(); err != nil {
+		return err
+	}
 	s.jmu.Lock()
 	defer s.jmu.Unlock()
 	s.clearKeys()

@@ -121,6 +121,9 @@ func (tx *Tx) Reset(key []byte, now int64) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	if err := tx.s.limits.refused(); err != nil {
+		return false, err
+	}
 	return sh.reset(key, now), nil
 }
 
@@ -212,6 +215,9 @@ func (tx *Tx) MemoryBytes() int64 {
 func (tx *Tx) Flush() error {
 	if !tx.all {
 		return errNotAll
+	}
+	if err := tx.s.limits.refused(); err != nil {
+		return err
 	}
 	for i := range tx.s.shards {
 		tx.s.shards[i].clear()

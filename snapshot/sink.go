@@ -61,6 +61,12 @@ func (k *chunkSink) flush() error {
 		return k.err
 	}
 	s := k.store
+	if s.guard != nil {
+		if err := s.guard.Allow(2 * int64(len(k.buf))); err != nil {
+			k.err = fmt.Errorf("snapshot: group %d: %s: write chunk %d: %w", s.group, k.ID(), k.rec.chunks, err)
+			return k.err
+		}
+	}
 	if err := s.db.Set(s.keys.chunk(k.num, uint32(k.rec.chunks)), k.buf, pebble.NoSync); err != nil {
 		k.err = fmt.Errorf("snapshot: group %d: %s: write chunk %d: %w", s.group, k.ID(), k.rec.chunks, err)
 		return k.err

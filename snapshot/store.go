@@ -40,7 +40,23 @@ type Store struct {
 	last uint64 // the highest snapshot number used or found
 
 	stats storeCounters
+	guard Guard // nil: none
 }
+
+// Guard is asked before each chunk is written whether the disk can take
+// it (raftlog.Space satisfies it; see SetGuard).
+type Guard interface {
+	// Allow returns an error, and the write is not made, if n more bytes
+	// on disk would leave too little free space.
+	Allow(n int64) error
+}
+
+// SetGuard makes every snapshot ask g before each chunk it writes, with
+// twice the chunk's size (the WAL now, a flushed table later): a refusal
+// fails the snapshot (its chunks are removed), which raft reports and
+// tries again later, instead of Pebble meeting a full disk in its WAL.
+// Call it before the Store is used.
+func (s *Store) SetGuard(g Guard) { s.guard = g }
 
 var _ raft.SnapshotStore = (*Store)(nil)
 

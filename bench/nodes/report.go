@@ -31,7 +31,7 @@ func WaitBalanced(nd *Node, d time.Duration) (cluster.Report, error) {
 	deadline := time.Now().Add(d)
 	for {
 		r, err := GetReport(nd.HTTP)
-		if err == nil && r.Balanced() {
+		if err == nil && r.IsBalanced() {
 			return r, nil
 		}
 		if time.Now().After(deadline) {

@@ -18,22 +18,42 @@ type clusterNode struct{ *cluster.Cluster }
 // ClusterView returns the cluster's View in the server's terms: nodes
 // with their client host and port and their Raft port as bus port, and a
 // slot range per group with its leader and its other voters.
+//
+// A group whose leader is not known yet (the cluster is forming, or the
+// group is electing one) is shown with its preferred leader as master if
+// that node's address is known, else with this node: every slot always
+// has a node to send it to, which holds the command until the slot has a
+// leader and then serves it or answers MOVED. Clients that insist that
+// every slot be covered (redis-py's RedisCluster at start) work at once.
 func (n clusterNode) ClusterView() server.ClusterView {
 	v := n.View()
 	out := server.ClusterView{MyID: v.MyID, OK: v.OK, Epoch: v.Epoch}
+	reachable := map[string]bool{}
 	for _, node := range v.Nodes {
 		if node.RESP == "" {
 			continue // not registered yet: clients could not reach it
 		}
+		reachable[node.ID] = true
 		host, port := splitAddr(node.RESP)
 		_, bus := splitAddr(node.Raft)
 		out.Nodes = append(out.Nodes, server.ClusterNode{ID: node.ID, Name: node.Name, Host: host, Port: port,
 			BusPort: bus, Connected: node.Connected, Myself: node.Myself})
 	}
+	if !reachable[v.MyID] { // not registered yet: this node's own address
+		host, port := splitAddr(n.RESPAddr())
+		out.Nodes = append(out.Nodes, server.ClusterNode{ID: v.MyID, Host: host, Port: port, Connected: true, Myself: true})
+		reachable[v.MyID] = true
+	}
 	for _, g := range v.Groups {
 		r := server.SlotRange{Start: g.Start, End: g.End, Group: g.ID, Master: g.Leader}
+		if !reachable[r.Master] {
+			r.Master = v.MyID
+			if len(g.Voters) > 0 && reachable[g.Voters[0]] {
+				r.Master = g.Voters[0]
+			}
+		}
 		for _, id := range g.Voters {
-			if id != g.Leader {
+			if id != r.Master {
 				r.Replicas = append(r.Replicas, id)
 			}
 		}

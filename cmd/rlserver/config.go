@@ -27,6 +27,7 @@ type Config struct {
 	DataDir         string
 	RequirePass     string
 	AdminToken      string
+	MetricsAuth     bool
 	MaxKeyBytes     int
 	MaxLogLimit     int64
 	Shards          int
@@ -52,6 +53,8 @@ type Config struct {
 	SnapshotBytes    int64
 	SnapshotInterval time.Duration
 	TrailingLogs     uint64
+	MinFreeDisk      int64
+	DiskBallast      int64
 	AcceptDataLoss   bool
 
 	// Cluster (see cluster.OpenCluster): --peers (or a data directory that
@@ -66,6 +69,11 @@ type Config struct {
 	HeartbeatTimeout   time.Duration
 	ElectionTimeout    time.Duration
 	LeaderLeaseTimeout time.Duration
+
+	// given holds the names of the flags set by the command line, the
+	// environment or the config file (not defaults): a cluster node's
+	// data directory supplies the others it remembers (recallSettings).
+	given map[string]bool
 }
 
 // flagSet declares every flag on a fresh FlagSet bound to cfg, with cfg's
@@ -78,6 +86,7 @@ func flagSet(cfg *Config) *flag.FlagSet {
 	fs.StringVar(&cfg.DataDir, "data-dir", "./data", "data directory; created and locked at start")
 	fs.StringVar(&cfg.RequirePass, "requirepass", "", "password clients must AUTH with; empty disables AUTH")
 	fs.StringVar(&cfg.AdminToken, "admin-token", "", `password of the "admin" user and HTTP bearer token, required for FLUSHALL and rule changes when set`)
+	fs.BoolVar(&cfg.MetricsAuth, "metrics-auth", false, "GET /metrics needs a bearer token too (--requirepass or --admin-token); by default it is open, as Prometheus scrapers expect")
 	fs.IntVar(&cfg.MaxKeyBytes, "max-key-bytes", 1024, "longest key accepted, in bytes")
 	fs.Int64Var(&cfg.MaxLogLimit, "max-log-limit", 10000, "largest limit accepted for the log algorithm")
 	fs.IntVar(&cfg.Shards, "shards", 256, "lock stripes for key state (rounded up to a power of two)")
@@ -102,6 +111,8 @@ func flagSet(cfg *Config) *flag.FlagSet {
 	fs.DurationVar(&cfg.SnapshotInterval, "snapshot-interval", cluster.DefaultSnapshotInterval, "how often the snapshot thresholds are checked")
 	fs.BoolVar(&cfg.AcceptDataLoss, "accept-data-loss", false, "start on a damaged data directory (a write-ahead log or table lost or cut) with what is left, logging every loss at ERROR, instead of refusing to start")
 	fs.Uint64Var(&cfg.TrailingLogs, "trailing-logs", cluster.DefaultTrailingLogs, "log entries kept after a snapshot")
+	fs.Var(sizeValue{&cfg.MinFreeDisk}, "min-free-disk", "with less free space than this on the data directory's disk, state changes are refused with -MISCONF (reads go on) until space is freed; a start needs an eighth of it; 0 turns the guard off")
+	fs.Var(sizeValue{&cfg.DiskBallast}, "disk-ballast", "size of the ballast file kept in the data directory, deleted to give the node room when the disk fills up and made again when space returns; 0 keeps none")
 	fs.StringVar(&cfg.RaftAddr, "raft-addr", "127.0.0.1:7379", "cluster: address of the node's Raft listener, which carries every Raft group and the nodes' internal calls")
 	fs.StringVar(&cfg.RaftAdvertise, "raft-advertise", "", `cluster: the address the other nodes reach this node's Raft listener at; "" is --raft-addr (which then must not be 0.0.0.0)`)
 	fs.StringVar(&cfg.Peers, "peers", "", "cluster: the initial members as id=raftaddr,... (this node included; the same list on every node); empty runs a standalone node")
@@ -129,7 +140,7 @@ var onlyOnCommandLine = map[string]bool{"config": true, "version": true}
 // loadConfig builds the Config from args, the environment and the YAML file.
 // getenv is os.Getenv in production.
 func loadConfig(args []string, getenv func(string) string, stdout io.Writer) (Config, error) {
-	cfg := Config{SnapshotBytes: cluster.DefaultSnapshotBytes}
+	cfg := Config{SnapshotBytes: cluster.DefaultSnapshotBytes, MinFreeDisk: cluster.DefaultMinFreeDisk, DiskBallast: cluster.DefaultDiskBallast}
 	fs := flagSet(&cfg)
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
@@ -146,17 +157,21 @@ func loadConfig(args []string, getenv func(string) string, stdout io.Writer) (Co
 		fmt.Fprintln(stdout, "rlserver "+version)
 		return cfg, errVersion
 	}
-	explicit := map[string]bool{}
+	explicit := map[string]bool{} // on the command line
 	fs.Visit(func(f *flag.Flag) { explicit[f.Name] = true })
+	cfg.given = map[string]bool{} // anywhere
+	for k := range explicit {
+		cfg.given[k] = true
+	}
 	if cfg.ConfigFile == "" && !explicit["config"] {
 		cfg.ConfigFile = getenv("RLSERVER_CONFIG")
 	}
 	if cfg.ConfigFile != "" {
-		if err := applyYAML(fs, cfg.ConfigFile, explicit); err != nil {
+		if err := applyYAML(fs, cfg.ConfigFile, explicit, cfg.given); err != nil {
 			return cfg, err
 		}
 	}
-	if err := applyEnv(fs, getenv, explicit); err != nil {
+	if err := applyEnv(fs, getenv, explicit, cfg.given); err != nil {
 		return cfg, err
 	}
 	return cfg, cfg.Validate()
@@ -167,7 +182,7 @@ func envName(flagName string) string {
 	return "RLSERVER_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
-func applyEnv(fs *flag.FlagSet, getenv func(string) string, explicit map[string]bool) error {
+func applyEnv(fs *flag.FlagSet, getenv func(string) string, explicit, given map[string]bool) error {
 	var err error
 	fs.VisitAll(func(f *flag.Flag) {
 		v := getenv(envName(f.Name))
@@ -177,11 +192,12 @@ func applyEnv(fs *flag.FlagSet, getenv func(string) string, explicit map[string]
 		if e := fs.Set(f.Name, v); e != nil {
 			err = fmt.Errorf("invalid value %q for %s: %v", v, envName(f.Name), e)
 		}
+		given[f.Name] = true
 	})
 	return err
 }
 
-func applyYAML(fs *flag.FlagSet, path string, explicit map[string]bool) error {
+func applyYAML(fs *flag.FlagSet, path string, explicit, given map[string]bool) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("config file: %v", err)
@@ -209,6 +225,7 @@ func applyYAML(fs *flag.FlagSet, path string, explicit map[string]bool) error {
 		if err := fs.Set(k, node.Value); err != nil {
 			return fmt.Errorf("config file %s: invalid value %q for %s: %v", path, node.Value, k, err)
 		}
+		given[k] = true
 	}
 	return nil
 }
@@ -236,6 +253,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--snapshot-entries %d: want at least 16", c.SnapshotEntries)
 	case c.SnapshotBytes < 1<<20:
 		return fmt.Errorf("--snapshot-bytes %d: want at least 1mb", c.SnapshotBytes)
+	case c.MinFreeDisk != 0 && c.MinFreeDisk < 1<<20:
+		return fmt.Errorf("--min-free-disk %d: want 0 (no guard) or at least 1mb", c.MinFreeDisk)
 	case c.SnapshotInterval < 10*time.Millisecond:
 		return fmt.Errorf("--snapshot-interval %s: want at least 10ms", c.SnapshotInterval)
 	case c.NodeID != "" && !validNodeID(c.NodeID):
@@ -256,6 +275,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--maxclients %d: want 1 to 1048576", c.MaxClients)
 	case c.Timeout < 0 || c.Timeout > 1<<31-1:
 		return fmt.Errorf("--timeout %d: want 0 (never) or a number of seconds", c.Timeout)
+	case c.MetricsAuth && c.RequirePass == "" && c.AdminToken == "":
+		return errors.New("--metrics-auth needs --requirepass or --admin-token: they are the tokens /metrics would ask for")
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		return err

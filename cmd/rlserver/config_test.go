@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -22,10 +23,14 @@ func TestConfigDefaults(t *testing.T) {
 		MaxKeyBytes: 1024, MaxLogLimit: 10000, Shards: 256, LogLevel: "info", MaxClients: 10000,
 		MaxMemoryPolicy: "volatile-ttl",
 		Consistency:     "fast", FlushInterval: 10 * time.Millisecond, SnapshotEntries: 4096, SnapshotBytes: 64 << 20,
-		SnapshotInterval: 10 * time.Second, TrailingLogs: 64,
+		SnapshotInterval: 10 * time.Second, TrailingLogs: 64, MinFreeDisk: 256 << 20, DiskBallast: 64 << 20,
 		RaftAddr: "127.0.0.1:7379", Groups: 16, HeartbeatTimeout: 300 * time.Millisecond,
 		ElectionTimeout: 300 * time.Millisecond, LeaderLeaseTimeout: 250 * time.Millisecond}
-	if cfg != want {
+	if len(cfg.given) != 0 {
+		t.Fatalf("given = %v with no flags, no environment and no file", cfg.given)
+	}
+	cfg.given = nil
+	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("defaults = %+v\nwant %+v", cfg, want)
 	}
 }
@@ -43,10 +48,38 @@ func TestConfigPrecedence(t *testing.T) {
 	if cfg.Listen != "0.0.0.0:7000" || cfg.MaxKeyBytes != 200 || cfg.MaxLogLimit != 50 || cfg.LogLevel != "error" {
 		t.Fatalf("got %+v", cfg)
 	}
+	// given: what any of them set, for the settings a data directory remembers.
+	wantGiven := map[string]bool{"config": true, "log-level": true, "listen": true, "max-key-bytes": true, "max-log-limit": true}
+	if !reflect.DeepEqual(cfg.given, wantGiven) {
+		t.Fatalf("given = %v, want %v", cfg.given, wantGiven)
+	}
 	// The file can also come from RLSERVER_CONFIG.
 	cfg, err = loadConfig(nil, env(map[string]string{"RLSERVER_CONFIG": file}), nil)
 	if err != nil || cfg.Listen != "0.0.0.0:7000" {
 		t.Fatalf("RLSERVER_CONFIG: %+v, %v", cfg, err)
+	}
+}
+
+// --metrics-auth is false by default and set, like every flag, by the
+// command line, RLSERVER_METRICS_AUTH or the config file.
+func TestMetricsAuthFlag(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "rl.yaml")
+	os.WriteFile(file, []byte("metrics-auth: true\nadmin-token: adm\n"), 0o644)
+	for _, c := range []struct {
+		args []string
+		env  map[string]string
+		want bool
+	}{
+		{[]string{"--requirepass", "pw"}, nil, false},
+		{[]string{"--requirepass", "pw", "--metrics-auth"}, nil, true},
+		{[]string{"--admin-token", "adm"}, map[string]string{"RLSERVER_METRICS_AUTH": "true"}, true},
+		{[]string{"--config", file}, nil, true},
+		{[]string{"--config", file, "--metrics-auth=false"}, nil, false},
+	} {
+		cfg, err := loadConfig(c.args, env(c.env), nil)
+		if err != nil || cfg.MetricsAuth != c.want {
+			t.Errorf("%v %v: MetricsAuth %v, %v; want %v", c.args, c.env, cfg.MetricsAuth, err, c.want)
+		}
 	}
 }
 
@@ -72,12 +105,17 @@ func TestConfigErrors(t *testing.T) {
 		{[]string{"--tls-ca-cert", "ca.pem"}, nil, "--tls-ca-cert needs --tls-cert and --tls-key"},
 		{[]string{"--maxmemory-policy", "allkeys-lru"}, nil, `--maxmemory-policy "allkeys-lru": want volatile-ttl or noeviction`},
 		{nil, map[string]string{"RLSERVER_TIMEOUT": "-1"}, "--timeout -1: want 0 (never) or a number of seconds"},
+		{[]string{"--metrics-auth"}, nil, "--metrics-auth needs --requirepass or --admin-token"},
+		{[]string{"--metrics-auth=maybe"}, nil, `invalid boolean value "maybe" for -metrics-auth`},
+		{[]string{"--requirepass", "pw"}, map[string]string{"RLSERVER_METRICS_AUTH": "yes"}, `invalid value "yes" for RLSERVER_METRICS_AUTH`},
 		{[]string{"--log-level", "loud"}, nil, `--log-level "loud": want debug, info, warn or error`},
 		{[]string{"--consistency", "eventual"}, nil, `--consistency "eventual": want fast or strong`},
 		{[]string{"--flush-interval", "0s"}, nil, "--flush-interval 0s: want 100µs to 1m"},
 		{[]string{"--flush-interval", "5"}, nil, `invalid value "5" for flag -flush-interval`},
 		{[]string{"--snapshot-bytes", "12parsecs"}, nil, "want a size such as 67108864, 64mb or 1gb"},
 		{[]string{"--snapshot-bytes", "1kb"}, nil, "--snapshot-bytes 1024: want at least 1mb"},
+		{[]string{"--min-free-disk", "100kb"}, nil, "--min-free-disk 102400: want 0 (no guard) or at least 1mb"},
+		{[]string{"--disk-ballast", "lots"}, nil, "want a size such as 67108864, 64mb or 1gb"},
 		{[]string{"--node-id", "a b"}, nil, `--node-id "a b": want 1 to 64 letters`},
 		{[]string{"extra"}, nil, `unexpected argument "extra"`},
 		{[]string{"--peers", "n1"}, nil, `--peers "n1": want id=host:port,...`},
@@ -125,12 +163,14 @@ func TestHelpListsEveryFlag(t *testing.T) {
 		t.Fatalf("err = %v, want errHelp", err)
 	}
 	for _, f := range []string{"--listen (default \"127.0.0.1:6379\"", "--http", "--data-dir (default \"./data\"",
-		"--requirepass", "--admin-token", "--max-key-bytes (default \"1024\"", "--max-log-limit (default \"10000\"",
+		"--requirepass", "--admin-token", "--metrics-auth (default \"false\", env RLSERVER_METRICS_AUTH)",
+		"--max-key-bytes (default \"1024\"", "--max-log-limit (default \"10000\"",
 		"--log-level", "--config", "--io-loops (default \"0\"", "RLSERVER_MAX_KEY_BYTES",
 		"--maxclients (default \"10000\"", "--timeout (default \"0\"", "--maxmemory (default \"0\"",
 		"--maxmemory-policy (default \"volatile-ttl\"", "--tls-cert", "--tls-key", "--tls-ca-cert",
 		"--peers", "--raft-addr (default \"127.0.0.1:7379\"", "--groups (default \"16\"", "--join", "--proxy",
-		"--announce", "--raft-heartbeat-timeout (default \"300ms\"", "--raft-election-timeout", "--raft-leader-lease-timeout"} {
+		"--announce", "--raft-heartbeat-timeout (default \"300ms\"", "--raft-election-timeout", "--raft-leader-lease-timeout",
+		"--min-free-disk (default \"268435456\"", "--disk-ballast (default \"67108864\"", "RLSERVER_MIN_FREE_DISK"} {
 		if !strings.Contains(out.String(), f) {
 			t.Errorf("--help lacks %q:\n%s", f, out.String())
 		}

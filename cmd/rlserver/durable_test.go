@@ -24,23 +24,55 @@ type proc struct {
 	logs   *syncBuffer
 	resp   string
 	http   string
+	bin    string
+	dir    string
 	client *redis.Client
 	done   chan error
+	token  string // the bearer token of its admin endpoints (GET /cluster), if it has one
 }
 
 // startProc starts bin on dir with extra flags and waits for PING.
 func startProc(t testing.TB, bin, dir string, extra ...string) *proc {
 	t.Helper()
-	p := &proc{t: t, logs: &syncBuffer{}, resp: freePort(t), http: freePort(t), done: make(chan error, 1)}
-	args := append([]string{"--listen", p.resp, "--http", p.http, "--data-dir", dir}, extra...)
-	p.cmd = exec.Command(bin, args...)
+	p := &proc{t: t, logs: &syncBuffer{}, resp: freePort(t), http: freePort(t), bin: bin, dir: dir, done: make(chan error, 1)}
+	return p.run(append([]string{"--listen", p.resp, "--http", p.http, "--data-dir", dir}, extra...))
+}
+
+// restartProc starts old's binary again on its data directory with
+// --data-dir and extra flags alone (a cluster node's directory remembers
+// its addresses), and waits for PING at old's address.
+func restartProc(t testing.TB, old *proc, extra ...string) *proc {
+	t.Helper()
+	p := &proc{t: t, logs: &syncBuffer{}, resp: old.resp, http: old.http, bin: old.bin, dir: old.dir, done: make(chan error, 1)}
+	return p.run(append([]string{"--data-dir", old.dir}, extra...))
+}
+
+// run starts p's binary with args and waits for PING at p.resp. The
+// secrets among args (which a data directory never remembers) are the
+// password its client AUTHs with and the token it reads GET /cluster with.
+func (p *proc) run(args []string) *proc {
+	t := p.t
+	t.Helper()
+	pass := ""
+	for i := 0; i+1 < len(args); i++ {
+		switch args[i] {
+		case "--admin-token":
+			p.token = args[i+1]
+		case "--requirepass":
+			pass = args[i+1]
+		}
+	}
+	if p.token == "" {
+		p.token = pass
+	}
+	p.cmd = exec.Command(p.bin, args...)
 	p.cmd.Stderr = p.logs
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	go func() { p.done <- p.cmd.Wait() }()
 	t.Cleanup(func() { p.cmd.Process.Kill() })
-	p.client = redis.NewClient(&redis.Options{Addr: p.resp, MaxRetries: -1})
+	p.client = redis.NewClient(&redis.Options{Addr: p.resp, MaxRetries: -1, Password: pass})
 	t.Cleanup(func() { p.client.Close() })
 	deadline := time.Now().Add(20 * time.Second)
 	for p.client.Ping(context.Background()).Err() != nil {

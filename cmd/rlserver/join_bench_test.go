@@ -101,7 +101,7 @@ func runJoinBench(b *testing.B, keys int) {
 	deadline := time.Now().Add(10 * time.Minute)
 	for {
 		r, err := report(procs[0], "")
-		if err == nil && len(r.Nodes) == 4 && leadsGroups(tb, procs[0], "n4") && r.Balanced() && allPlaced(r) {
+		if err == nil && len(r.Nodes) == 4 && leadsGroups(tb, procs[0], "n4") && r.IsBalanced() && allPlaced(r) {
 			break
 		}
 		if time.Now().After(deadline) {

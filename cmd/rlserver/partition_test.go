@@ -281,7 +281,7 @@ func waitPartBalanced(t *testing.T, nd *partNode, d time.Duration) {
 	deadline := time.Now().Add(d)
 	for {
 		r, err := partReport(nd, "")
-		if err == nil && r.Balanced() {
+		if err == nil && r.IsBalanced() {
 			return
 		}
 		if time.Now().After(deadline) {

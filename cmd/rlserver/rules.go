@@ -54,11 +54,14 @@ func loadRules(store interface {
 func httpConfig(cfg Config, st *state, reg *prometheus.Registry, m httpapi.Metrics, log *slog.Logger) httpapi.Config {
 	hc := httpapi.Config{
 		Gatherer: reg, Registerer: reg, Checker: st.lim, Rules: st.lim, Metrics: m, Logger: log,
-		AdminToken: cfg.AdminToken, CheckToken: cfg.RequirePass,
+		AdminToken: cfg.AdminToken, CheckToken: cfg.RequirePass, MetricsAuth: cfg.MetricsAuth,
 		MaxKeyBytes: cfg.MaxKeyBytes, MaxLogLimit: cfg.MaxLogLimit,
 	}
 	if st.node != nil {
 		hc.Durable = st.node
+	}
+	if st.disk != nil {
+		hc.Ready = st.disk.Space.Err // not ready for checks while the disk is nearly full
 	}
 	if st.cl != nil {
 		hc.Durable = st.cl
@@ -68,7 +71,7 @@ func httpConfig(cfg Config, st *state, reg *prometheus.Registry, m httpapi.Metri
 			if !st.cl.View().OK {
 				return errors.New("some slots have no leader yet")
 			}
-			return nil
+			return st.disk.Space.Err()
 		}
 	}
 	return hc

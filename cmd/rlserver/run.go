@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/httpapi"
 	"github.com/rlserver/rlserver/server"
 	"github.com/rlserver/rlserver/shards"
@@ -51,7 +52,7 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 		return err
 	}
 	defer stopPprof()
-	st, err := openState(ctx, cfg, shards.Options{Shards: cfg.Shards, MaxMemory: cfg.MaxMemory, Policy: policy, Other: &connMem}, reg, log)
+	st, err := openState(ctx, &cfg, shards.Options{Shards: cfg.Shards, MaxMemory: cfg.MaxMemory, Policy: policy, Other: &connMem}, reg, log)
 	if err != nil {
 		return err
 	}
@@ -100,15 +101,21 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 	for _, store := range st.stores {
 		go sweep(ctx, store)
 	}
+	if st.cl != nil {
+		st.cl.Listening() // other nodes may hand this one leads now
+	}
 
 	select {
 	case <-ctx.Done():
 	case err := <-serveErr:
 		return fmt.Errorf("serve: %w", err)
 	}
-	log.Info("shutting down: no new connections, finishing in-flight commands")
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
+	if st.cl != nil {
+		stepDown(sctx, st.cl, srv, log)
+	}
+	log.Info("shutting down: no new connections, finishing in-flight commands")
 	if hs != nil {
 		hs.Shutdown(sctx)
 	}
@@ -120,6 +127,38 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 	log.Info("stopped")
 	return nil
 }
+
+// stepDown hands every lead of a cluster node to the other nodes while
+// its clients are still connected — their commands are held, then
+// answered MOVED to the new leaders — and keeps answering until no client
+// has been sent away for drainQuiet (at most drainMax), so that every
+// client that uses this node learns where its slots went before the
+// listener closes: a rolling restart shows clients no error.
+func stepDown(ctx context.Context, cl *cluster.Cluster, srv *server.Server, log *slog.Logger) {
+	start := time.Now()
+	log.Info("stopping: handing this node's groups to the others before closing client connections")
+	cl.StepDown(ctx)
+	handed := time.Now()
+	for time.Since(handed) < drainMax && ctx.Err() == nil {
+		last := srv.LastMoved()
+		if last.Before(handed) {
+			last = handed
+		}
+		if time.Since(last) >= drainQuiet {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	log.Info("groups handed over; clients redirected", "handover", handed.Sub(start).Round(time.Millisecond),
+		"drain", time.Since(handed).Round(time.Millisecond))
+}
+
+// drainQuiet and drainMax bound how long a stopping cluster node keeps
+// answering MOVED after it handed its groups over (see stepDown).
+const (
+	drainQuiet = 500 * time.Millisecond
+	drainMax   = 5 * time.Second
+)
 
 // startHTTP serves the HTTP API on addr ("" disables it), refusing
 // connections while maxConns client connections are open (counted in

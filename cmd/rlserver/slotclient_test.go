@@ -14,15 +14,16 @@ import (
 	"github.com/rlserver/rlserver/slots"
 )
 
-// slotClient is the Redis Cluster client of the tests that kill, add and
-// remove nodes. go-redis's ClusterClient (v9.23.0) races with itself when
-// it reloads the slots while nodes come and go (two reloads at once write
-// its list of nodes; seen under -race), so these tests route by
-// themselves, as a cluster client does: a plain client per node, each
-// key's slot, MOVED followed, and TRYAGAIN, CLUSTERDOWN or an unreachable
-// node retried on the next node until the call's deadline (10 s when the
-// context has none). ClusterClient itself is tested where no node changes
-// (the admissions before the kill, the server package's tests).
+// slotClient is the Redis Cluster client of the tests that kill nodes: a
+// plain client per node, each key's slot, MOVED followed, and TRYAGAIN,
+// CLUSTERDOWN or an unreachable node retried on the next node until the
+// call's deadline (10 s when the context has none). Unlike a cluster
+// client it reports whether a try may have changed the state before the
+// one that answered (DoUnsure), which those tests need to bound what a
+// crash can double-count. What users run — go-redis's ClusterClient and
+// redis-py's RedisCluster with their default options — is tested through
+// planned moves and kills in moves_test.go, churn_test.go and
+// rolling_test.go.
 type slotClient struct {
 	mu      sync.Mutex
 	addrs   []string

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -30,24 +32,39 @@ type state struct {
 	lim     limiter
 	node    *cluster.Node    // a durable standalone node, else nil
 	cl      *cluster.Cluster // a cluster node, else nil
+	disk    *cluster.Storage // the data directory, else nil
 	release func()
 }
 
 // openState opens the key state: in memory with --data-dir "", else a
 // durable node on the data directory (locked while it runs), restored from
 // its snapshot and log before it returns.
-func openState(ctx context.Context, cfg Config, opts shards.Options, reg prometheus.Registerer, log *slog.Logger) (*state, error) {
-	store := shards.NewStore(opts)
+//
+// A cluster node's directory remembers the node's settings (see
+// recallSettings): those cfg was not given are set in *cfg from it.
+func openState(ctx context.Context, cfg *Config, opts shards.Options, reg prometheus.Registerer, log *slog.Logger) (*state, error) {
 	if cfg.DataDir == "" {
 		log.Warn("--data-dir is empty: state is kept in memory only and a restart forgets it")
+		store := shards.NewStore(opts)
 		return &state{store: store, stores: []*shards.Store{store}, lim: store, release: func() {}}, nil
 	}
 	unlock, err := lockDataDir(cfg.DataDir)
 	if err != nil {
 		return nil, err
 	}
+	recalled, err := recallSettings(cfg, cfg.DataDir)
+	if err != nil {
+		unlock()
+		return nil, err
+	}
+	if len(recalled) > 0 {
+		sort.Strings(recalled)
+		log.Info("settings recalled from the data directory (give them again to change them)", "settings", strings.Join(recalled, ","),
+			"listen", cfg.Listen, "http", cfg.HTTP, "raft_addr", cfg.RaftAddr)
+	}
 	start := time.Now()
-	disk, err := cluster.OpenStorage(cfg.DataDir, cluster.StorageOptions{NodeID: cfg.NodeID, Logger: log, AcceptDataLoss: cfg.AcceptDataLoss})
+	disk, err := cluster.OpenStorage(cfg.DataDir, cluster.StorageOptions{NodeID: cfg.NodeID, Logger: log,
+		MinFreeDisk: cfg.MinFreeDisk, DiskBallast: cfg.DiskBallast, Registerer: reg, AcceptDataLoss: cfg.AcceptDataLoss})
 	if err != nil {
 		unlock()
 		if errors.Is(err, cluster.ErrDamaged) && !errors.Is(err, cluster.ErrUnrepairable) {
@@ -55,22 +72,24 @@ func openState(ctx context.Context, cfg Config, opts shards.Options, reg prometh
 		}
 		return nil, err
 	}
+	opts.Refuse = disk.Space.Err // state changes wait for disk space
 	layout, err := disk.LoadLayout()
 	if err == nil && layout == nil && cfg.Peers == "" && disk.HasState() {
 		err = nil // a standalone node's directory
 	}
 	if err == nil && (layout != nil || cfg.Peers != "" || cfg.Join != "") {
-		return openCluster(ctx, cfg, opts, disk, unlock, reg, log)
+		return openCluster(ctx, *cfg, opts, disk, unlock, reg, log)
 	}
 	if err != nil {
 		disk.Close()
 		unlock()
 		return nil, err
 	}
-	dur := durability(cfg, reg, log)
+	dur := durability(*cfg, reg, log)
+	store := shards.NewStore(opts)
 	node, err := cluster.Open(ctx, cluster.Config{
 		Store: store, Logs: disk.Logs, Stable: disk.Logs, Snapshots: disk.Snaps, NodeID: disk.NodeID,
-		Durability: dur, LogStats: disk.LogStats, ReuseEntries: true,
+		Durability: dur, LogStats: disk.LogStats, ReuseEntries: true, Disk: disk.Space,
 	})
 	if err == nil {
 		err = disk.MarkInitialised()
@@ -82,7 +101,11 @@ func openState(ctx context.Context, cfg Config, opts shards.Options, reg prometh
 	}
 	log.Info("state loaded", "data_dir", cfg.DataDir, "node_id", disk.NodeID, "keys", store.Len(),
 		"rules", store.RuleCount(), "consistency", dur.Consistency, "took", time.Since(start).Round(time.Millisecond))
-	return &state{store: store, stores: []*shards.Store{store}, lim: node, node: node, release: func() {
+	if disk.Space.Err() != nil {
+		log.Warn("started read-only: the disk is below --min-free-disk, so state changes are refused until space is freed",
+			"data_dir", cfg.DataDir, "min_free_disk", cfg.MinFreeDisk)
+	}
+	return &state{store: store, stores: []*shards.Store{store}, lim: node, node: node, disk: disk, release: func() {
 		disk.Close()
 		unlock()
 	}}, nil
@@ -100,6 +123,9 @@ func openCluster(ctx context.Context, cfg Config, opts shards.Options, disk *clu
 	peers, err := parsePeers(cfg.Peers)
 	if err != nil {
 		return fail(err)
+	}
+	if err := rememberSettings(&cfg, cfg.DataDir); err != nil {
+		return fail(fmt.Errorf("remember the node's settings: %w", err))
 	}
 	raftHost := cfg.RaftAddr
 	if cfg.RaftAdvertise != "" {
@@ -138,7 +164,7 @@ func openCluster(ctx context.Context, cfg Config, opts shards.Options, disk *clu
 	}
 	log.Info("cluster node started", "node_id", disk.NodeID, "raft", cl.RaftAddr().String(), "announce", resp,
 		"groups", cl.Groups(), "consistency", dur.Consistency)
-	return &state{lim: clusterNode{cl}, cl: cl, stores: cl.Stores(), release: func() {
+	return &state{lim: clusterNode{cl}, cl: cl, stores: cl.Stores(), disk: disk, release: func() {
 		disk.Close()
 		unlock()
 	}}, nil

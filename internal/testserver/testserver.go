@@ -31,6 +31,8 @@ type Options struct {
 	Logger         *slog.Logger // nil discards the log
 	MaxMemory      int64        // bytes; 0 is unbounded
 	Policy         shards.Policy
+	MetricsAuth    bool            // GET /metrics needs a bearer token (--metrics-auth)
+	Cluster        httpapi.Cluster // serves GET /cluster and DELETE /cluster/nodes/{id}; nil: none
 }
 
 // Node is a running single-node rlserver.
@@ -66,7 +68,7 @@ func Start(t testing.TB, opt Options) *Node {
 	hs := &http.Server{Handler: httpapi.New(httpapi.Config{
 		Gatherer: n.Registry, Checker: n.Store, Rules: n.Store, AdminToken: opt.AdminToken,
 		CheckToken: opt.RequirePass, Clock: opt.Clock, MaxLogLimit: opt.MaxLogLimit, Registerer: n.Registry,
-		Metrics: n.Server, Logger: opt.Logger,
+		Metrics: n.Server, Logger: opt.Logger, MetricsAuth: opt.MetricsAuth, Cluster: opt.Cluster,
 	})}
 	n.Addr, n.URL = ln.Addr().String(), "http://"+hln.Addr().String()
 	var wg sync.WaitGroup

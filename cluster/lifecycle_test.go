@@ -1,0 +1,95 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rlserver/rlserver/cluster/transport"
+	"github.com/rlserver/rlserver/shards"
+)
+
+// TestCallsDuringStartAndStop: a peer calls every internal method on a
+// node's Raft port in a tight loop while the node opens (64 groups, so
+// that starting them takes a while) and while it closes. No call may find
+// a group or the meta group half made: before the fix, a status call
+// arriving between a group's publication and its raft's start crashed the
+// node (nil pointer in raft.LeaderWithID from status), and meta.apply
+// before the meta group's raft existed did the same.
+func TestCallsDuringStartAndStop(t *testing.T) {
+	for round := 0; round < 3; round++ {
+		t.Run(fmt.Sprint(round), func(t *testing.T) {
+			addrs := freePorts(t, 2)
+			caller, err := transport.Listen(addrs[1], transport.Options{Secret: []byte(testSecret),
+				HoldTimeout: 20 * time.Millisecond}) // it hosts no group: n1's raft connections are dropped soon
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer caller.Close()
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			var answered, refused [5]int
+			methods := []string{"status", "meta.apply", "meta.join", "charge", "key"}
+			bodies := [][]byte{nil, []byte(`{"op":"hello"}`), []byte(`{"node":{"id":"x","raft":"127.0.0.1:1","resp":"127.0.0.1:2"}}`),
+				[]byte(`{"group":1,"cost":1,"now":1,"ops":[{"key":"YQ==","algo":0,"limit":5,"window":1000000000}]}`),
+				[]byte(`{"op":"check","key":"YQ==","algo":0,"limit":5,"window":1000000000,"cost":1,"now":1}`)}
+			for i := range methods {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+						_, err := caller.Call(ctx, addrs[0], methods[i], bodies[i])
+						cancel()
+						var re *transport.RemoteError
+						switch {
+						case err == nil:
+							answered[i]++
+						case errors.As(err, &re):
+							refused[i]++
+						default:
+							time.Sleep(100 * time.Microsecond) // not listening yet, or closed
+						}
+					}
+				}()
+			}
+			disk, err := OpenStorage(t.TempDir(), StorageOptions{NodeID: "n1"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer disk.Close()
+			cfg := ClusterConfig{Storage: disk, NodeID: "n1", RaftAddr: addrs[0], RESPAddr: "127.0.0.1:1", Secret: testSecret,
+				Peers: []Peer{{ID: "n1", Raft: addrs[0]}, {ID: "n2", Raft: addrs[1]}}, Groups: 64,
+				HeartbeatTimeout: 50 * time.Millisecond, ElectionTimeout: 50 * time.Millisecond, LeaderLeaseTimeout: 50 * time.Millisecond,
+				NewStore: func(int) *shards.Store { return shards.New(8) }}
+			cfg.Logger = testLogger("n1")
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			c, err := OpenCluster(ctx, cfg)
+			if err != nil {
+				close(stop)
+				wg.Wait()
+				t.Fatal(err)
+			}
+			time.Sleep(50 * time.Millisecond)
+			if err := c.Close(ctx); err != nil {
+				t.Logf("close: %v", err)
+			}
+			time.Sleep(20 * time.Millisecond)
+			close(stop)
+			wg.Wait()
+			t.Logf("answered %v, refused %v (%v)", answered, refused, methods)
+			if answered[0] == 0 {
+				t.Errorf("no status call was answered while the node ran")
+			}
+		})
+	}
+}

@@ -1,0 +1,275 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rlserver/rlserver/bench/nodes"
+	"github.com/rlserver/rlserver/slots"
+)
+
+// churnCount returns $name as a count, or def.
+func churnCount(t *testing.T, name string, def int) int {
+	if v := os.Getenv(name); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("%s=%q: want a positive count", name, v)
+		}
+		return n
+	}
+	return def
+}
+
+// assertNoPanic fails the test if a node's log holds a panic or a fatal
+// error.
+func assertNoPanic(t *testing.T, p *proc) {
+	t.Helper()
+	logs := p.logs.String()
+	for _, bad := range []string{"panic:", "fatal error:", "SIGSEGV"} {
+		if strings.Contains(logs, bad) {
+			t.Fatalf("node at %s: %q in its log:\n%s", p.resp, bad, logs)
+		}
+	}
+}
+
+// keyPerGroup returns a key in each of groups groups' slot ranges.
+func keyPerGroup(groups int) []string {
+	out := make([]string, groups)
+	found := 0
+	for i := 0; found < groups; i++ {
+		k := fmt.Sprintf("churn:%d", i)
+		g := slots.Of([]byte(k)) * groups / slots.Count
+		if out[g] == "" {
+			out[g] = k
+			found++
+		}
+	}
+	return out
+}
+
+// TestClusterStartsNeverCrash: a new three-node cluster is started
+// $RLSERVER_CHURN_STARTS times (30 by default); each time every node
+// starts without a crash, every group gets a leader, a key of every group
+// is checked through a ClusterClient with default options without an
+// error, and the nodes stop with SIGTERM and exit 0. (Two of five new
+// clusters lost a node on their first start before the node refused
+// internal calls until its groups were open.)
+func TestClusterStartsNeverCrash(t *testing.T) {
+	bin := buildBinary(t)
+	n := churnCount(t, "RLSERVER_CHURN_STARTS", 30)
+	keys := keyPerGroup(8)
+	var took []time.Duration
+	for round := 0; round < n; round++ {
+		start := time.Now()
+		procs := startNodes(t, bin, 3, 8)
+		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: respAddrs(procs)})
+		for _, k := range keys {
+			if err := c.Do(context.Background(), "RL.CHECK", k, "fixed", 10, "1m").Err(); err != nil {
+				t.Fatalf("start %d: RL.CHECK %s: %v", round+1, k, err)
+			}
+		}
+		took = append(took, time.Since(start))
+		c.Close()
+		for _, p := range procs {
+			p.stop()
+			assertNoPanic(t, p)
+		}
+	}
+	sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
+	t.Logf("%d new clusters: every node up and a key of every group checked %v after start (median; max %v)",
+		n, took[len(took)/2].Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond))
+}
+
+// TestClusterRestartsNeverCrash: three nodes in strong mode under a steady
+// load from a ClusterClient with default options; each node in turn is
+// stopped — kill -9 and SIGTERM alternating — and started again with
+// --data-dir alone, $RLSERVER_CHURN_RESTARTS times each (30 by default).
+// Every restart must come up without a crash and serve again (every group
+// led by a node that serves it, the restarted node answering), every exit
+// after SIGTERM is 0, and at the end no acknowledged admission is lost
+// (strong mode): each key is charged at least what was acknowledged, and
+// in all at most that plus the checks whose outcome the client could not
+// know (an error, or one in flight at a kill, which go-redis retries). The errors the client sees are reported by kind of restart,
+// with how long after the stop the last one came: the failover window as
+// a default client sees it.
+func TestClusterRestartsNeverCrash(t *testing.T) {
+	bin := buildBinary(t)
+	n := churnCount(t, "RLSERVER_CHURN_RESTARTS", 30)
+	procs := clusterProcs(t, bin, 3, "--consistency", "strong")
+	addrs := respAddrs(procs)
+	ph := &phases{}
+	load := startGoLoad(t, "churn", addrs, churnWorkers, 120, 2*time.Millisecond)
+	var stops []time.Time
+	var kinds []string
+	for round := 0; round < n; round++ {
+		for i := range procs {
+			kind := "sigterm"
+			if (round*len(procs)+i)%2 == 0 {
+				kind = "kill"
+			}
+			ph.begin(fmt.Sprintf("%s %d of n%d", kind, round+1, i+1))
+			stops, kinds = append(stops, time.Now()), append(kinds, kind)
+			if kind == "kill" {
+				procs[i].kill()
+			} else {
+				procs[i].stop()
+			}
+			assertNoPanic(t, procs[i])
+			dumpLogs(t, fmt.Sprintf("n%d-%02d", i+1, round), procs[i])
+			procs[i] = restartProc(t, procs[i])
+			waitFor(t, 20*time.Second, fmt.Sprintf("n%d serving again after %s %d", i+1, kind, round+1), func() bool {
+				r, err := report(procs[i], "")
+				return err == nil && r.OK && r.ServedWithout("") && len(r.Errors) == 0
+			})
+			if kind == "kill" {
+				// The client's retries of checks it sent the killed node
+				// may fail a little after it is back: they are the kill's.
+				load.quiet(700*time.Millisecond, 5*time.Second)
+			}
+		}
+	}
+	time.Sleep(time.Second)
+	res := load.stop()
+	for _, p := range procs {
+		assertNoPanic(t, p)
+	}
+	last := map[int]time.Duration{} // restart → its last error, after the stop
+	errs := map[string]int{}
+	for _, e := range res.errs {
+		j := sort.Search(len(stops), func(j int) bool { return stops[j].After(e.at) }) - 1
+		if j < 0 {
+			t.Errorf("an error before any restart: %s", e.err)
+			continue
+		}
+		if errs[kinds[j]]++; errs[kinds[j]] <= 5 {
+			t.Logf("error %v after %s (%s): %s", e.at.Sub(stops[j]).Round(time.Millisecond), ph.of(e.at),
+				e.at.Format("15:04:05.000"), e.err)
+		}
+		last[j] = max(last[j], e.at.Sub(stops[j]))
+	}
+	var killWindows []time.Duration
+	for j, d := range last {
+		if kinds[j] == "kill" {
+			killWindows = append(killWindows, d)
+		}
+	}
+	sort.Slice(killWindows, func(i, j int) bool { return killWindows[i] < killWindows[j] })
+	total, maybe := assertNothingLost(t, addrs, res, countOf(kinds, "kill"), churnWorkers)
+	t.Logf("%d restarts (%d kill -9, %d SIGTERM), %d checks, %d admissions acknowledged, all counted (%d more charged, of %d unknown outcomes)",
+		len(stops), countOf(kinds, "kill"), countOf(kinds, "sigterm"), res.checks, total, maybe, len(res.errs))
+	t.Logf("errors seen by the client: after SIGTERM %d, after kill -9 %d", errs["sigterm"], errs["kill"])
+	if len(killWindows) > 0 {
+		t.Logf("kill -9 restarts with errors: %d of %d; last error after the kill: median %v, max %v",
+			len(killWindows), countOf(kinds, "kill"), killWindows[len(killWindows)/2].Round(time.Millisecond),
+			killWindows[len(killWindows)-1].Round(time.Millisecond))
+	}
+	if errs["sigterm"] > 0 {
+		t.Errorf("the client saw %d errors after SIGTERMs: a planned restart must show none", errs["sigterm"])
+	}
+}
+
+// dumpLogs writes p's log to $RLSERVER_TEST_DUMP/name.log, if set, and
+// the time the test's errors are stamped with.
+func dumpLogs(t *testing.T, name string, p *proc) {
+	if dir := os.Getenv("RLSERVER_TEST_DUMP"); dir != "" {
+		os.WriteFile(filepath.Join(dir, name+".log"), []byte(p.logs.String()), 0o644)
+	}
+}
+
+// churnWorkers is the number of goroutines of the restarts' load.
+const churnWorkers = 6
+
+func countOf(xs []string, x string) int {
+	n := 0
+	for _, y := range xs {
+		if y == x {
+			n++
+		}
+	}
+	return n
+}
+
+// TestKill9WindowAsDefaultClientsSeeIt measures what an unplanned loss
+// costs the clients users run with their default options: three nodes in
+// strong mode, go-redis's ClusterClient and redis-py's RedisCluster at a
+// steady rate, and the node leading the most groups killed with SIGKILL
+// and left down. go-redis may see errors only within kill9Window of the
+// kill (the failover, then the MOVED that tells it to reload its slot
+// map: see server.Nudger). redis-py 4.3.4 (Debian 12's python3-redis)
+// cannot reload its map while a node it knew is down (NodesManager.
+// initialize deep-copies its connection arguments, which hold the client
+// itself, lock included: "cannot pickle '_thread.lock' object"), so it
+// fails the lost node's slots until the node returns: its errors are
+// logged, not asserted, and the README says so.
+func TestKill9WindowAsDefaultClientsSeeIt(t *testing.T) {
+	bin := buildBinary(t)
+	procs := clusterProcs(t, bin, 3, "--consistency", "strong")
+	addrs := respAddrs(procs)
+	goL := startGoLoad(t, "go", addrs, 6, 120, 2*time.Millisecond)
+	pyL := startPyLoad(t, "py", addrs, 60, 300)
+	time.Sleep(time.Second)
+	victim := mostLeader(t, procs)
+	killed := time.Now()
+	procs[victim].kill()
+	served := waitServedBy(t, procs[(victim+1)%3], procs[victim].resp, killed.Add(10*time.Second))
+	time.Sleep(5 * time.Second)
+	results := []loadResult{goL.stop(), pyL.stop()}
+	t.Logf("every group led by a live node %v after the kill", served.Sub(killed).Round(time.Millisecond))
+	for _, r := range results {
+		var last time.Duration
+		for _, e := range r.errs {
+			last = max(last, e.at.Sub(killed))
+		}
+		t.Logf("%s: %d checks, %d errors after the kill, the last %v after it", r.name, r.checks, len(r.errs), last.Round(time.Millisecond))
+		for i, e := range r.errs {
+			if i < 3 {
+				t.Logf("  %v %s", e.at.Sub(killed).Round(time.Millisecond), e.err)
+			}
+		}
+		if r.name == "go" && last > kill9Window {
+			t.Errorf("go-redis saw errors until %v after the kill, beyond the %v the README states", last, kill9Window)
+		}
+	}
+}
+
+// kill9Window bounds how long after a kill -9 a go-redis ClusterClient
+// with default options may see errors (README, "Failover").
+const kill9Window = 3 * time.Second
+
+// TestIdleClusterCPU: a three-node cluster of 16 groups (make cluster's)
+// with no clients costs little: each node's CPU over 10 s, from
+// /proc/<pid>/stat, must stay under idleCPUBound of one core. The figure
+// is logged (the closing note of issue 17 quotes it).
+func TestIdleClusterCPU(t *testing.T) {
+	bin := buildBinary(t)
+	procs := clusterProcsN(t, bin, 3, 16)
+	time.Sleep(2 * time.Second) // let the balancer and the first snapshots settle
+	const window = 10 * time.Second
+	before := make([]time.Duration, len(procs))
+	for i, p := range procs {
+		before[i] = nodes.CPUOf(p.cmd.Process.Pid)
+	}
+	time.Sleep(window)
+	for i, p := range procs {
+		share := float64(nodes.CPUOf(p.cmd.Process.Pid)-before[i]) / float64(window)
+		t.Logf("n%d idle: %.1f%% of a core", i+1, 100*share)
+		if share > idleCPUBound {
+			t.Errorf("n%d used %.1f%% of a core idle, more than %.0f%%", i+1, 100*share, 100*idleCPUBound)
+		}
+	}
+}
+
+// idleCPUBound bounds an idle cluster node's CPU, as a share of a core.
+// Measured here: about 11% — raft's heartbeats (every tenth of the 300 ms
+// heartbeat timeout, per follower of each of the 17 groups) and its idle
+// commit-index appends, each a msgpack RPC over the Raft port.
+const idleCPUBound = 0.20

@@ -1,0 +1,286 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os/exec"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The clients users run, driven at a steady rate while the cluster moves:
+// go-redis's ClusterClient and redis-py's RedisCluster, each with its
+// default options (only the nodes' addresses are given). Each checks its
+// keys in turn with a limit no test reaches, and counts the admissions
+// acknowledged per key and every error that reaches it; the tests then
+// compare each key's count with what RL.PEEK says was charged.
+
+// loadResult is what one client saw.
+type loadResult struct {
+	name   string
+	acked  map[string]int64
+	checks int64
+	errs   []loadError
+}
+
+// loadError is an error that reached the application.
+type loadError struct {
+	at  time.Time
+	err string
+}
+
+// loadLimit is the limit of the load's keys: one no test reaches.
+const loadLimit = 1000000
+
+// goLoad is a go-redis ClusterClient with default options, checking keys
+// from several goroutines.
+type goLoad struct {
+	name   string
+	client *redis.ClusterClient
+	stopCh chan struct{}
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	acked  map[string]int64
+	errs   []loadError
+	checks atomic.Int64
+}
+
+// startGoLoad starts workers goroutines, each checking its share of keys
+// keys (prefix:w:k), pausing pause between two checks.
+func startGoLoad(t *testing.T, name string, addrs []string, workers, keys int, pause time.Duration) *goLoad {
+	l := &goLoad{name: name, client: redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs}),
+		stopCh: make(chan struct{}), acked: map[string]int64{}}
+	t.Cleanup(func() { l.client.Close() })
+	for w := 0; w < workers; w++ {
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-l.stopCh:
+					return
+				default:
+				}
+				key := fmt.Sprintf("%s:%d:%d", name, w, i%(keys/workers))
+				v, err := l.client.Do(context.Background(), "RL.CHECK", key, "fixed", loadLimit, "1h").Slice()
+				l.checks.Add(1)
+				l.mu.Lock()
+				if err != nil {
+					l.errs = append(l.errs, loadError{time.Now(), err.Error()})
+				} else if v[0] == int64(1) {
+					l.acked[key]++
+				}
+				l.mu.Unlock()
+				time.Sleep(pause)
+			}
+		}()
+	}
+	return l
+}
+
+// errCount returns the number of errors seen so far.
+func (l *goLoad) errCount() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.errs)
+}
+
+// quiet waits until no error has come for d (at most max), so that the
+// errors of one phase are not counted in the next.
+func (l *goLoad) quiet(d, max time.Duration) {
+	deadline := time.Now().Add(max)
+	n, since := l.errCount(), time.Now()
+	for time.Since(since) < d && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+		if m := l.errCount(); m != n {
+			n, since = m, time.Now()
+		}
+	}
+}
+
+func (l *goLoad) stop() loadResult {
+	close(l.stopCh)
+	l.wg.Wait()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return loadResult{name: l.name, acked: l.acked, checks: l.checks.Load(), errs: l.errs}
+}
+
+// pyLoad is redis-py's RedisCluster with default options, in Debian's
+// python3 (testdata/clusterload.py).
+type pyLoad struct {
+	t     *testing.T
+	name  string
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	out   bytes.Buffer
+	errw  bytes.Buffer
+}
+
+// startPyLoad starts redis-py checking keys keys (prefix:k) at about rate
+// checks a second.
+func startPyLoad(t *testing.T, name string, addrs []string, keys int, rate float64) *pyLoad {
+	py := requirePythonRedis(t)
+	l := &pyLoad{t: t, name: name}
+	l.cmd = exec.Command(py, "testdata/clusterload.py", strings.Join(addrs, ","), name, fmt.Sprint(keys), fmt.Sprint(rate))
+	l.cmd.Stdout, l.cmd.Stderr = &l.out, &l.errw
+	var err error
+	if l.stdin, err = l.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.cmd.Process.Kill() })
+	return l
+}
+
+func (l *pyLoad) stop() loadResult {
+	l.stdin.Close()
+	if err := l.cmd.Wait(); err != nil {
+		l.t.Fatalf("clusterload.py: %v\n%s", err, l.errw.String())
+	}
+	var out struct {
+		Acked  map[string]int64 `json:"acked"`
+		Checks int64            `json:"checks"`
+		Errors [][2]any         `json:"errors"`
+	}
+	if err := json.Unmarshal(l.out.Bytes(), &out); err != nil {
+		l.t.Fatalf("clusterload.py printed %q: %v\n%s", l.out.String(), err, l.errw.String())
+	}
+	r := loadResult{name: l.name, acked: out.Acked, checks: out.Checks}
+	for _, e := range out.Errors {
+		at, _ := e[0].(float64)
+		r.errs = append(r.errs, loadError{time.Unix(0, int64(at*1e9)), fmt.Sprint(e[1])})
+	}
+	return r
+}
+
+// requirePythonRedis returns Debian's python3 with redis-py, failing the
+// test when it has none (.ci/run installs python3-redis).
+func requirePythonRedis(t *testing.T) string {
+	t.Helper()
+	py := "/usr/bin/python3"
+	if exec.Command(py, "-c", "import redis.cluster").Run() != nil {
+		t.Fatal("no /usr/bin/python3 with redis-py's RedisCluster: apt-get install python3-redis (.ci/run does this)")
+	}
+	return py
+}
+
+// phases names the moments of a test, to say when each error came.
+type phases struct {
+	mu    sync.Mutex
+	names []string
+	at    []time.Time
+}
+
+func (p *phases) begin(name string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.names, p.at = append(p.names, name), append(p.at, time.Now())
+}
+
+// of returns the phase under way at t.
+func (p *phases) of(t time.Time) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	name := "before"
+	for i, at := range p.at {
+		if !t.Before(at) {
+			name = p.names[i]
+		}
+	}
+	return name
+}
+
+// assertNoErrorsAndCounted fails the test if any client saw an error, and
+// checks that every key's charge, as RL.PEEK reports it through a
+// ClusterClient, equals the admissions its client was told of: nothing
+// acknowledged lost, nothing counted twice.
+func assertNoErrorsAndCounted(t *testing.T, addrs []string, ph *phases, results ...loadResult) {
+	t.Helper()
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	defer c.Close()
+	for _, r := range results {
+		byPhase := map[string]int{}
+		for _, e := range r.errs {
+			byPhase[ph.of(e.at)]++
+		}
+		var total int64
+		for _, n := range r.acked {
+			total += n
+		}
+		t.Logf("%s: %d checks, %d admissions acknowledged on %d keys, %d errors %v", r.name, r.checks, total, len(r.acked),
+			len(r.errs), byPhase)
+		if len(r.errs) > 0 {
+			shown := r.errs
+			if len(shown) > 5 {
+				shown = shown[:5]
+			}
+			for _, e := range shown {
+				t.Errorf("%s saw an error during %q: %s", r.name, ph.of(e.at), e.err)
+			}
+		}
+		if r.checks < 100 {
+			t.Errorf("%s made only %d checks", r.name, r.checks)
+		}
+		keys := make([]string, 0, len(r.acked))
+		for k := range r.acked {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		wrong := 0
+		for _, k := range keys {
+			v, err := c.Do(context.Background(), "RL.PEEK", k, "fixed", loadLimit, "1h").Slice()
+			if err != nil {
+				t.Fatalf("RL.PEEK %s: %v", k, err)
+			}
+			if used := loadLimit - v[2].(int64); used != r.acked[k] {
+				if wrong++; wrong <= 5 {
+					t.Errorf("%s is charged %d, but %d admissions were acknowledged", k, used, r.acked[k])
+				}
+			}
+		}
+		if wrong > 0 {
+			t.Errorf("%s: %d of %d keys are not charged exactly what was acknowledged", r.name, wrong, len(keys))
+		}
+	}
+}
+
+// assertNothingLost checks, after kills in strong mode, that every key
+// of r is charged at least the admissions acknowledged (RL.PEEK through
+// a ClusterClient), and in all at most that plus the checks whose outcome
+// the client could not know: those that ended in an error, and one in
+// flight per worker per kill (go-redis retries a command whose connection
+// broke, and the first try may have been committed). It returns the
+// admissions acknowledged and the charges beyond them.
+func assertNothingLost(t *testing.T, addrs []string, r loadResult, kills, workers int) (acked, extra int64) {
+	t.Helper()
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	defer c.Close()
+	for k, n := range r.acked {
+		v, err := c.Do(context.Background(), "RL.PEEK", k, "fixed", loadLimit, "1h").Slice()
+		if err != nil {
+			t.Fatalf("RL.PEEK %s: %v", k, err)
+		}
+		used := loadLimit - v[2].(int64)
+		if used < n {
+			t.Errorf("%s is charged %d, but %d admissions were acknowledged: some were lost", k, used, n)
+		}
+		acked, extra = acked+n, extra+used-n
+	}
+	if bound := int64(len(r.errs) + kills*workers); extra > bound {
+		t.Errorf("%d charges more than acknowledged; at most %d checks (%d errors, %d kills × %d in flight) had an unknown outcome",
+			extra, bound, len(r.errs), kills, workers)
+	}
+	return acked, extra
+}

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// TestContainerRestarts: three nodes in containers of our image, set up
+// as docker-compose.yml sets them up (each announces 127.0.0.1 and
+// publishes its RESP and HTTP ports on the same numbers, so a client on
+// this machine uses the addresses the nodes hand out), in strong mode,
+// under a steady load from go-redis's ClusterClient with default options.
+// Each node in turn is stopped — `docker kill` (SIGKILL) and `docker stop`
+// (SIGTERM) alternating — and started again with `docker start`, as
+// `docker-compose start` does, eight times. Every start must come up and
+// serve (four of eleven such restarts crashed before: a peer's status
+// call reached a group whose raft was not open yet), `docker stop` must
+// end in exit code 0, no log may hold a panic, a SIGTERM must show the
+// client no error, and no acknowledged admission may be lost.
+func TestContainerRestarts(t *testing.T) {
+	requireDocker(t)
+	env := newPartEnv(t)
+	nodes := startComposeNodes(t, env, 3, "--consistency", "strong")
+	var addrs []string
+	for _, nd := range nodes {
+		addrs = append(addrs, nd.hostRESP)
+	}
+	waitPartBalanced(t, nodes[0], 60*time.Second)
+	load := startGoLoad(t, "ctr", addrs, churnWorkers, 120, 2*time.Millisecond)
+	ph := &phases{}
+	kills := 0
+	var kinds []string
+	for cycle := 0; cycle < containerCycles; cycle++ {
+		nd := nodes[cycle%len(nodes)]
+		kind := "stop"
+		if cycle%2 == 0 {
+			kind, kills = "kill", kills+1
+		}
+		ph.begin(fmt.Sprintf("docker %s %s (%d)", kind, nd.name, cycle+1))
+		kinds = append(kinds, kind)
+		mustDocker(t, kind, nd.container)
+		code := mustDocker(t, "wait", nd.container)
+		if kind == "stop" && code != "0" {
+			t.Fatalf("%s exited %s after docker stop (SIGTERM), want 0\n%s", nd.name, code, containerLogs(nd))
+		}
+		mustDocker(t, "start", nd.container)
+		waitFor(t, 30*time.Second, nd.name+" serving again after docker "+kind, func() bool {
+			r, err := partReport(nd, "")
+			return err == nil && r.Serving && len(r.Errors) == 0
+		})
+		if kind == "kill" {
+			load.quiet(700*time.Millisecond, 5*time.Second)
+		}
+	}
+	time.Sleep(time.Second)
+	res := load.stop()
+	for _, nd := range nodes {
+		if logs := containerLogs(nd); strings.Contains(logs, "panic:") {
+			t.Fatalf("%s panicked:\n%s", nd.name, logs)
+		}
+	}
+	if dump := os.Getenv("RLSERVER_TEST_DUMP"); dump != "" {
+		for _, nd := range nodes {
+			os.WriteFile(filepath.Join(dump, nd.name+".log"), []byte(containerLogs(nd)), 0o644)
+		}
+		var b strings.Builder
+		for _, e := range res.errs {
+			fmt.Fprintf(&b, "%s %s: %s\n", e.at.Format("15:04:05.000"), ph.of(e.at), e.err)
+		}
+		os.WriteFile(filepath.Join(dump, "errors.txt"), []byte(b.String()), 0o644)
+	}
+	stopErrs := 0
+	for _, e := range res.errs {
+		if strings.HasPrefix(ph.of(e.at), "docker stop") {
+			if stopErrs++; stopErrs <= 5 {
+				t.Errorf("an error during %s: %s", ph.of(e.at), e.err)
+			}
+		}
+	}
+	acked, extra := assertNothingLost(t, addrs, res, kills, churnWorkers)
+	t.Logf("%d restarts in containers (%d docker kill, %d docker stop): %d checks, %d admissions acknowledged and counted "+
+		"(%d more charged); errors: %d after a kill, %d after a stop", len(kinds), kills, len(kinds)-kills, res.checks, acked,
+		extra, len(res.errs)-stopErrs, stopErrs)
+}
+
+// containerCycles is the number of container restarts.
+const containerCycles = 8
+
+// startComposeNodes starts n containers as docker-compose.yml does: node
+// i listens on 0.0.0.0:P and 0.0.0.0:H, publishes them on the same ports
+// of 127.0.0.1 and announces 127.0.0.1; the nodes reach each other as
+// nX:7379 on the cluster network. Its data is in a volume of its own, so
+// that it survives a docker stop or kill.
+func startComposeNodes(t *testing.T, e *partEnv, n int, extra ...string) []*partNode {
+	var peers []string
+	for i := 1; i <= n; i++ {
+		peers = append(peers, fmt.Sprintf("n%d=n%d:7379", i, i))
+	}
+	t.Cleanup(e.removeContainers)
+	for i := 1; i <= n; i++ {
+		nd := &partNode{name: fmt.Sprint("n", i), container: fmt.Sprintf("%s-n%d", e.prefix, i),
+			hostRESP: freePort(t), hostHTTP: freePort(t)}
+		nd.resp = nd.hostRESP
+		e.nodes = append(e.nodes, nd)
+		_, rport, _ := strings.Cut(nd.hostRESP, ":")
+		_, hport, _ := strings.Cut(nd.hostHTTP, ":")
+		args := []string{"create", "--name", nd.container, "--label", "rlserver-test=" + e.prefix,
+			"--network", e.clients, "-p", nd.hostRESP + ":" + rport, "-p", nd.hostHTTP + ":" + hport, "-v", "/data",
+			"-e", "RLSERVER_NODE_ID=" + nd.name, "-e", "RLSERVER_PEERS=" + strings.Join(peers, ","),
+			"-e", "RLSERVER_RAFT_ADDR=0.0.0.0:7379", "-e", "RLSERVER_RAFT_ADVERTISE=" + nd.name + ":7379",
+			"-e", "RLSERVER_LISTEN=0.0.0.0:" + rport, "-e", "RLSERVER_HTTP=0.0.0.0:" + hport,
+			"-e", "RLSERVER_ANNOUNCE=127.0.0.1", e.image}
+		mustDocker(t, append(args, extra...)...)
+		mustDocker(t, "network", "connect", "--alias", nd.name, e.cluster, nd.container)
+		mustDocker(t, "start", nd.container)
+		nd.client = redis.NewClient(&redis.Options{Addr: nd.hostRESP})
+		t.Cleanup(func() { nd.client.Close() })
+	}
+	return e.nodes
+}
+
+// containerLogs returns a container's log.
+func containerLogs(nd *partNode) string {
+	out, _ := exec.Command("docker", "logs", nd.container).CombinedOutput()
+	return string(out)
+}
