@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -17,10 +18,12 @@ import (
 )
 
 // Storage is a node's data directory: one Pebble database (dir/db) that
-// holds the Raft log, stable store and snapshots of the node's groups, and
-// an identity file (dir/rlserver.id) written once the database holds a
-// group, so that a directory whose database has gone missing is refused
-// instead of started empty.
+// holds the Raft log, stable store and snapshots of the node's groups, an
+// identity file (dir/rlserver.id) written once the database holds a group,
+// so that a directory whose database has gone missing is refused instead
+// of started empty, and a mark file (dir/rlserver.mark) that records what
+// the database held, so that a start finds what a lost or cut file took
+// with it (DESIGN.md, "Damaged files").
 type Storage struct {
 	DB     *pebble.DB
 	Logs   *raftlog.Store
@@ -32,6 +35,11 @@ type Storage struct {
 	Space *raftlog.Space
 	dir   string
 	fs    vfs.FS
+	log   *slog.Logger
+	marks *marker
+	// emptied: AcceptDataLoss found nothing left of group 0 and dropped
+	// it, so that the node starts empty.
+	emptied bool
 }
 
 // StorageOptions configures OpenStorage.
@@ -42,7 +50,7 @@ type StorageOptions struct {
 	NodeID string
 	// FS is the file system; nil means the disk.
 	FS vfs.FS
-	// Logger receives Pebble's log.
+	// Logger receives Pebble's log, and the damage found at start.
 	Logger *slog.Logger
 	// RetainSnapshots is how many snapshots are kept (default 1: raft
 	// truncates the log behind the newest, so an older one could not be
@@ -57,6 +65,14 @@ type StorageOptions struct {
 	DiskBallast int64
 	// Registerer, when set, receives the rlserver_disk_* series.
 	Registerer prometheus.Registerer
+	// AcceptDataLoss starts on a damaged directory instead of refusing it
+	// with ErrDamaged: what cannot be read is dropped (a snapshot, the log
+	// from its first lost entry on), and every loss is logged at ERROR.
+	AcceptDataLoss bool
+	// MarkInterval is how often the mark file is brought up to date while
+	// the logs change (default DefaultMarkInterval; negative: only at
+	// start, on WAL changes and at Close).
+	MarkInterval time.Duration
 }
 
 // Defaults of StorageOptions' disk guard, which rlserver's flags take:
@@ -79,13 +95,15 @@ const (
 )
 
 // OpenStorage opens the data directory dir, creating it if it is new.
+// Before it changes anything it checks the directory: the files its mark
+// file lists, and, on the database opened read-only, the mark's counter and
+// each group's last index, and every snapshot and log entry of every group
+// (raft panics on an entry it cannot read). It refuses a directory that
+// lost synced data or whose logs raft could not start on with ErrDamaged,
+// naming the files and entries lost, unless o.AcceptDataLoss: then it
+// drops what cannot be used, logs every loss at ERROR and goes on.
 func OpenStorage(dir string, o StorageOptions) (*Storage, error) {
-	if o.FS == nil {
-		o.FS = vfs.Default
-	}
-	if o.RetainSnapshots <= 0 {
-		o.RetainSnapshots = 1
-	}
+	o = o.withDefaults()
 	// The directory's own entry, and later its database's, must survive a
 	// crash: sync the directories that hold them.
 	if err := o.FS.MkdirAll(dir, 0o755); err != nil {
@@ -98,45 +116,239 @@ func OpenStorage(dir string, o StorageOptions) (*Storage, error) {
 	if err != nil {
 		return nil, err
 	}
-	space, err := openSpace(dir, o)
+	m, slot, size, markErr := readMarkSlots(o.FS, dir)
+	if markErr != nil && !errors.Is(markErr, errBadMark) {
+		return nil, fmt.Errorf("data directory: %s: %w", markFile, markErr)
+	}
+	id, err := identity(dir, known, o.NodeID, m, o.Logger)
 	if err != nil {
 		return nil, err
 	}
-	id := o.NodeID
-	switch {
-	case known != "" && id != "" && id != known:
-		return nil, fmt.Errorf("%w: %s holds node %q, not %q (--node-id)", ErrNodeID, dir, known, id)
-	case known != "":
-		id = known
-	case id == "":
-		id = "node1"
-	}
-	db, err := raftlog.OpenDB(filepath.Join(dir, dbDir), raftlog.Options{FS: o.FS, Logger: o.Logger, MustExist: known != ""})
+	found, err := precheck(dir, o.FS, m, markErr)
 	if err != nil {
-		space.Close()
-		if known != "" {
-			return nil, fmt.Errorf("%w: %s was node %q's, but its database cannot be opened: %v", ErrLostStorage, dir, known, err)
+		return nil, fmt.Errorf("data directory %s: %w", dir, err)
+	}
+	if len(found) > 0 && (!o.AcceptDataLoss || fatal(found)) {
+		return nil, refusal(dir, found)
+	}
+	for _, d := range found {
+		if d.fix != nil {
+			if err := d.fix(); err != nil {
+				return nil, fmt.Errorf("data directory %s: %s: %w", dir, d.file, err)
+			}
 		}
-		return nil, fmt.Errorf("open database in %s: %w", dir, err)
 	}
-	st := &Storage{DB: db, NodeID: id, Space: space, dir: dir, fs: o.FS}
-	if err = syncDir(o.FS, dir); err != nil {
-		err = fmt.Errorf("data directory: %w", err)
-	} else {
-		st.Logs, st.Snaps, err = st.GroupStorage(groupID, o.RetainSnapshots, o.Logger)
+	st := &Storage{NodeID: id, dir: dir, fs: o.FS, log: o.Logger, marks: newMarker(o.FS, dir, id, m, slot, size, o.Logger)}
+	if err := st.open(o, known != "" || m != nil); err != nil {
+		return nil, err
 	}
-	if err == nil && known != "" {
-		err = st.checkNotEmpty()
-	}
-	if err != nil {
-		db.Close()
-		space.Close()
+	if err := st.start(o, found, known != ""); err != nil {
+		st.DB.Close()
+		st.marks.release()
+		st.Space.Close()
 		return nil, err
 	}
 	if o.Registerer != nil {
-		registerDiskMetrics(o.Registerer, space)
+		registerDiskMetrics(o.Registerer, st.Space)
 	}
 	return st, nil
+}
+
+// open starts the free-space guard and opens the database for writing,
+// watching its WALs for the mark.
+func (st *Storage) open(o StorageOptions, mustExist bool) error {
+	space, err := openSpace(st.dir, o)
+	if err != nil {
+		return err
+	}
+	db, err := raftlog.OpenDB(filepath.Join(st.dir, dbDir), raftlog.Options{FS: o.FS, Logger: o.Logger, MustExist: mustExist, WALs: st.marks})
+	if err != nil {
+		space.Close()
+		if mustExist {
+			return fmt.Errorf("%w: %s was node %q's, but its database cannot be opened: %v", ErrLostStorage, st.dir, st.NodeID, err)
+		}
+		return fmt.Errorf("open database in %s: %w", st.dir, err)
+	}
+	st.DB, st.Space = db, space
+	st.marks.allow = space.Allow
+	return nil
+}
+
+func (o StorageOptions) withDefaults() StorageOptions {
+	if o.FS == nil {
+		o.FS = vfs.Default
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.RetainSnapshots <= 0 {
+		o.RetainSnapshots = 1
+	}
+	if o.MarkInterval == 0 {
+		o.MarkInterval = DefaultMarkInterval
+	}
+	return o
+}
+
+// precheck checks the directory without changing it: the mark file, the
+// WALs it lists, the files through which Pebble finds the rest, and, if
+// there is a database, the database opened read-only (see OpenStorage).
+func precheck(dir string, fs vfs.FS, m *mark, markErr error) ([]damage, error) {
+	var found []damage
+	if markErr != nil {
+		found = append(found, damage{file: markFile, what: fmt.Sprintf("is damaged (%v): what was synced cannot be checked", markErr)})
+	}
+	path := filepath.Join(dir, dbDir)
+	if !raftlog.Exists(fs, path) {
+		return found, nil // a new directory, or one whose database is gone (OpenStorage says which)
+	}
+	missing, err := missingWALs(fs, path, m)
+	if err != nil {
+		return nil, err
+	}
+	files, err := fileDamages(fs, path)
+	if err != nil {
+		return nil, err
+	}
+	if found = append(append(found, missing...), files...); len(files) > 0 {
+		return found, nil // Pebble would not open it
+	}
+	newest := newestWAL(fs, path, m)
+	db, err := raftlog.OpenDB(path, raftlog.Options{FS: fs, ReadOnly: true})
+	if err != nil {
+		return append(found, damage{file: dbDir, what: fmt.Sprintf("cannot be opened: %v", err), fatal: true}), nil
+	}
+	defer db.Close()
+	if blobs := raftlog.CheckBlobFiles(db, fs, path); len(blobs) > 0 {
+		for _, b := range blobs {
+			found = append(found, damage{file: filepath.Join(dbDir, b.Name), what: b.What + ": the values it held cannot be read", fatal: true})
+		}
+		return found, nil // reading their values would panic in Pebble
+	}
+	more, err := checkCounter(db, m, markErr != nil, newest)
+	if err != nil {
+		return nil, err
+	}
+	found = append(found, more...)
+	more, _, err = inspect(db, m, func(id uint32) (*raftlog.Store, *snapshot.Store, error) {
+		logs, err := raftlog.New(db, id)
+		if err != nil {
+			return nil, nil, err
+		}
+		snaps, err := snapshot.NewReader(db, id, 1)
+		return logs, snaps, err
+	})
+	return append(found, more...), err
+}
+
+// identity returns the node id of the directory, from its identity file,
+// its mark file and --node-id (wanted). An identity file that is missing
+// while the mark names the node (a first start that stopped before
+// MarkInitialised, or a file removed) is taken from the mark, and
+// MarkInitialised writes it again.
+func identity(dir, known, wanted string, m *mark, log *slog.Logger) (string, error) {
+	switch {
+	case known != "" && m != nil && m.node != known:
+		return "", fmt.Errorf("%w: %s holds %s for node %q but %s for node %q", ErrNodeID, dir, idFile, known, markFile, m.node)
+	case known == "" && m != nil:
+		log.Warn("the node id file is missing: the mark file names the node", "file", idFile, "node_id", m.node)
+		known = m.node
+	}
+	switch {
+	case known != "" && wanted != "" && wanted != known:
+		return "", fmt.Errorf("%w: %s holds node %q, not %q (--node-id)", ErrNodeID, dir, known, wanted)
+	case known != "":
+		return known, nil
+	case wanted == "":
+		return "node1", nil
+	}
+	return wanted, nil
+}
+
+// start opens the stores of group 0 and of every other group the
+// database holds (so that the mark keeps their last indexes until
+// GroupStorage opens them), repairs what precheck found if the damage is
+// accepted, and starts keeping the mark.
+func (st *Storage) start(o StorageOptions, found []damage, initialised bool) error {
+	if err := syncDir(o.FS, st.dir); err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	if len(found) > 0 {
+		if err := st.accept(found, o.RetainSnapshots); err != nil {
+			return err
+		}
+	}
+	if err := st.openGroups(o.RetainSnapshots); err != nil {
+		return err
+	}
+	if initialised && !st.emptied {
+		if err := st.checkNotEmpty(); err != nil {
+			return err
+		}
+	}
+	return st.marks.arm(st.DB, filepath.Join(st.dir, dbDir), o.MarkInterval)
+}
+
+// openGroups opens the stores of group 0, and has the marker keep the
+// last index of every group the database holds.
+func (st *Storage) openGroups(retain int) error {
+	var err error
+	st.Logs, st.Snaps = nil, nil // the repairs may have changed group 0
+	if st.Logs, st.Snaps, err = st.GroupStorage(groupID, retain, st.log); err != nil {
+		return err
+	}
+	ids, err := groupIDs(st.DB, nil)
+	for _, id := range ids {
+		if id == groupID || err != nil {
+			continue
+		}
+		var logs *raftlog.Store
+		if logs, err = raftlog.New(st.DB, id); err == nil {
+			st.marks.add(id, logs, nil)
+		}
+	}
+	return err
+}
+
+// accept logs each damage at ERROR, then inspects the groups again on the
+// database opened for writing and repairs those that need it.
+func (st *Storage) accept(found []damage, retain int) error {
+	for _, d := range found {
+		st.log.Error("the data directory is damaged; starting on what is left (accept data loss)",
+			"file", d.file, "lost", d.what)
+	}
+	layout, err := st.LoadLayout()
+	if err != nil {
+		return err
+	}
+	_, checks, err := inspect(st.DB, st.marks.loaded(), func(id uint32) (*raftlog.Store, *snapshot.Store, error) {
+		logs, err := raftlog.New(st.DB, id)
+		if err != nil {
+			return nil, nil, err
+		}
+		keep := retain
+		if id != groupID {
+			keep = 1 // as GroupStorage
+		}
+		snaps, err := snapshot.NewStore(st.DB, id, keep, st.log)
+		if err != nil {
+			return nil, nil, err
+		}
+		logs.SetGuard(st.Space)
+		snaps.SetGuard(st.Space)
+		return logs, snaps, nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, c := range checks {
+		if len(c.damages()) > 0 {
+			if err := st.repair(c, layout == nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // openSpace starts the free-space guard of dir (see
@@ -213,9 +425,14 @@ func (st *Storage) LogStats() LogStats {
 	return LogStats{Fsyncs: s.Syncs, EntriesBytes: s.Bytes}
 }
 
-// Close closes the database and stops the free-space guard.
+// Close brings the mark file up to date a last time, then closes the
+// database and stops the free-space guard. Every raft on it has shut down.
 func (st *Storage) Close() error {
-	err := st.DB.Close()
+	err := st.marks.close()
+	if err != nil {
+		st.log.Error("the mark file could not be written at close", "file", markFile, "err", err)
+	}
+	err = errors.Join(st.DB.Close(), err, st.marks.release())
 	st.Space.Close()
 	return err
 }
@@ -256,6 +473,7 @@ func (st *Storage) GroupStorage(id uint32, retain int, log *slog.Logger) (*raftl
 	}
 	logs.SetGuard(st.Space)
 	snaps.SetGuard(st.Space)
+	st.marks.add(id, logs, snaps)
 	return logs, snaps, nil
 }
 
@@ -335,6 +553,9 @@ func (st *Storage) HasState() bool {
 // DropGroup deletes everything the database holds of group id — its log,
 // stable store and snapshots — synced, for a replica that moved away.
 func (st *Storage) DropGroup(id uint32) error {
+	if err := st.marks.forget(id); err != nil {
+		return err
+	}
 	b := st.DB.NewBatch()
 	defer b.Close()
 	for _, ns := range []raftlog.Namespace{raftlog.NamespaceLog, raftlog.NamespaceStable, raftlog.NamespaceSnapshot} {

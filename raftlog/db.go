@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
+	crdberrors "github.com/cockroachdb/errors"
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -21,6 +23,14 @@ type Options struct {
 	// MustExist makes OpenDB fail with ErrNoDB instead of creating a
 	// database, for a data directory that should already hold one.
 	MustExist bool
+	// WALs, when set, hears of the database's WAL files as Pebble creates
+	// and removes them, from the start of OpenDB on (see WALWatcher).
+	WALs WALWatcher
+	// ReadOnly opens an existing database (else ErrNoDB) without changing
+	// a file: the WALs are replayed into memory only, nothing is flushed
+	// or deleted, and writes fail. It is for checking a directory before
+	// a start that may refuse it.
+	ReadOnly bool
 }
 
 // formatVersion pins Pebble's on-disk format, so that a newer Pebble never
@@ -40,12 +50,29 @@ func OpenDB(dir string, o Options) (*pebble.DB, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	fs := o.FS
+	if fs == nil {
+		fs = vfs.Default
+	}
+	events := eventListener(logger)
+	if o.WALs != nil && !o.ReadOnly {
+		fs = newWALFS(fs, dir, o.WALs)
+		events.WALCreated = func(info pebble.WALCreateInfo) {
+			if info.Err == nil {
+				o.WALs.WALCreated(uint64(info.FileNum))
+			}
+		}
+	}
 	opts := &pebble.Options{
-		FS:                 o.FS,
+		FS:                 fs,
 		Logger:             pebbleLogger{logger},
-		EventListener:      eventListener(logger),
+		EventListener:      events,
 		ErrorIfNotExists:   o.MustExist,
+		ReadOnly:           o.ReadOnly,
 		FormatMajorVersion: formatVersion,
+	}
+	if o.FS == nil || o.FS == vfs.Default {
+		opts.WithFSDefaults() // the disk health checks Pebble adds when it picks the disk itself
 	}
 	tune(opts)
 	db, err := pebble.Open(dir, opts)
@@ -53,6 +80,11 @@ func OpenDB(dir string, o Options) (*pebble.DB, error) {
 		return nil, fmt.Errorf("%w: %s", ErrNoDB, dir)
 	}
 	if err != nil {
+		if details := crdberrors.GetAllDetails(err); len(details) > 0 {
+			// Pebble keeps the file it failed on (the WAL it was replaying)
+			// in the error's details, which Error() leaves out.
+			return nil, fmt.Errorf("raftlog: open %s: %w (%s)", dir, err, strings.Join(details, "; "))
+		}
 		return nil, fmt.Errorf("raftlog: open %s: %w", dir, err)
 	}
 	return db, nil

@@ -55,3 +55,9 @@ func (ns Namespace) Bounds(group uint32) (lower, upper []byte) {
 func appendLogKey(prefix []byte, index uint64) []byte {
 	return binary.BigEndian.AppendUint64(prefix, index)
 }
+
+// LogKey returns a new slice holding the key of the log entry at index of
+// group, for a caller that deletes a group's entries in its own batch.
+func LogKey(group uint32, index uint64) []byte {
+	return appendLogKey(NamespaceLog.Prefix(group), index)
+}

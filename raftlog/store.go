@@ -34,6 +34,7 @@ type Store struct {
 	// commits in order. Readers load bounds without it.
 	mu     sync.Mutex
 	bounds atomic.Pointer[bounds] // never nil after New; replaced, never changed
+	watch  SuffixWatcher          // set by Watch before use, or nil
 
 	stats counters
 	guard Guard // nil: none
@@ -188,6 +189,24 @@ func (s *Store) fill(b *pebble.Batch, logs []*raft.Log) (lo, hi uint64, size int
 	return lo, hi, size, nil
 }
 
+// SuffixWatcher hears of the deletions that lower a Store's last index
+// (raft drops a follower's entries that conflict with its leader's), so
+// that a record of the last index kept elsewhere can follow it down before
+// the entries go. See Store.Watch.
+type SuffixWatcher interface {
+	// Lowering is called, with the group's writes held, before the
+	// deletion is committed, with the index that will be the last (0 if
+	// none is left); its error stops the deletion.
+	Lowering(group uint32, last uint64) error
+	// Lowered is called after the deletion, whether it succeeded or not,
+	// once LastIndex tells the truth again.
+	Lowered(group uint32)
+}
+
+// Watch makes DeleteRange tell w before it lowers the last index. Call it
+// before the Store is used.
+func (s *Store) Watch(w SuffixWatcher) { s.watch = w }
+
 // DeleteRange deletes the entries from lo to hi, both included, with one
 // range deletion committed with pebble.Sync. Indexes with no entry are
 // skipped; a range that holds no entry, or lo > hi, writes nothing.
@@ -202,6 +221,11 @@ func (s *Store) DeleteRange(lo, hi uint64) error {
 	end := s.logHi // up to the last entry: also right for hi = MaxUint64
 	if hi < b.last {
 		end = appendLogKey(append([]byte(nil), s.logLo...), hi+1)
+	} else if s.watch != nil {
+		if err := s.lowering(lo); err != nil {
+			return err
+		}
+		defer s.watch.Lowered(s.group)
 	}
 	start := appendLogKey(append([]byte(nil), s.logLo...), lo)
 	if err := s.db.DeleteRange(start, end, s.write); err != nil {
@@ -217,6 +241,29 @@ func (s *Store) DeleteRange(lo, hi uint64) error {
 	}
 	s.bounds.Store(nb)
 	return nil
+}
+
+// lowering tells the watcher that the entries from lo on are about to go,
+// with the highest index that stays.
+func (s *Store) lowering(lo uint64) error {
+	var last uint64
+	if lo > 0 {
+		it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: s.logLo,
+			UpperBound: appendLogKey(append([]byte(nil), s.logLo...), lo)})
+		if err != nil {
+			return fmt.Errorf("raftlog: group %d: read log bounds: %w", s.group, err)
+		}
+		if it.Last() {
+			last, err = s.indexOf(it.Key())
+		}
+		if ierr := errors.Join(it.Error(), it.Close()); err == nil {
+			err = ierr
+		}
+		if err != nil {
+			return fmt.Errorf("raftlog: group %d: read log bounds: %w", s.group, err)
+		}
+	}
+	return s.watch.Lowering(s.group, last)
 }
 
 // readBounds reads the lowest and highest index stored from the database.

@@ -127,3 +127,27 @@ func (s *Store) dropChunks(num uint64) error {
 	}
 	return nil
 }
+
+// Delete removes snapshot id — its metadata record and its chunks — in one
+// batch committed with pebble.Sync, for a node that gives up a snapshot it
+// cannot read. An id that is not a snapshot ID gives ErrNoSnapshot; one
+// whose snapshot is gone already deletes nothing.
+func (s *Store) Delete(id string) error {
+	num, ok := numOf(id)
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrNoSnapshot, id)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.db.NewBatch()
+	defer b.Close()
+	lo, hi := s.keys.chunks(num)
+	if err := errors.Join(b.Delete(s.keys.meta(num), nil), b.DeleteRange(lo, hi, nil)); err != nil {
+		return fmt.Errorf("snapshot: group %d: delete %s: %w", s.group, id, err)
+	}
+	if err := b.Commit(s.sync); err != nil {
+		return fmt.Errorf("snapshot: group %d: delete %s: %w", s.group, id, err)
+	}
+	s.logger.Info("snapshot deleted", "id", id)
+	return nil
+}

@@ -90,6 +90,18 @@ func NewStore(db *pebble.DB, group uint32, retain int, logger *slog.Logger) (*St
 	return s, nil
 }
 
+// NewReader returns the snapshot store of group in db for List and Open
+// only: unlike NewStore it writes nothing (it suits a database opened
+// read-only), so it leaves a crash's unfinished chunks where they are, and
+// Create must not be called on it.
+func NewReader(db *pebble.DB, group uint32, retain int) (*Store, error) {
+	if retain < 1 {
+		return nil, fmt.Errorf("%w: retain %d", ErrBadRetain, retain)
+	}
+	return &Store{db: db, group: group, retain: retain, logger: slog.New(slog.DiscardHandler),
+		keys: newKeys(group), now: time.Now, sync: pebble.Sync}, nil
+}
+
 // Create starts a snapshot of the state at index and term and returns its
 // sink. Only raft snapshot version 1 is supported (else
 // ErrSnapshotVersion). The snapshot exists, for List and Open, once the

@@ -375,3 +375,45 @@ func rewrite(db *pebble.DB, key []byte, f func([]byte) []byte) error {
 	closer.Close()
 	return db.Set(key, nv, pebble.Sync)
 }
+
+// TestDeleteAndReader: Delete removes one snapshot, its metadata and its
+// chunks, and leaves the others; NewReader lists and reads them and
+// writes nothing, leaving an unfinished snapshot's chunks where they are.
+func TestDeleteAndReader(t *testing.T) {
+	db := openMem(t)
+	s := mustStore(t, db, 1, 3)
+	a := commitSnapshot(t, s, 5, 1, payload(5, 2*ChunkSize+1))
+	b := commitSnapshot(t, s, 9, 1, payload(9, ChunkSize+3))
+	createSink(t, s, 12, 1, payload(12, 2*ChunkSize+1)) // unfinished: 2 chunks written
+	r, err := NewReader(db, 1, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := listIDs(t, r); !slices.Equal(got, []string{b, a}) {
+		t.Fatalf("reader lists %v", got)
+	}
+	if err := checkSnapshot(r, a, 5, 1, payload(5, 2*ChunkSize+1)); err != nil {
+		t.Fatal(err)
+	}
+	if m, c := countKeys(t, db, 1); m != 2 || c != 3+2+2 {
+		t.Fatalf("NewReader wrote: %d metadata and %d chunk keys", m, c)
+	}
+	if err := s.Delete(b); err != nil {
+		t.Fatal(err)
+	}
+	if got := listIDs(t, s); !slices.Equal(got, []string{a}) {
+		t.Fatalf("after Delete: %v", got)
+	}
+	if m, c := countKeys(t, db, 1); m != 1 || c != 3+2 {
+		t.Fatalf("after Delete: %d metadata and %d chunk keys, want 1 and 5", m, c)
+	}
+	if err := s.Delete(b); err != nil {
+		t.Fatalf("deleting it again: %v", err)
+	}
+	if err := s.Delete("nonsense"); !errors.Is(err, ErrNoSnapshot) {
+		t.Fatalf("Delete(nonsense) = %v", err)
+	}
+	if err := checkSnapshot(s, a, 5, 1, payload(5, 2*ChunkSize+1)); err != nil {
+		t.Fatal(err)
+	}
+}

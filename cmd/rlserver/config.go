@@ -55,6 +55,7 @@ type Config struct {
 	TrailingLogs     uint64
 	MinFreeDisk      int64
 	DiskBallast      int64
+	AcceptDataLoss   bool
 
 	// Cluster (see cluster.OpenCluster): --peers (or a data directory that
 	// holds a cluster node) makes this node one of a cluster.
@@ -108,6 +109,7 @@ func flagSet(cfg *Config) *flag.FlagSet {
 	fs.Uint64Var(&cfg.SnapshotEntries, "snapshot-entries", cluster.DefaultSnapshotEntries, "take a snapshot (and compact the log) after this many log entries")
 	fs.Var(sizeValue{&cfg.SnapshotBytes}, "snapshot-bytes", "take a snapshot (and compact the log) after this many bytes of log entries, e.g. 64mb")
 	fs.DurationVar(&cfg.SnapshotInterval, "snapshot-interval", cluster.DefaultSnapshotInterval, "how often the snapshot thresholds are checked")
+	fs.BoolVar(&cfg.AcceptDataLoss, "accept-data-loss", false, "start on a damaged data directory (a write-ahead log or table lost or cut) with what is left, logging every loss at ERROR, instead of refusing to start")
 	fs.Uint64Var(&cfg.TrailingLogs, "trailing-logs", cluster.DefaultTrailingLogs, "log entries kept after a snapshot")
 	fs.Var(sizeValue{&cfg.MinFreeDisk}, "min-free-disk", "with less free space than this on the data directory's disk, state changes are refused with -MISCONF (reads go on) until space is freed; a start needs an eighth of it; 0 turns the guard off")
 	fs.Var(sizeValue{&cfg.DiskBallast}, "disk-ballast", "size of the ballast file kept in the data directory, deleted to give the node room when the disk fills up and made again when space returns; 0 keeps none")

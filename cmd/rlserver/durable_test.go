@@ -197,7 +197,7 @@ func TestBadDataDirectoryRefusesToStart(t *testing.T) {
 		want  string
 	}{
 		{"database removed", func(t *testing.T, db string) { os.RemoveAll(db) }, "lost its database"},
-		{"manifest garbled", func(t *testing.T, db string) { garble(t, newest(t, db, "MANIFEST-*"), 0, 4096) }, "lost its database"},
+		{"manifest garbled", func(t *testing.T, db string) { garble(t, newest(t, db, "MANIFEST-*"), 0, 4096) }, "is damaged"},
 		{"another node's directory", nil, "belongs to another node"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -262,12 +262,12 @@ func TestCorruptLogTail(t *testing.T) {
 	}
 }
 
-// tryStart starts bin on dir; it returns the process, or the output of a
-// start that exited.
-func tryStart(t *testing.T, bin, dir string) (*proc, string) {
+// tryStart starts bin on dir with extra flags; it returns the process, or
+// the output of a start that exited.
+func tryStart(t *testing.T, bin, dir string, extra ...string) (*proc, string) {
 	t.Helper()
 	resp := freePort(t)
-	cmd := exec.Command(bin, "--listen", resp, "--http", "", "--data-dir", dir)
+	cmd := exec.Command(bin, append([]string{"--listen", resp, "--http", "", "--data-dir", dir}, extra...)...)
 	logs := &syncBuffer{}
 	cmd.Stderr = logs
 	if err := cmd.Start(); err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -63,9 +64,12 @@ func openState(ctx context.Context, cfg *Config, opts shards.Options, reg promet
 	}
 	start := time.Now()
 	disk, err := cluster.OpenStorage(cfg.DataDir, cluster.StorageOptions{NodeID: cfg.NodeID, Logger: log,
-		MinFreeDisk: cfg.MinFreeDisk, DiskBallast: cfg.DiskBallast, Registerer: reg})
+		MinFreeDisk: cfg.MinFreeDisk, DiskBallast: cfg.DiskBallast, Registerer: reg, AcceptDataLoss: cfg.AcceptDataLoss})
 	if err != nil {
 		unlock()
+		if errors.Is(err, cluster.ErrDamaged) && !errors.Is(err, cluster.ErrUnrepairable) {
+			err = fmt.Errorf("%w (--accept-data-loss starts on what is left)", err)
+		}
 		return nil, err
 	}
 	opts.Refuse = disk.Space.Err // state changes wait for disk space
