@@ -44,9 +44,11 @@ func roundTrips(addr string, g int) error {
 		return err
 	}
 	defer nc.Close()
-	nc.SetDeadline(time.Now().Add(20 * time.Second))
 	rd := bufio.NewReader(nc)
 	for i := 0; i < 300; i++ {
+		// A deadline per round trip: a stall is one that never completes,
+		// while all 300 together may take long on a busy machine.
+		nc.SetDeadline(time.Now().Add(10 * time.Second))
 		msg := fmt.Sprintf("m%d-%d", g, i)
 		req := resp("ECHO", msg)
 		switch i % 3 {
