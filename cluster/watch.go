@@ -78,6 +78,9 @@ func (c *Cluster) reconcile(g *group, dirty bool) {
 	}
 	leading := g.leader()
 	if g.ready.Load() && (!leading || dirty) {
+		if !leading {
+			c.leadsLost.Add(1)
+		}
 		c.stepDown(g)
 	}
 	switch {
