@@ -28,7 +28,7 @@ func TestHeldWhileSlotMoves(t *testing.T) {
 	f := newFakeCluster(ClusterView{})
 	_, addr := startServer(t, Config{Limiter: f, Clock: fakeClock(), MaxHold: 2 * time.Second})
 	f.setView(soloView(t, addr))
-	var state atomic.Int32 // 0 moving, 1 served here, 2 moved away
+	var state atomic.Int32   // 0 moving, 1 served here, 2 moved away
 	var holding atomic.Int64 // the times Route answered moving
 	f.setRoute(func(slot int) error {
 		if slot != held {
