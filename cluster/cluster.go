@@ -114,10 +114,6 @@ type Cluster struct {
 	// leaderless[g] is when group g was first seen without a leader (Unix
 	// ns), 0 while it has one.
 	leaderless []atomic.Int64
-	// leadsLost counts the leads this node lost without handing them over
-	// (a missed heartbeat, a partition): the waiters of their uncommitted
-	// changes were answered ErrLostLead.
-	leadsLost atomic.Uint64
 
 	// life admits other nodes' internal calls only while every group is
 	// open.
@@ -167,7 +163,7 @@ func OpenCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	cfg.Registerer.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "rlserver_cluster_leads_lost_total",
 		Help: "Group leads this node lost without handing them over (a missed heartbeat, a partition); each may answer TRYAGAIN to changes in flight."},
-		func() float64 { return float64(c.leadsLost.Load()) }))
+		func() float64 { return float64(c.app.leadsLost.Load()) }))
 	c.app = newApplier(cfg.FlushInterval, cfg.Clock, c.metrics, cfg.Logger, c.shutdownCh, true)
 	c.app.strong = cfg.Consistency == Strong
 	c.commits = commits{c.app}

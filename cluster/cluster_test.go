@@ -112,7 +112,7 @@ func startClusterWith(t *testing.T, n, groups int, mode Consistency, mod func(*C
 		}
 	}
 	t.Cleanup(tc.close)
-	tc.waitBalanced(15 * time.Second)
+	tc.waitBalanced(60 * time.Second) // seconds when idle; a busy machine's missed heartbeats move leads meanwhile
 	return tc
 }
 
@@ -288,7 +288,7 @@ func (tc *testCluster) leadsLost() int64 {
 	var n uint64
 	for _, c := range tc.nodes {
 		if c != nil {
-			n += c.leadsLost.Load()
+			n += c.app.leadsLost.Load()
 		}
 	}
 	return int64(n)
@@ -424,10 +424,20 @@ func TestFailoverForgetsNothingStrong(t *testing.T) {
 	tc := startCluster(t, 3, 8, Strong)
 	p := engine.Params{Limit: 5, Window: 3600e9}
 	for i := 0; i < 200; i++ {
-		for j := 0; j < 5; j++ {
+		// Charge the key until a reply says it is spent: five allowed, or
+		// fewer and then a denial when a TRYAGAIN (a lead lost to a missed
+		// heartbeat on a busy machine) left a charge's outcome unknown.
+		for acked := 1; ; acked++ {
 			r, err := tc.check(fmt.Sprint("k", i), engine.Fixed, p, 1, time.Now().Add(5*time.Second))
-			if err != nil || !r.Allowed {
-				t.Fatalf("k%d check %d: %+v %v", i, j+1, r, err)
+			switch {
+			case errors.Is(err, ErrLostLead) && tc.leadsLost() > 0:
+				acked--
+				continue
+			case err != nil || acked > 5 && r.Allowed:
+				t.Fatalf("k%d check %d: %+v %v", i, acked, r, err)
+			}
+			if !r.Allowed || r.Remaining == 0 {
+				break
 			}
 		}
 	}
@@ -437,6 +447,9 @@ func TestFailoverForgetsNothingStrong(t *testing.T) {
 	tc.kill(victim)
 	for i := 0; i < 200; i++ {
 		r, err := tc.check(fmt.Sprint("k", i), engine.Fixed, p, 1, start.Add(10*time.Second))
+		for errors.Is(err, ErrLostLead) && tc.leadsLost() > 0 && time.Since(start) < 10*time.Second {
+			r, err = tc.check(fmt.Sprint("k", i), engine.Fixed, p, 1, start.Add(10*time.Second)) // a denial charges nothing: ask again
+		}
 		if err != nil || r.Allowed {
 			t.Fatalf("k%d sixth check after the crash: %+v %v: a charge was forgotten", i, r, err)
 		}
@@ -696,7 +709,12 @@ func (tc *testCluster) add(t *testing.T, join func(context.Context, NodeInfo) (i
 // key, forwarding the keys of groups it does not lead, and the counts are
 // exact: 12 clients, four on each node, charge 30 keys of all six
 // algorithms (limit 100 per hour, 5 checks each per client): every check
-// is allowed and each key ends with exactly 60 charged.
+// is allowed and each key ends with exactly 60 charged. Should a lead be
+// lost to a missed heartbeat (a machine too busy for the tests' 100 ms
+// lease), strong mode may answer TRYAGAIN with the outcome unknown — a key
+// then holds between its acknowledged and its attempted charges, never
+// more (a forwarded change is not run twice) — and fast mode may forget
+// what the lost leader acknowledged last.
 func TestProxyServesEveryKeyOnEveryNode(t *testing.T) {
 	for _, mode := range []Consistency{Fast, Strong} {
 		t.Run(mode.String(), func(t *testing.T) {
@@ -705,6 +723,8 @@ func TestProxyServesEveryKeyOnEveryNode(t *testing.T) {
 			p := engine.Params{Limit: 100, Window: 3600e9}
 			var wg sync.WaitGroup
 			var denied, failed atomic.Int64
+			var unsure [30]atomic.Int64 // TRYAGAIN after a lost lead: the outcome is unknown
+			var firstErr atomic.Value
 			for w := 0; w < 12; w++ {
 				wg.Add(1)
 				go func() {
@@ -713,9 +733,19 @@ func TestProxyServesEveryKeyOnEveryNode(t *testing.T) {
 					for i := 0; i < 5; i++ {
 						for k := 0; k < 30; k++ {
 							r, err := c.Check([]byte(fmt.Sprint("px:", k)), algos[k%6], p, 1, time.Now().UnixNano())
+							if err == nil && mode == Strong {
+								// A key served here is answered at once; the
+								// server holds the reply until it is committed.
+								ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+								err = c.Sync(ctx)
+								cancel()
+							}
 							switch {
+							case err != nil && err.Error() == ErrLostLead.Error():
+								unsure[k].Add(1)
 							case err != nil:
 								failed.Add(1)
+								firstErr.CompareAndSwap(nil, err.Error())
 							case !r.Allowed:
 								denied.Add(1)
 							}
@@ -725,14 +755,30 @@ func TestProxyServesEveryKeyOnEveryNode(t *testing.T) {
 			}
 			wg.Wait()
 			if failed.Load() > 0 || denied.Load() > 0 {
-				t.Fatalf("%d checks failed and %d were denied; want every one allowed", failed.Load(), denied.Load())
+				t.Fatalf("%d checks failed (the first: %v) and %d were denied; want every one allowed", failed.Load(), firstErr.Load(), denied.Load())
 			}
 			tc.settle()
+			lost := tc.leadsLost()
 			for k := 0; k < 30; k++ {
+				u := unsure[k].Load()
+				if u > 0 && lost == 0 {
+					t.Fatalf("px:%d: %d checks answered TRYAGAIN, and no lead was lost", k, u)
+				}
 				for _, c := range tc.nodes {
 					r, err := c.Check([]byte(fmt.Sprint("px:", k)), algos[k%6], p, 0, time.Now().UnixNano())
-					if err != nil || r.Remaining != 40 {
-						t.Fatalf("px:%d on %s: %+v %v, want 40 remaining (60 charged)", k, c.cfg.NodeID, r, err)
+					if err != nil {
+						t.Fatalf("px:%d on %s: %v", k, c.cfg.NodeID, err)
+					}
+					charged, acked := 100-r.Remaining, 60-u
+					switch {
+					case lost == 0 && charged != 60:
+						t.Fatalf("px:%d on %s: %+v, want 40 remaining (60 charged)", k, c.cfg.NodeID, r)
+					case charged > 60:
+						t.Fatalf("px:%d on %s: %d charged of 60 checks: a change ran twice", k, c.cfg.NodeID, charged)
+					case mode == Strong && charged < acked:
+						t.Fatalf("px:%d on %s: %d charged, %d acknowledged: strong mode forgot one", k, c.cfg.NodeID, charged, acked)
+					case charged != 60:
+						t.Logf("px:%d on %s: %d charged of 60 (%d acknowledged) after %d leads lost to missed heartbeats", k, c.cfg.NodeID, charged, acked, lost)
 					}
 				}
 			}
