@@ -2,6 +2,7 @@ package envoyrls_test
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -285,4 +286,48 @@ func TestResponseHeaders(t *testing.T) {
 	if got["RateLimit-Policy"] != `"remote_address_10.0.0.9";q=1;w=60` || got["RateLimit"] != `"remote_address_10.0.0.9";r=0;t=43` {
 		t.Fatalf("headers %v", got)
 	}
+}
+
+// TestMetrics: envoyproxy/ratelimit's per-descriptor counters; values
+// appear as labels only with detailed_metric, and their number is bounded.
+func TestMetrics(t *testing.T) {
+	r := startRLS(t, semantics+`  - key: detailed
+    detailed_metric: true
+    rate_limit: {unit: minute, requests_per_unit: 10}
+`, envoyrls.ServerOptions{})
+	for i := 0; i < 5; i++ {
+		r.ask("api", desc("remote_address", "m"))
+	}
+	r.ask("api", desc("detailed", "v1"))
+	r.ask("nope", desc("x", "y"))
+	got := gather(t, r)
+	for k, v := range map[string]float64{
+		"total_hits/remote_address": 5, "within_limit/remote_address": 3, "near_limit/remote_address": 1,
+		"over_limit/remote_address": 2, "total_hits/detailed_v1": 1, "domain_not_found/nope": 1,
+	} {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v (all: %v)", k, got[k], v, got)
+		}
+	}
+}
+
+// gather reads the service's counters as "name/key" → value.
+func gather(t *testing.T, r *rls) map[string]float64 {
+	t.Helper()
+	mfs, err := r.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		name := strings.TrimPrefix(mf.GetName(), "ratelimit_service_rate_limit_")
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "key" || (name == "domain_not_found" && l.GetName() == "domain") {
+					out[name+"/"+l.GetValue()] = m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return out
 }
