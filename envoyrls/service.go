@@ -214,4 +214,3 @@ func policyName(l *config.Limit, metricKey string) string {
 	}
 	return metricKey
 }
-
