@@ -374,6 +374,15 @@ func (n *Node) CheckRules(q *rules.Query, now int64) error {
 	return n.store.CheckRules(q, now)
 }
 
+// CheckAll is shards.Store.CheckAll, refused while the log refuses
+// writes.
+func (n *Node) CheckAll(ops []shards.Op, cost, now int64) (bool, error) {
+	if err := n.refuse(); err != nil {
+		return false, err
+	}
+	return n.store.CheckAll(ops, cost, now)
+}
+
 // SetRule is shards.Store.SetRule, refused while the log refuses writes.
 func (n *Node) SetRule(r rules.Rule) (bool, error) {
 	if err := n.refuse(); err != nil {

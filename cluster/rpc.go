@@ -234,6 +234,9 @@ type chargeOp struct {
 	Burst   int64  `json:"burst"`
 	Shadow  bool   `json:"shadow,omitempty"`
 	Replace bool   `json:"replace,omitempty"`
+	// Cost, when set, is what this op charges instead of the request's
+	// Cost (shards.Op.OwnCost).
+	Cost *int64 `json:"cost,omitempty"`
 	// Charged: in a refund, the op was charged (its Result allowed).
 	Charged bool `json:"charged,omitempty"`
 }
@@ -252,6 +255,9 @@ func (r chargeReq) toOps() []shards.Op {
 	for i, o := range r.Ops {
 		ops[i] = shards.Op{Key: o.Key, Algo: engine.Algo(o.Algo), Shadow: o.Shadow, Replace: o.Replace,
 			Params: engine.Params{Limit: o.Limit, Window: o.Window, Burst: o.Burst}}
+		if o.Cost != nil {
+			ops[i].OwnCost, ops[i].Cost = true, *o.Cost
+		}
 		if o.Charged {
 			ops[i].Result.Allowed = true
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/rules"
+	"github.com/rlserver/rlserver/shards"
 	"github.com/rlserver/rlserver/slots"
 )
 
@@ -81,74 +82,97 @@ func (c *Cluster) RuleCount() int { return len(c.meta.current().Rules) }
 
 // CheckRules evaluates q against the rules: the counters of the matching
 // rules ("id:value") live in the groups of their slots, on this node or
-// others. The groups are charged one after the other, each all or nothing,
-// the group of the narrowest rule (the smallest limit) first; if one
-// denies, the charges already made are given back (engine.Refund) and the
-// request is denied. So the request is charged to every rule or to none,
-// and no rule ever admits more than its limit. The price: while a charge
-// waits to be given back, a concurrent request may be denied for it
-// (under-admission, never over-admission). Charging the narrowest rule
-// first makes that rare: the wider rules then see only the requests the
-// narrowest admitted, and deny (and so give back) only when they are
-// nearly spent themselves. With C requests naming the same identifiers in
-// flight at once, the charges that will be given back are at most C-1, so
-// a rule admits at least its limit less (C-1) times the cost. A refund
-// made after the charge's window has passed gives nothing back (it no
-// longer counts).
+// others, and are charged with CheckAll, so the request is charged to
+// every rule or to none, and no rule ever admits more than its limit.
 func (c *Cluster) CheckRules(q *rules.Query, now int64) error {
 	c.meta.ruleSet().Match(q)
 	q.Allowed, q.Best = true, -1
 	if len(q.Evals) == 0 {
 		return nil
 	}
-	parts := c.partition(q)
+	ops := make([]shards.Op, len(q.Evals))
+	for i := range q.Evals {
+		e := &q.Evals[i]
+		ops[i] = shards.Op{Key: e.Key, Algo: e.Rule.Algo, Params: e.Rule.Params, Shadow: e.Rule.Rule.Shadow, Replace: true}
+	}
+	allowed, err := c.CheckAll(ops, q.Cost, now)
+	if err != nil {
+		return err
+	}
+	for i := range ops {
+		q.Evals[i].Result = ops[i].Result
+	}
+	q.Allowed, q.Best = allowed, rules.Best(q.Evals)
+	return nil
+}
+
+// CheckAll is shards.Store.CheckAll across the cluster: the ops' counters
+// live in the groups of their slots, on this node or others. The groups
+// are charged one after the other, each all or nothing, the group of the
+// narrowest op (the smallest limit) first; if one denies, the charges
+// already made are given back (engine.Refund) and the request is denied.
+// So the request is charged to every op or to none, and no counter ever
+// admits more than its limit. The price: while a charge waits to be given
+// back, a concurrent request may be denied for it (under-admission, never
+// over-admission). Charging the narrowest first makes that rare: the wider
+// counters then see only the requests the narrowest admitted, and deny
+// (and so give back) only when they are spent themselves. With C requests
+// naming the same counters in flight at once, the charges that will be
+// given back are at most C-1, so a counter admits at least its limit less
+// (C-1) times the cost. A refund made after the charge's window has passed
+// gives nothing back (it no longer counts).
+//
+// It fills each op's Result for the groups it reached (a later group's
+// ops keep a zero Result when an earlier one denied); now is ignored in
+// favour of this node's clock, as for every charge. The ops' keys are
+// copied; ops must not share a key.
+func (c *Cluster) CheckAll(ops []shards.Op, cost, now int64) (bool, error) {
 	var done []chargeDone
-	for _, p := range parts {
+	for _, p := range c.partition(ops, cost) {
 		rep, err := c.charge(p.req)
-		if err == nil && !rep.Allowed {
-			for i, r := range rep.Results {
-				q.Evals[p.evals[i]].Result = r
-			}
-			c.giveBack(done)
-			q.Allowed, q.Best = false, rules.Best(q.Evals)
-			return nil
-		}
 		if err != nil {
 			c.giveBack(done)
-			return err
+			return false, err
 		}
 		for i, r := range rep.Results {
-			q.Evals[p.evals[i]].Result = r
+			ops[p.ops[i]].Result = r
+		}
+		if !rep.Allowed {
+			c.giveBack(done)
+			return false, nil
 		}
 		done = append(done, chargeDone{req: p.req, results: rep.Results, at: rep.At})
 	}
-	q.Best = rules.Best(q.Evals)
-	return nil
+	return true, nil
 }
 
 // part is the counters of one group.
 type part struct {
-	req   chargeReq
-	evals []int // index in q.Evals of each op
+	req chargeReq
+	ops []int // index in the caller's ops of each of req's
 }
 
-// partition splits q's counters by group, the group of the narrowest
-// rule (the smallest limit of a rule that is not in shadow mode) first,
-// then in group order.
-func (c *Cluster) partition(q *rules.Query) []part {
+// partition splits ops by group, the group of the narrowest op (the
+// smallest limit of one that is not in shadow mode) first, then in group
+// order.
+func (c *Cluster) partition(ops []shards.Op, cost int64) []part {
 	byGroup := map[int]*part{}
-	for i := range q.Evals {
-		e := &q.Evals[i]
-		g := c.groupOf(slots.Of(e.Key))
+	for i := range ops {
+		op := &ops[i]
+		g := c.groupOf(slots.Of(op.Key))
 		p := byGroup[g]
 		if p == nil {
-			p = &part{req: chargeReq{Group: g, Cost: q.Cost}}
+			p = &part{req: chargeReq{Group: g, Cost: cost}}
 			byGroup[g] = p
 		}
-		p.req.Ops = append(p.req.Ops, chargeOp{Key: append([]byte(nil), e.Key...), Algo: int(e.Rule.Algo),
-			Limit: e.Rule.Params.Limit, Window: e.Rule.Params.Window, Burst: e.Rule.Params.Burst,
-			Shadow: e.Rule.Rule.Shadow, Replace: true})
-		p.evals = append(p.evals, i)
+		co := chargeOp{Key: append([]byte(nil), op.Key...), Algo: int(op.Algo),
+			Limit: op.Params.Limit, Window: op.Params.Window, Burst: op.Params.Burst,
+			Shadow: op.Shadow, Replace: op.Replace}
+		if op.OwnCost {
+			co.Cost = &op.Cost
+		}
+		p.req.Ops = append(p.req.Ops, co)
+		p.ops = append(p.ops, i)
 	}
 	out := make([]part, 0, len(byGroup))
 	for _, p := range byGroup {

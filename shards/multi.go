@@ -25,6 +25,11 @@ type Op struct {
 	// failing with WRONGTYPE (a rule whose algorithm changed owns its
 	// counters). The state is dropped only if the check is allowed.
 	Replace bool
+	// OwnCost makes the op charge Cost instead of the cost the whole
+	// check is given (the Envoy rate limit service's per-descriptor
+	// hits_addend); Cost 0 then only looks, as a check of cost 0 does.
+	OwnCost bool
+	Cost    int64 // validated by the caller (engine.ValidCost)
 	// Result is this op's decision. If the whole check was allowed, it is
 	// the op's charge (denied for a shadow op that would have denied, which
 	// is then not charged). If the check was denied, nothing was charged:
@@ -36,9 +41,28 @@ type Op struct {
 	pass  bool // the op alone would allow the request
 }
 
+// cost returns what op charges in a check given cost.
+func (op *Op) cost(cost int64) int64 {
+	if op.OwnCost {
+		return op.Cost
+	}
+	return cost
+}
+
+// charges reports whether a check given cost charges any of ops.
+func charges(ops []Op, cost int64) bool {
+	for i := range ops {
+		if ops[i].cost(cost) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // CheckAll charges cost against every op's key, all or nothing: the check
 // is allowed iff no non-shadow op denies, and only then is anything
-// charged. It holds the locks of every involved shard, taken in index
+// charged. An op with OwnCost charges its own Cost instead of cost. It
+// holds the locks of every involved shard, taken in index
 // order, for the whole decision, so that concurrent calls and Check never
 // see half of it. Each op is decided first on a copy of its state (the log
 // algorithm, whose entries are in a ring shared with the table, is decided
@@ -61,7 +85,7 @@ func (s *Store) CheckAll(ops []Op, cost, now int64) (bool, error) {
 // checkLocked is CheckAll on prepared ops whose shards the caller has
 // locked.
 func (s *Store) checkLocked(ops []Op, cost, now int64) (bool, error) {
-	if cost > 0 {
+	if charges(ops, cost) {
 		if err := s.limits.refused(); err != nil {
 			return false, err
 		}
@@ -72,16 +96,16 @@ func (s *Store) checkLocked(ops []Op, cost, now int64) (bool, error) {
 	allowed := true
 	for i := range ops {
 		s.shards[ops[i].shard].tick(now)
-		if err := s.decide(&ops[i], cost, now); err != nil {
+		if err := s.decide(&ops[i], ops[i].cost(cost), now); err != nil {
 			return false, err
 		}
 		allowed = allowed && (ops[i].pass || ops[i].Shadow)
 	}
 	for i := range ops {
 		switch op := &ops[i]; {
-		case cost == 0: // a peek: decide's result is the answer
+		case op.cost(cost) == 0: // a peek: decide's result is the answer
 		case op.pass && allowed:
-			s.commit(op, cost, now)
+			s.commit(op, op.cost(cost), now)
 		case op.pass:
 			s.peek(op, now)
 		}

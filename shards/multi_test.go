@@ -144,3 +144,47 @@ func TestCheckAllDoesNotAllocate(t *testing.T) {
 		t.Fatalf("CheckAll allocates %v times per call", n)
 	}
 }
+
+// TestCheckAllOwnCost: ops with OwnCost charge their own cost (0 only
+// looks), all or nothing, and RefundAll gives each its own cost back.
+func TestCheckAllOwnCost(t *testing.T) {
+	for a := engine.Fixed; a <= engine.GCRA; a++ {
+		t.Run(a.String(), func(t *testing.T) {
+			s := shards.New(4)
+			p := engine.Params{Limit: 10, Window: 60e9}
+			ops := []shards.Op{
+				{Key: []byte("three"), Algo: a, Params: p, OwnCost: true, Cost: 3},
+				{Key: []byte("look"), Algo: a, Params: p, OwnCost: true, Cost: 0},
+				{Key: []byte("call"), Algo: a, Params: p},
+			}
+			if ok, err := s.CheckAll(ops, 2, now0); err != nil || !ok {
+				t.Fatalf("first check: %v %v", ok, err)
+			}
+			for key, want := range map[string]int64{"three": 7, "look": 10, "call": 8} {
+				if r := peek(t, s, key, a, p, now0); r.Remaining != want {
+					t.Fatalf("%s: remaining %d, want %d", key, r.Remaining, want)
+				}
+			}
+			// 3 more of 7 fit "three", but 9 do not fit "call": nothing is charged.
+			ops[2].OwnCost, ops[2].Cost = true, 9
+			if ok, err := s.CheckAll(ops, 2, now0); err != nil || ok || ops[2].Result.Allowed {
+				t.Fatalf("check over call's limit: %v %v %+v", ok, err, ops[2].Result)
+			}
+			if r := peek(t, s, "three", a, p, now0); r.Remaining != 7 {
+				t.Fatalf("three charged by a denied check: remaining %d", r.Remaining)
+			}
+			ops[2].Cost = 1
+			if ok, err := s.CheckAll(ops, 2, now0); err != nil || !ok {
+				t.Fatalf("third check: %v %v", ok, err)
+			}
+			if err := s.RefundAll(ops, 2, now0, now0); err != nil {
+				t.Fatal(err)
+			}
+			for key, want := range map[string]int64{"three": 7, "look": 10, "call": 8} {
+				if r := peek(t, s, key, a, p, now0); r.Remaining != want {
+					t.Fatalf("after refund %s: remaining %d, want %d", key, r.Remaining, want)
+				}
+			}
+		})
+	}
+}

@@ -32,7 +32,7 @@ func (s *Store) RefundAll(ops []Op, cost, chargedAt, now int64) error {
 	if err := s.prepare(ops); err != nil {
 		return err
 	}
-	if cost <= 0 || !wasCharged(ops) {
+	if !charges(ops, cost) || !wasCharged(ops) {
 		return nil
 	}
 	s.lockAll(ops, true)
@@ -43,8 +43,8 @@ func (s *Store) RefundAll(ops []Op, cost, chargedAt, now int64) error {
 	for i := range ops {
 		sh := &s.shards[ops[i].shard]
 		sh.tick(now)
-		if ops[i].Result.Allowed {
-			sh.refund(&ops[i], cost, chargedAt, now)
+		if c := ops[i].cost(cost); c > 0 && ops[i].Result.Allowed {
+			sh.refund(&ops[i], c, chargedAt, now)
 		}
 	}
 	return nil

@@ -34,6 +34,8 @@ type Config struct {
 	LogLevel        string
 	ConfigFile      string
 	RulesFile       string
+	GRPC            string // Envoy's rate limit service (see envoy.go)
+	EnvoyConfig     string
 	Pprof           string
 	Procs           int
 	IOLoops         int
@@ -93,6 +95,8 @@ func flagSet(cfg *Config) *flag.FlagSet {
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&cfg.ConfigFile, "config", "", "YAML file of flag values (keys are flag names)")
 	fs.StringVar(&cfg.RulesFile, "rules", "", "YAML file of rules loaded at start: a list of {id, target, tier, key_type, algo, limit, window, burst, shadow}")
+	fs.StringVar(&cfg.GRPC, "grpc", "127.0.0.1:8081", `gRPC address of Envoy's rate limit service (RLS v3), with grpc.health.v1 and reflection; "" disables it`)
+	fs.StringVar(&cfg.EnvoyConfig, "envoy-config", "", "YAML file, or directory of them, in envoyproxy/ratelimit's format (domain, descriptors): the rate limit service's limits, reloaded when changed and on SIGHUP")
 	fs.IntVar(&cfg.Procs, "procs", 0, "CPU cores the server runs Go code on at once (GOMAXPROCS); 0 means all")
 	fs.IntVar(&cfg.IOLoops, "io-loops", 0, "event loops serving client connections (Linux); 0 means one per --procs, -1 a goroutine per connection")
 	fs.Var(sizeValue{&cfg.MaxMemory}, "maxmemory", "bound on the memory of key state and client connections (256mb, 2gb; 0 is none)")

@@ -19,7 +19,7 @@ func TestConfigDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Config{Listen: "127.0.0.1:6379", HTTP: "127.0.0.1:8080", DataDir: "./data",
+	want := Config{Listen: "127.0.0.1:6379", HTTP: "127.0.0.1:8080", GRPC: "127.0.0.1:8081", DataDir: "./data",
 		MaxKeyBytes: 1024, MaxLogLimit: 10000, Shards: 256, LogLevel: "info", MaxClients: 10000,
 		MaxMemoryPolicy: "volatile-ttl",
 		Consistency:     "fast", FlushInterval: 10 * time.Millisecond, SnapshotEntries: 4096, SnapshotBytes: 64 << 20,

@@ -84,7 +84,13 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
-	hs, hln, err := startHTTP(cfg.HTTP, httpConfig(cfg, st, reg, srv, log), clients, &open, tc, log)
+	rls, err := startRLS(ctx, cfg, st, reg, tc, clients, &open, log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer rls.stop()
+	hs, hln, err := startHTTP(cfg.HTTP, rls.withJSON(httpapi.New(httpConfig(cfg, st, reg, srv, log))), clients, &open, tc, log)
 	if err != nil {
 		ln.Close()
 		return err
@@ -119,6 +125,7 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 	if hs != nil {
 		hs.Shutdown(sctx)
 	}
+	rls.stop()
 	if err := srv.Shutdown(sctx); err != nil {
 		log.Warn("connections did not finish in time; closed them", "err", err)
 	}
@@ -163,7 +170,7 @@ const (
 // startHTTP serves the HTTP API on addr ("" disables it), refusing
 // connections while maxConns client connections are open (counted in
 // open, which the RESP server shares), over TLS when tc is not nil.
-func startHTTP(addr string, cfg httpapi.Config, maxConns int, open *atomic.Int64, tc *tls.Config, log *slog.Logger) (*http.Server, net.Listener, error) {
+func startHTTP(addr string, h http.Handler, maxConns int, open *atomic.Int64, tc *tls.Config, log *slog.Logger) (*http.Server, net.Listener, error) {
 	if addr == "" {
 		return nil, nil, nil
 	}
@@ -171,7 +178,7 @@ func startHTTP(addr string, cfg httpapi.Config, maxConns int, open *atomic.Int64
 	if err != nil {
 		return nil, nil, fmt.Errorf("listen on %s (--http): %w", addr, err)
 	}
-	hs := newHTTPServer(httpapi.New(cfg), defaultHTTPTimeouts(), log)
+	hs := newHTTPServer(h, defaultHTTPTimeouts(), log)
 	var served net.Listener = newLimitListener(ln, maxConns, open)
 	if tc != nil {
 		served = tls.NewListener(served, tc)

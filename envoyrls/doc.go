@@ -1,0 +1,14 @@
+// Package envoyrls is Envoy's rate limit service
+// (envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit) over
+// rlserver's limiter: the protocol that Envoy, Istio, Envoy Gateway,
+// Contour and Emissary use to ask a remote limiter, with
+// envoyproxy/ratelimit's configuration (package envoyrls/config) and
+// semantics.
+//
+// It is an adapter: a request's descriptors become the counters of one
+// all-or-nothing multi-key check on the node's Limiter (the same store,
+// or cluster, that RL.CHECK and RL.CHECKRULES use), so it holds no
+// limiter state. Service answers gRPC; NewGRPCServer serves it with
+// grpc.health.v1 and reflection; JSONHandler is POST /json; Watcher
+// reloads the configuration when its files change.
+package envoyrls

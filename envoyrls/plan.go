@@ -1,0 +1,239 @@
+package envoyrls
+
+import (
+	"context"
+	"strings"
+
+	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/envoyrls/config"
+	"github.com/rlserver/rlserver/shards"
+)
+
+// KeyPrefix starts every counter key of the service, so that its counters
+// never meet RL.CHECK's or the rules' ("rls:<domain>_<key>_<value>_...").
+const KeyPrefix = "rls:"
+
+// plan is one request's limits and the counters they charge.
+type plan struct {
+	descs []descPlan
+	slots []slot
+	ops   []shards.Op
+	deny  bool // a non-shadow requests_per_unit 0 is hit: deny, charge nothing
+}
+
+// descPlan is what applies to one descriptor.
+type descPlan struct {
+	unlimited   bool
+	first, n    int // its slots: plan.slots[first:first+n]
+	shadow      bool
+	metricKey   string
+	hits        int64
+	pendLimits  []*config.Limit
+	pendShare   []string
+	pendEntries []config.Entry
+}
+
+// slot is one limit of one descriptor.
+type slot struct {
+	desc   int
+	limit  *config.Limit
+	hits   int64
+	op     int // index in plan.ops; -1: no counter (requests_per_unit 0)
+	result engine.Result
+}
+
+// plan finds each descriptor's limits, applies replaces and unlimited, and
+// lays out the counters to charge, one op per distinct counter key.
+func (s *Service) plan(conf *config.Config, req *pb.RateLimitRequest, now int64) (*plan, error) {
+	p := &plan{descs: make([]descPlan, len(req.Descriptors))}
+	replacing := map[string]bool{}
+	for i, d := range req.Descriptors {
+		dp := &p.descs[i]
+		dp.hits = hitsAddend(req, d)
+		dp.pendEntries = make([]config.Entry, len(d.Entries))
+		for j, e := range d.Entries {
+			dp.pendEntries[j] = config.Entry{Key: e.GetKey(), Value: e.GetValue()}
+		}
+		if ov := d.GetLimit(); ov != nil {
+			l, err := overrideLimit(ov)
+			if err != nil {
+				return nil, status.Errorf(codes.InvalidArgument, "descriptor %d: %v", i, err)
+			}
+			dp.pendLimits, dp.metricKey = []*config.Limit{l}, metricKeyOf(dp.pendEntries)
+			continue
+		}
+		m := conf.Match(req.Domain, dp.pendEntries)
+		if m.Descriptor == nil {
+			continue
+		}
+		dp.pendLimits, dp.pendShare, dp.shadow, dp.metricKey = m.Descriptor.Limits, m.Share, m.Descriptor.ShadowMode, m.MetricKey
+		for _, l := range m.Descriptor.Limits {
+			for _, r := range l.Replaces {
+				replacing[r] = true
+			}
+			dp.unlimited = dp.unlimited || l.Unlimited
+		}
+	}
+	keys := map[string]int{}
+	for i := range p.descs {
+		s.layout(p, i, req.Domain, replacing, keys)
+	}
+	return p, nil
+}
+
+// layout adds descriptor i's slots (and ops) to p.
+func (s *Service) layout(p *plan, i int, domain string, replacing map[string]bool, keys map[string]int) {
+	dp := &p.descs[i]
+	dp.first = len(p.slots)
+	if dp.unlimited {
+		return
+	}
+	for _, l := range dp.pendLimits {
+		if l.Name != "" && replacing[l.Name] {
+			continue
+		}
+		sl := slot{desc: i, limit: l, hits: dp.hits, op: -1}
+		if l.RequestsPerUnit == 0 {
+			if dp.hits > 0 && !dp.shadow {
+				p.deny = true
+			}
+			p.slots = append(p.slots, sl)
+			continue
+		}
+		key := counterKey(domain, dp.pendEntries, dp.pendShare, l.Index)
+		if j, ok := keys[key]; ok {
+			p.ops[j].Cost += dp.hits // the same counter twice: charged with both
+			sl.op = j
+		} else {
+			sl.op = len(p.ops)
+			keys[key] = sl.op
+			p.ops = append(p.ops, shards.Op{Key: []byte(key), Algo: l.Algo, Params: l.Params(),
+				Shadow: dp.shadow, Replace: true, OwnCost: true, Cost: dp.hits})
+		}
+		p.slots = append(p.slots, sl)
+	}
+	dp.n = len(p.slots) - dp.first
+}
+
+// overrideLimit is the limit a descriptor's own limit field sets, as
+// envoyproxy/ratelimit applies it: fixed windows, never shadow.
+func overrideLimit(ov *ratelimitv3.RateLimitDescriptor_RateLimitOverride) (*config.Limit, error) {
+	l := &config.Limit{RequestsPerUnit: int64(ov.GetRequestsPerUnit()), Unit: config.Unit(ov.GetUnit()),
+		UnitMultiplier: 1, Algo: engine.Fixed, Index: -1}
+	if m := ov.GetUnitMultiplier(); m != nil && m.GetValue() > 1 {
+		l.UnitMultiplier = int64(m.GetValue())
+	}
+	if l.Window() > engine.MaxWindow {
+		return nil, status.Error(codes.InvalidArgument, "the limit override's window is longer than 366 days")
+	}
+	return l, nil
+}
+
+// counterKey is "rls:<domain>_<key>_<value>_..." as envoyproxy/ratelimit
+// builds its cache keys (without the window, which the engine aligns), a
+// share_threshold entry taking its pattern for its value, and "#<index>"
+// for a descriptor's second and later limits ("#o" for an override).
+func counterKey(domain string, entries []config.Entry, share []string, index int) string {
+	var b strings.Builder
+	b.WriteString(KeyPrefix)
+	b.WriteString(domain)
+	b.WriteByte('_')
+	for i, e := range entries {
+		b.WriteString(e.Key)
+		b.WriteByte('_')
+		if share != nil && share[i] != "" {
+			b.WriteString(share[i])
+		} else {
+			b.WriteString(e.Value)
+		}
+		b.WriteByte('_')
+	}
+	switch {
+	case index < 0:
+		b.WriteString("#o")
+	case index > 0:
+		b.WriteByte('#')
+		b.WriteString(itoa(int64(index)))
+	}
+	return b.String()
+}
+
+// metricKeyOf names a descriptor with an override in metrics, as
+// envoyproxy/ratelimit does: its keys and values.
+func metricKeyOf(entries []config.Entry) string {
+	var b strings.Builder
+	for i, e := range entries {
+		if i > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(e.Key)
+		if e.Value != "" {
+			b.WriteByte('_')
+			b.WriteString(e.Value)
+		}
+	}
+	return b.String()
+}
+
+// charge runs the plan's ops: all or nothing, or, when the plan denies
+// anyway, only looks. A denial that left some ops unreached (a cluster's
+// later groups) looks at those too, so that every status is filled.
+func (s *Service) charge(ctx context.Context, p *plan, now int64) error {
+	if len(p.ops) == 0 {
+		return nil
+	}
+	if p.deny {
+		for i := range p.ops {
+			p.ops[i].Cost = 0
+		}
+	}
+	allowed, err := s.cfg.Limiter.CheckAll(p.ops, 0, now)
+	if err != nil {
+		return mapErr(err)
+	}
+	if !allowed {
+		if err := s.peekUnreached(p, now); err != nil {
+			return err
+		}
+	}
+	if s.cfg.Durable != nil {
+		if err := s.cfg.Durable.Settle(ctx, false); err != nil {
+			return mapErr(err)
+		}
+	}
+	for i := range p.slots {
+		if sl := &p.slots[i]; sl.op >= 0 {
+			sl.result = p.ops[sl.op].Result
+		}
+	}
+	return nil
+}
+
+// peekUnreached fills the results of ops a denied CheckAll did not reach
+// (zero Limit) with their current allowance.
+func (s *Service) peekUnreached(p *plan, now int64) error {
+	var idx []int
+	var ops []shards.Op
+	for i := range p.ops {
+		if p.ops[i].Result.Limit == 0 {
+			op := p.ops[i]
+			op.Cost = 0
+			idx, ops = append(idx, i), append(ops, op)
+		}
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	if _, err := s.cfg.Limiter.CheckAll(ops, 0, now); err != nil {
+		return mapErr(err)
+	}
+	for j, i := range idx {
+		p.ops[i].Result = ops[j].Result
+	}
+	return nil
+}
