@@ -146,16 +146,16 @@ func (a *api) checkRules(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	a.decideRules(w, r, &q, http.StatusTooManyRequests)
+	a.decideRules(w, r, &q, http.StatusTooManyRequests, true)
 }
 
 // decideRules checks q, built by buildQuery, against the rules as
 // RL.CHECKRULES does (through the Checker, which coordinates the groups
 // of a cluster), counts it in the metrics and writes the decision: 200 if
 // allowed, denyStatus if denied, with the headers and body of the most
-// restrictive rule. POST /v1/checkrules and /v1/forward-auth both end
-// here.
-func (a *api) decideRules(w http.ResponseWriter, r *http.Request, q *rules.Query, denyStatus int) {
+// restrictive rule (without allowedBody, a 200 has no body). POST
+// /v1/checkrules and /v1/forward-auth both end here.
+func (a *api) decideRules(w http.ResponseWriter, r *http.Request, q *rules.Query, denyStatus int, allowedBody bool) {
 	now := a.cfg.Clock()
 	err := a.cfg.Checker.CheckRules(q, now)
 	if err == nil {
@@ -174,6 +174,10 @@ func (a *api) decideRules(w http.ResponseWriter, r *http.Request, q *rules.Query
 	var policy string
 	if rule != nil {
 		body.Rule, p, policy = &rule.Rule.ID, rule.Params, rule.Rule.ID
+	}
+	if res.Allowed && !allowedBody {
+		writeDecision(w, res, p, policy, now, nil, denyStatus)
+		return
 	}
 	writeDecision(w, res, p, policy, now, body, denyStatus)
 }
@@ -216,7 +220,8 @@ func response(r engine.Result) checkResponse {
 
 // writeDecision writes the rate-limit headers (p gives the policy named
 // policy; a zero p leaves RateLimit-Policy out) and body: 200 if allowed,
-// denyStatus (429, or what a forward-auth route asks for) if denied.
+// denyStatus (429, or what a forward-auth route asks for) if denied. A nil
+// body is an empty one.
 func writeDecision(w http.ResponseWriter, r engine.Result, p engine.Params, policy string, now int64, body any, denyStatus int) {
 	rlheader.Set(w.Header(), rlheader.Values{
 		Allowed: r.Allowed, Limit: r.Limit, Remaining: r.Remaining,
@@ -226,6 +231,11 @@ func writeDecision(w http.ResponseWriter, r engine.Result, p engine.Params, poli
 	status := http.StatusOK
 	if !r.Allowed {
 		status = denyStatus
+	}
+	if body == nil {
+		w.Header().Set("Content-Length", "0")
+		w.WriteHeader(status)
+		return
 	}
 	writeJSON(w, status, body)
 }

@@ -15,7 +15,10 @@ import (
 // ext_authz over HTTP) describe the request in headers. /v1/forward-auth
 // turns them into the query of RL.CHECKRULES and answers with the
 // decision: the gateway passes the request on a 2xx and hands any other
-// answer to its client.
+// answer to its client. An allowed request's 200 carries the rate-limit
+// headers and no body: gateways read none, and Caddy closes the
+// connection of an auth answer whose body it has not read, which would
+// cost a new connection per request.
 
 // forwardRoute is what the query parameters of the auth URL say about a
 // gateway route: which headers carry what, the default tier, the cost,
@@ -56,8 +59,9 @@ var forwardParams = map[string]bool{
 // forwardAuth answers /v1/forward-auth (any method): the request the
 // gateway describes is checked against the rules as RL.CHECKRULES checks
 // it. 200 if allowed (also when no rule matched, or its method is not
-// among ?methods), else 429 (or ?deny_status), with the rate-limit
-// headers and the body of POST /v1/checkrules. A request that cannot be
+// among ?methods), with the rate-limit headers and no body; else 429 (or
+// ?deny_status), with the rate-limit headers and the body of POST
+// /v1/checkrules. A request that cannot be
 // described (no target, a malformed X-Forwarded-For from a trusted proxy,
 // an identifier too long) is 400 with {"error": "..."}.
 func (a *api) forwardAuth(w http.ResponseWriter, r *http.Request) {
@@ -71,7 +75,8 @@ func (a *api) forwardAuth(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if route.methods != nil && !route.checks(forwardedMethod(r, route.methodHeader)) {
-		writeJSON(w, http.StatusOK, ruleCheckResponse{checkResponse: checkResponse{Allowed: true, Limit: -1, Remaining: -1}})
+		w.Header().Set("Content-Length", "0")
+		w.WriteHeader(http.StatusOK)
 		return
 	}
 	req, err := a.describe(r, &route)
@@ -83,7 +88,7 @@ func (a *api) forwardAuth(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	a.decideRules(w, r, &q, route.denyStatus)
+	a.decideRules(w, r, &q, route.denyStatus, false)
 }
 
 // parseForwardRoute reads the query parameters of the auth URL. A header

@@ -66,7 +66,10 @@ func TestForwardAuthAllowsThenDenies(t *testing.T) {
 	ip := []string{"X-Forwarded-Method", "POST", "X-Forwarded-Uri", "/login?next=%2Fhome", "X-Forwarded-For", "203.0.113.7"}
 	for i, remaining := range []string{"1", "0"} {
 		r := forward(t, n, "GET", "", ip...)
-		expect(t, "allowed", r, 200, `"allowed":true`, `"rule":"login-per-ip"`)
+		expect(t, "allowed", r, 200)
+		if r.body != "" || r.header.Get("Content-Length") != "0" {
+			t.Errorf("allowed: body %q: want none (Caddy would close the connection of an unread one)", r.body)
+		}
 		header(t, r, "X-RateLimit-Remaining", remaining)
 		header(t, r, "RateLimit-Policy", `"login-per-ip";q=2;w=10`)
 		header(t, r, "RateLimit", `"login-per-ip";r=`+remaining+";t=5")
@@ -84,10 +87,11 @@ func TestForwardAuthAllowsThenDenies(t *testing.T) {
 		t.Errorf("deny_status=403: %d %v", r.status, r.header)
 	}
 	other := forward(t, n, "POST", "", "X-Forwarded-Uri", "/login", "X-Forwarded-For", "198.51.100.1")
-	expect(t, "another ip", other, 200, `"remaining":1`)
+	expect(t, "another ip", other, 200)
+	header(t, other, "X-RateLimit-Remaining", "1")
 	// nginx's name for the URI, and a path no rule names.
 	free := forward(t, n, "GET", "", "X-Original-URI", "/elsewhere", "X-Forwarded-For", "203.0.113.7")
-	expect(t, "no rule", free, 200, `{"allowed":true,"limit":-1,"remaining":-1,"retry_after_ms":0,"reset_after_ms":0,"rule":null}`)
+	expect(t, "no rule", free, 200)
 	header(t, free, "RateLimit", "")
 	if got := n.Metric(t, "rlserver_rule_checks_total", map[string]string{"result": "denied"}); got != 2 {
 		t.Errorf("rlserver_rule_checks_total{result=denied} = %v, want 2", got)
@@ -143,23 +147,34 @@ func TestForwardAuthRoutes(t *testing.T) {
 	setRules(t, n, usersFree, usersPaid)
 	// X-User-Id is the default header; a route that says otherwise reads its own.
 	r := forward(t, n, "GET", "?tier=free", "X-Forwarded-Uri", "/users/1", "X-User-Id", "alice")
-	expect(t, "default user header", r, 200, `"rule":"users-free"`, `"remaining":2`)
+	decided(t, "default user header", r, "users-free", "2")
 	r = forward(t, n, "GET", "?tier=free&user_header=X-Consumer", "X-Forwarded-Uri", "/users/1", "X-Consumer", "alice", "X-User-Id", "bob")
-	expect(t, "renamed user header", r, 200, `"rule":"users-free"`, `"remaining":1`)
+	decided(t, "renamed user header", r, "users-free", "1")
 	r = forward(t, n, "GET", "?tier=paid", "X-Forwarded-Uri", "/users/1", "X-User-Id", "alice")
-	expect(t, "paid route", r, 200, `"rule":"users-paid"`, `"remaining":4`)
+	decided(t, "paid route", r, "users-paid", "4")
 	r = forward(t, n, "GET", "?tier=paid", "X-Forwarded-Uri", "/users/1", "X-User-Id", "alice", "X-Tier", "free")
-	expect(t, "X-Tier beats ?tier", r, 200, `"rule":"users-free"`, `"remaining":0`)
+	decided(t, "X-Tier beats ?tier", r, "users-free", "0")
 	r = forward(t, n, "GET", "?tier=paid&cost=4", "X-Forwarded-Uri", "/users/1", "X-User-Id", "alice")
-	expect(t, "cost", r, 200, `"rule":"users-paid"`, `"remaining":0`)
+	decided(t, "cost", r, "users-paid", "0")
 	// ?methods: other methods pass unchecked and uncharged.
 	r = forward(t, n, "GET", "?tier=free&methods=post,put", "X-Forwarded-Uri", "/users/1", "X-User-Id", "carol", "X-Forwarded-Method", "GET")
-	expect(t, "unchecked method", r, 200, `"rule":null`)
+	decided(t, "unchecked method", r, "", "")
 	r = forward(t, n, "GET", "?tier=free&methods=post,put", "X-Forwarded-Uri", "/users/1", "X-User-Id", "carol", "X-Forwarded-Method", "PUT")
-	expect(t, "checked method", r, 200, `"rule":"users-free"`, `"remaining":2`)
+	decided(t, "checked method", r, "users-free", "2")
 	// ?user_header= (empty) counts no user: nothing matches a user rule.
 	r = forward(t, n, "GET", "?tier=free&user_header=", "X-Forwarded-Uri", "/users/1", "X-User-Id", "carol")
-	expect(t, "no user", r, 200, `"rule":null`)
+	decided(t, "no user", r, "", "")
+}
+
+// decided checks that r allowed the request under rule with remaining
+// left (rule "": no rule, so no headers).
+func decided(t *testing.T, what string, r reply, rule, remaining string) {
+	t.Helper()
+	policy := r.header.Get("RateLimit-Policy")
+	if r.status != 200 || !strings.HasPrefix(policy, `"`+rule+`";`) && rule != "" || rule == "" && policy != "" ||
+		r.header.Get("X-RateLimit-Remaining") != remaining {
+		t.Errorf("%s: %d %v, want 200 with rule %q and %q remaining", what, r.status, r.header, rule, remaining)
+	}
 }
 
 // TestForwardAuthTrustsOnlyTrustedProxies: from a peer outside
@@ -226,7 +241,7 @@ func TestForwardAuthShadowAndAuth(t *testing.T) {
 	expect(t, "no token", r, 401, "checking a forwarded request needs the password")
 	for i := 0; i < 3; i++ {
 		r = forward(t, n, "GET", "", "X-Forwarded-Uri", "/x", "Authorization", "Bearer pw")
-		expect(t, "shadow", r, 200, `"allowed":true`, `"rule":"trial"`)
+		decided(t, "shadow", r, "trial", "0")
 	}
 	if got := n.Metric(t, "rlserver_rule_shadow_denials_total", map[string]string{"rule": "trial"}); got != 2 {
 		t.Errorf("rlserver_rule_shadow_denials_total{rule=trial} = %v, want 2", got)
