@@ -25,6 +25,7 @@ import (
 // the methods checked and the status of a denial.
 type forwardRoute struct {
 	uriHeaders   []string // the first one present gives the target
+	uriHeaderSet bool     // ?uri_header names the one header to read
 	methodHeader string
 	ipHeader     string // "" counts no ip
 	userHeader   string // "" counts no user
@@ -130,7 +131,7 @@ func parseForwardRoute(v url.Values) (forwardRoute, error) {
 		if !validHeaderName(name) {
 			return rt, badRequest("uri_header", "want a header name, got "+quote(name))
 		}
-		rt.uriHeaders = []string{name}
+		rt.uriHeaders, rt.uriHeaderSet = []string{name}, true
 	}
 	if v.Has("tier") {
 		rt.tier = v.Get("tier")
@@ -187,7 +188,7 @@ func forwardedMethod(r *http.Request, header string) string {
 // equivalent POST /v1/checkrules.
 func (a *api) describe(r *http.Request, rt *forwardRoute) (checkRulesRequest, error) {
 	req := checkRulesRequest{Tier: rt.tier, IDs: map[string]string{}, Cost: &rt.cost}
-	target, err := forwardedTarget(r, rt.uriHeaders)
+	target, err := forwardedTarget(r, rt.uriHeaders, rt.uriHeaderSet)
 	if err != nil {
 		return req, err
 	}
@@ -217,10 +218,15 @@ func (a *api) describe(r *http.Request, rt *forwardRoute) (checkRulesRequest, er
 	return req, nil
 }
 
+// forwardPrefix is the auth path, which Envoy's ext_authz (HTTP) prefixes
+// to the request's path: /v1/forward-auth/users/42 asks about /users/42.
+const forwardPrefix = "/v1/forward-auth"
+
 // forwardedTarget returns the path of the URI in the first of headers
 // present (query and fragment left out, percent-escapes decoded, as the
-// Go middleware's r.URL.Path), which is the rules' target.
-func forwardedTarget(r *http.Request, headers []string) (string, error) {
+// Go middleware's r.URL.Path), which is the rules' target; with none, and
+// no ?uri_header, the path after /v1/forward-auth (Envoy's ext_authz).
+func forwardedTarget(r *http.Request, headers []string, named bool) (string, error) {
 	for _, h := range headers {
 		v := r.Header.Get(h)
 		if v == "" {
@@ -231,6 +237,9 @@ func forwardedTarget(r *http.Request, headers []string) (string, error) {
 			return "", badRequest(h, "want the request's URI, such as /users/42?page=2, got "+quote(v))
 		}
 		return u.Path, nil
+	}
+	if rest := strings.TrimPrefix(r.URL.Path, forwardPrefix); rest != r.URL.Path && rest != "" && !named {
+		return rest, nil
 	}
 	return "", badRequest("", "missing target: the gateway must send the request's URI in "+strings.Join(headers, " or ")+
 		" (see \"Behind a gateway\" in the README)")

@@ -89,6 +89,10 @@ func TestForwardAuthAllowsThenDenies(t *testing.T) {
 	other := forward(t, n, "POST", "", "X-Forwarded-Uri", "/login", "X-Forwarded-For", "198.51.100.1")
 	expect(t, "another ip", other, 200)
 	header(t, other, "X-RateLimit-Remaining", "1")
+	// Envoy's ext_authz appends the path to the auth URL.
+	envoy := forward(t, n, "POST", "/login", "X-Forwarded-For", "198.51.100.1")
+	expect(t, "envoy ext_authz", envoy, 200)
+	header(t, envoy, "X-RateLimit-Remaining", "0")
 	// nginx's name for the URI, and a path no rule names.
 	free := forward(t, n, "GET", "", "X-Original-URI", "/elsewhere", "X-Forwarded-For", "203.0.113.7")
 	expect(t, "no rule", free, 200)
