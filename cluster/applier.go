@@ -76,6 +76,11 @@ type applier struct {
 	retired []chan pending           // inflight queues of groups that left, to close; under gate
 	current atomic.Pointer[[]*group] // a copy of groups for readers
 	lost    atomic.Pointer[[]window] // recent lost windows, newest last
+	// leadsLost counts the groups that left the active set without their
+	// changes committed (a lead lost to a missed heartbeat or a partition,
+	// an entry that failed): their waiters may be answered ErrLostLead.
+	// It counts before the waiters are woken.
+	leadsLost atomic.Uint64
 
 	lastSize atomic.Int64 // of the last entry, to size the next
 	// bufs holds entry buffers that raft is done with, when the log store
@@ -287,13 +292,31 @@ func (a *applier) isActive(g *group) bool {
 // (every change made in g is committed: see drain), it records the epochs
 // whose changes in g may not be in its log as a lost window.
 func (a *applier) deactivate(g *group, clean bool) {
+	a.deactivateOf(g, nil, clean)
+}
+
+// isCurrent reports whether inflight is the queue of g's current activation.
+func (a *applier) isCurrent(g *group, inflight <-chan pending) bool {
 	a.gate.Lock()
-	if !g.active {
+	defer a.gate.Unlock()
+	return g.active && (<-chan pending)(g.inflight) == inflight
+}
+
+// deactivateOf is deactivate, for the activation whose queue is inflight
+// only (any activation if inflight is nil): a commit loop gives up its own
+// activation, never one the watcher made after it (the group may be led
+// again, and serving, by then).
+func (a *applier) deactivateOf(g *group, inflight <-chan pending, clean bool) {
+	a.gate.Lock()
+	if !g.active || inflight != nil && (<-chan pending)(g.inflight) != inflight {
 		a.gate.Unlock()
 		return
 	}
 	g.active = false
 	a.retired = append(a.retired, g.inflight)
+	if !clean {
+		a.leadsLost.Add(1)
+	}
 	if lo, hi := g.committed.Load(), a.open.Load(); lo < hi && !clean {
 		ws := append([]window(nil), *a.lost.Load()...)
 		ws = append(ws, window{lo: lo, hi: hi})
@@ -411,8 +434,11 @@ func (a *applier) commitLoop(g *group, inflight <-chan pending, done chan<- stru
 				if !failed && !errors.Is(err, raft.ErrRaftShutdown) {
 					a.log.Warn("a log entry was not committed; the node gives up the group's state", "group", g.id, "epoch", p.epoch, "err", err)
 				}
+				if !failed && !g.standalone && a.isCurrent(g, inflight) {
+					g.giveUp() // before deactivating: no change is acknowledged past the lost window
+				}
 				failed = true
-				a.deactivate(g, false)
+				a.deactivateOf(g, inflight, false)
 				g.markDirty()
 				continue
 			}

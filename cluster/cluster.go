@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rlserver/rlserver/cluster/transport"
 	"github.com/rlserver/rlserver/shards"
 	"github.com/rlserver/rlserver/slots"
@@ -159,6 +160,10 @@ func OpenCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	c.initial = layout.Peers
 	c.meta = newMetaFSM()
 	c.metrics = newMetrics(cfg.Registerer, c.appliedSum, func() bool { return false }, cfg.Storage.LogStats)
+	cfg.Registerer.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "rlserver_cluster_leads_lost_total",
+		Help: "Group leads this node lost without handing them over (a missed heartbeat, a partition); each may answer TRYAGAIN to changes in flight."},
+		func() float64 { return float64(c.app.leadsLost.Load()) }))
 	c.app = newApplier(cfg.FlushInterval, cfg.Clock, c.metrics, cfg.Logger, c.shutdownCh, true)
 	c.app.strong = cfg.Consistency == Strong
 	c.commits = commits{c.app}

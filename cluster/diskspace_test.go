@@ -57,16 +57,19 @@ func TestClusterNodeOnAFullDiskRefusesChanges(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	var refused, served int
+	var served int
+	refused := map[string]bool{}
 	for k := 0; k < 60; k++ {
 		key := fmt.Sprint("full:", k)
+		before := ledByN1(key)
 		r, err := n2.Check([]byte(key), engine.Fixed, p, 1, time.Now().UnixNano())
+		misconf := err != nil && strings.HasPrefix(err.Error(), "MISCONF ")
+		after := ledByN1(key) // a lead may move meanwhile (a hand-over, or a heartbeat missed on a busy machine)
 		switch {
-		case ledByN1(key):
-			if err == nil || !strings.HasPrefix(err.Error(), "MISCONF ") {
-				t.Fatalf("%s (n1 leads it) checked through n2: %+v %v, want MISCONF", key, r, err)
-			}
-			refused++
+		case misconf && (before || after):
+			refused[key] = true
+		case before && after:
+			t.Fatalf("%s (n1 leads it) checked through n2: %+v %v, want MISCONF", key, r, err)
 		case err != nil || !r.Allowed:
 			t.Fatalf("%s (another node leads it): %+v %v, want allowed", key, r, err)
 		default:
@@ -76,8 +79,8 @@ func TestClusterNodeOnAFullDiskRefusesChanges(t *testing.T) {
 			t.Fatalf("peek of %s: %+v %v", key, r, err)
 		}
 	}
-	if refused == 0 || served == 0 {
-		t.Fatalf("%d keys refused, %d served: the test needs both", refused, served)
+	if len(refused) == 0 || served == 0 {
+		t.Fatalf("%d keys refused, %d served: the test needs both", len(refused), served)
 	}
 	avail.Store(1 << 30)
 	for space.Err() != nil {
@@ -86,10 +89,15 @@ func TestClusterNodeOnAFullDiskRefusesChanges(t *testing.T) {
 	for k := 0; k < 60; k++ {
 		key := fmt.Sprint("full:", k)
 		want := int64(98) // charged before, charged now
-		if ledByN1(key) {
+		if refused[key] {
 			want = 99 // the refused check changed nothing
 		}
-		if r, err := n2.Check([]byte(key), engine.Fixed, p, 1, time.Now().UnixNano()); err != nil || r.Remaining != want {
+		r, err := n2.Check([]byte(key), engine.Fixed, p, 1, time.Now().UnixNano())
+		if err != nil && err.Error() == ErrLostLead.Error() && tc.leadsLost() > 0 {
+			t.Logf("%s: %v after a lead was lost to a missed heartbeat: the outcome is unknown", key, err)
+			continue
+		}
+		if err != nil || r.Remaining != want {
 			t.Fatalf("%s once the disk has room: %+v %v, want %d remaining", key, r, err, want)
 		}
 	}
@@ -130,7 +138,7 @@ func TestClusterNodeOnAFullDiskHandsItsLeadsOver(t *testing.T) {
 		t.Fatalf("n1 was given %d leads while its disk is full", n)
 	}
 	avail.Store(1 << 30)
-	tc.waitBalanced(20 * time.Second)
+	tc.waitBalanced(60 * time.Second)
 	for k := 0; k < 60; k++ {
 		key := fmt.Sprint("handed:", k)
 		if r, err := n2.Check([]byte(key), engine.Fixed, p, 1, time.Now().UnixNano()); err != nil || r.Remaining != 98 {

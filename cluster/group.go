@@ -48,6 +48,10 @@ type group struct {
 	committed atomic.Uint64 // the last epoch whose changes in this group are committed
 	loopDone  chan struct{} // closed when the commit loop has ended
 	dirty     chan struct{} // an entry failed: give up the state and take it again
+	// abandoned: the group stopped serving because changes it made may not
+	// reach the log (giveUp); its store must be rebuilt from the log before
+	// it serves again, whatever raft says meanwhile.
+	abandoned atomic.Bool
 	stop      chan struct{} // closed when the replica is dropped
 	handing   atomic.Bool   // handOff is under way: the watcher leaves it be
 	// deferring: this replica started with longer election timeouts so
@@ -118,6 +122,20 @@ func randomOrigin() uint64 {
 
 // leader reports whether raft says this node leads the group.
 func (g *group) leader() bool { return g.raft.State() == raft.Leader }
+
+// giveUp stops g serving at once, because changes it made may not reach
+// the log (an entry failed, a drain did not finish): no check changes its
+// store, nor is acknowledged on its behalf, from the moment it returns;
+// the watcher then rebuilds the store from the log (reconcile). Without
+// it, checks made between the failure and the watcher's step down would be
+// acknowledged in epochs the applier no longer waits for g in, and lost.
+func (g *group) giveUp() {
+	g.serving.Lock() // wait for the checks under way
+	g.ready.Store(false)
+	g.abandoned.Store(true)
+	g.serving.Unlock()
+	g.markDirty()
+}
 
 // markDirty asks the group's watcher to give up the state it holds (an
 // entry it wrote failed) and take it again from the log.

@@ -429,6 +429,9 @@ func (c *Cluster) handOff(g *group, id, addr string) {
 	}
 	defer func() {
 		g.handing.Store(false)
+		if g.abandoned.Load() {
+			g.markDirty() // the watcher left the group to handOff meanwhile
+		}
 		c.topoChanged()
 	}()
 	start := time.Now()
@@ -457,7 +460,7 @@ func (c *Cluster) handOff(g *group, id, addr string) {
 		c.app.deactivate(g, err == nil)
 		if err != nil {
 			c.log.Warn("the changes of a group could not be committed before handing over its lead", "group", g.id, "err", err)
-			g.markDirty()
+			g.giveUp() // the watcher rebuilds the state once handOff is done (see the deferred call)
 			return
 		}
 	}

@@ -85,11 +85,16 @@ func (c *Cluster) forward(req keyReq) (keyReply, error) {
 // be sent again: the slot moved or its group is electing. An unreachable
 // node is retried too: the command may have run there, but only if that
 // node then crashed before committing it (strong mode), or its reply is
-// lost with it.
+// lost with it. ErrLostLead is not: the change ran and may yet be
+// committed, so running it again could charge twice; its outcome is
+// unknown, and the client is told so.
 func retriable(err error) bool {
 	var moved *MovedError
 	if errors.As(err, &moved) {
 		return true
+	}
+	if err.Error() == ErrLostLead.Error() {
+		return false
 	}
 	switch redisWord(err) {
 	case "MOVED", "TRYAGAIN", "CLUSTERDOWN":

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"time"
 
@@ -80,14 +81,20 @@ func (c *Cluster) RuleCount() int { return len(c.meta.current().Rules) }
 
 // CheckRules evaluates q against the rules: the counters of the matching
 // rules ("id:value") live in the groups of their slots, on this node or
-// others. The groups are charged one after the other in id order, each all
-// or nothing; if one denies, the charges already made are given back
-// (engine.Refund) and the request is denied. So the request is charged to
-// every rule or to none, and no rule ever admits more than its limit. The
-// price: while a charge waits to be given back, a concurrent request may be
-// denied for it (under-admission, never over-admission), and a refund made
-// after the charge's window has passed gives nothing back (it no longer
-// counts).
+// others. The groups are charged one after the other, each all or nothing,
+// the group of the narrowest rule (the smallest limit) first; if one
+// denies, the charges already made are given back (engine.Refund) and the
+// request is denied. So the request is charged to every rule or to none,
+// and no rule ever admits more than its limit. The price: while a charge
+// waits to be given back, a concurrent request may be denied for it
+// (under-admission, never over-admission). Charging the narrowest rule
+// first makes that rare: the wider rules then see only the requests the
+// narrowest admitted, and deny (and so give back) only when they are
+// nearly spent themselves. With C requests naming the same identifiers in
+// flight at once, the charges that will be given back are at most C-1, so
+// a rule admits at least its limit less (C-1) times the cost. A refund
+// made after the charge's window has passed gives nothing back (it no
+// longer counts).
 func (c *Cluster) CheckRules(q *rules.Query, now int64) error {
 	c.meta.ruleSet().Match(q)
 	q.Allowed, q.Best = true, -1
@@ -125,7 +132,9 @@ type part struct {
 	evals []int // index in q.Evals of each op
 }
 
-// partition splits q's counters by group, in group order.
+// partition splits q's counters by group, the group of the narrowest
+// rule (the smallest limit of a rule that is not in shadow mode) first,
+// then in group order.
 func (c *Cluster) partition(q *rules.Query) []part {
 	byGroup := map[int]*part{}
 	for i := range q.Evals {
@@ -145,8 +154,25 @@ func (c *Cluster) partition(q *rules.Query) []part {
 	for _, p := range byGroup {
 		out = append(out, *p)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].req.Group < out[j].req.Group })
+	sort.Slice(out, func(i, j int) bool {
+		if a, b := out[i].narrowest(), out[j].narrowest(); a != b {
+			return a < b
+		}
+		return out[i].req.Group < out[j].req.Group
+	})
 	return out
+}
+
+// narrowest returns the smallest limit of p's rules that can deny (not in
+// shadow mode), or the largest int64 if none can.
+func (p *part) narrowest() int64 {
+	n := int64(math.MaxInt64)
+	for _, op := range p.req.Ops {
+		if !op.Shadow && op.Limit < n {
+			n = op.Limit
+		}
+	}
+	return n
 }
 
 // chargeDone is a group's charge that may have to be given back.

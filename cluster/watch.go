@@ -77,7 +77,7 @@ func (c *Cluster) reconcile(g *group, dirty bool) {
 		return // handOff decides
 	}
 	leading := g.leader()
-	if g.ready.Load() && (!leading || dirty) {
+	if abandoned := g.abandoned.Swap(false); g.ready.Load() && (!leading || dirty) || abandoned {
 		c.stepDown(g)
 	}
 	switch {

@@ -23,7 +23,7 @@ func (c *conn) describe(t time.Time) string {
 	itoa := func(n int64) string { return strconv.FormatInt(n, 10) }
 	cmd := "NULL"
 	if lc := c.lastCmd.Load(); lc != nil {
-		cmd = lc.name
+		cmd = *lc
 	}
 	idle := max((t.UnixNano()-c.lastSeen.Load())/1e9, 0)
 	flags, multi := "N", int64(-1)

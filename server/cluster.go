@@ -114,7 +114,7 @@ func clusterCommands() []*command {
 			summary: "CLUSTER SLOTS | SHARDS | NODES | INFO | MYID | KEYSLOT key | COUNTKEYSINSLOT slot | HELP: " +
 				"the slots, their Raft groups and the leaders that serve them",
 			args:    []argDoc{{name: "subcommand", typ: "string"}, {name: "arg", typ: "string", optional: true}},
-			handler: cmdCluster},
+			handler: cmdCluster, subs: []string{"countkeysinslot", "help", "info", "keyslot", "myid", "nodes", "shards", "slots"}},
 		{name: "readonly", arity: 1, flags: flags, group: "cluster", complexity: "O(1)",
 			summary: "Accepted for cluster clients: OK (every key is served by its group's leader)", handler: cmdReadMode},
 		{name: "readwrite", arity: 1, flags: flags, group: "cluster", complexity: "O(1)",

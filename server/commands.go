@@ -3,6 +3,7 @@ package server
 import (
 	"log/slog"
 	"sort"
+	"strings"
 )
 
 // command is one entry of the command table: what COMMAND reports about it
@@ -22,6 +23,25 @@ type command struct {
 	handler    func(s *Server, c *conn, args [][]byte, now int64)
 	idx        int       // position in the sorted table, for per-command counters
 	wait       waitClass // what its reply waits for (see durable.go)
+	// subs are the subcommands of a container command (CLIENT, CONFIG...),
+	// lower case in the table, upper case once commandTable made it; fullNames their "name|sub" forms, which CLIENT LIST shows
+	// as Redis 7.2 does (cmd=client|info), made once.
+	subs      []string
+	fullNames []string
+}
+
+// shownName returns the name CLIENT LIST shows for a call of cmd with
+// args: "client|info" for a known subcommand of a container command, else
+// its name. It does not allocate.
+func (cmd *command) shownName(args [][]byte) *string {
+	if len(cmd.subs) > 0 && len(args) > 1 {
+		for i, sub := range cmd.subs {
+			if equalFold(args[1], sub) {
+				return &cmd.fullNames[i]
+			}
+		}
+	}
+	return &cmd.name
 }
 
 // argDoc describes one argument for COMMAND DOCS.
@@ -48,6 +68,11 @@ func commandTable() (map[string]*command, []*command) {
 	for i, c := range list {
 		c.idx = i
 		c.wait = commandWaits[c.name]
+		c.fullNames = make([]string, len(c.subs))
+		for j, sub := range c.subs {
+			c.fullNames[j] = c.name + "|" + sub
+			c.subs[j] = strings.ToUpper(sub) // as equalFold compares
+		}
 		m[c.name] = c
 	}
 	return m, list
@@ -84,7 +109,7 @@ func (s *Server) dispatch(c *conn, args [][]byte, now int64) {
 		c.writeError(unknownCommand(args))
 		return
 	}
-	c.lastCmd.Store(cmd)
+	c.lastCmd.Store(cmd.shownName(args))
 	if !c.authed && !cmd.noAuth {
 		c.writeError("NOAUTH Authentication required.")
 		return

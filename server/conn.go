@@ -80,8 +80,8 @@ type conn struct {
 	name     atomic.Pointer[string]
 	libName  atomic.Pointer[string]
 	libVer   atomic.Pointer[string]
-	lastCmd  atomic.Pointer[command]
-	lastSeen atomic.Int64 // unix ns of the last batch
+	lastCmd  atomic.Pointer[string] // the name CLIENT LIST shows (command.shownName)
+	lastSeen atomic.Int64           // unix ns of the last batch
 	commands atomic.Int64
 	queued   atomic.Int32  // commands queued since MULTI, plus one; 0 outside MULTI
 	shown    atomic.Uint32 // proto and admin, for CLIENT LIST (see publish)

@@ -178,8 +178,11 @@ func TestHostileClients(t *testing.T) {
 	}
 	took := time.Since(start)
 	checks, worst := by.finish()
-	if worst > time.Second {
-		t.Errorf("the bystander waited up to %v for a reply during %v of attacks", worst, took)
+	// Before the fixes a bystander waited for whole attacks (5 s, 24 s); a
+	// busy machine makes one wait a second or two. The bound is relative
+	// to the attacks' length, which a busy machine stretches too.
+	if worst > max(3*time.Second, took/2) {
+		t.Errorf("the bystander waited up to %v for a reply during %v of attacks (bound: 3 s or half the attacks)", worst, took)
 	}
 	if checks < 10 {
 		t.Errorf("the bystander made only %d checks in %v", checks, took)

@@ -129,7 +129,7 @@ func TestClientInfoFields(t *testing.T) {
 	redisAddr := redistest.Start(t)
 	_, addr := startServer(t, Config{})
 	want := redis72Fields
-	redisFields, _ := clientFields(bulk(exchange(t, redisAddr, resp("CLIENT", "INFO"))[0]))
+	redisFields, redisVals := clientFields(bulk(exchange(t, redisAddr, resp("CLIENT", "INFO"))[0]))
 	version := exchange(t, redisAddr, resp("INFO", "server"))[0]
 	switch {
 	case !strings.Contains(version, "redis_version:7."):
@@ -157,6 +157,10 @@ func TestClientInfoFields(t *testing.T) {
 		vals["resp"] != "2" || vals["db"] != "0" || vals["events"] != "r" {
 		t.Errorf("CLIENT INFO values: %q", info)
 	}
+	// The command with its subcommand, as Redis 7 shows it.
+	if vals["cmd"] != "client|info" || strings.Contains(version, "redis_version:7.") && redisVals["cmd"] != vals["cmd"] {
+		t.Errorf("CLIENT INFO shows cmd=%s, Redis cmd=%s; want client|info", vals["cmd"], redisVals["cmd"])
+	}
 	// Inside a transaction, as Redis: flags x and the number of queued commands.
 	if !strings.HasPrefix(replies[5], "*2\r\n$") {
 		t.Fatalf("EXEC = %q", replies[5])
@@ -166,7 +170,7 @@ func TestClientInfoFields(t *testing.T) {
 		t.Errorf("CLIENT INFO inside EXEC: %q, want flags=x multi=2", execInfo)
 	}
 	list := bulk(replies[6])
-	if names, _ := clientFields(strings.TrimSuffix(list, "\n")); strings.Join(names, " ") != strings.Join(want, " ") {
-		t.Errorf("CLIENT LIST fields %v", names)
+	if names, v := clientFields(strings.TrimSuffix(list, "\n")); strings.Join(names, " ") != strings.Join(want, " ") || v["cmd"] != "client|list" {
+		t.Errorf("CLIENT LIST fields %v, cmd=%s (want client|list)", names, v["cmd"])
 	}
 }

@@ -111,7 +111,7 @@ func TestCallUnreachable(t *testing.T) {
 		if !errors.Is(err, ErrUnreachable) {
 			t.Fatalf("call to %s: got %v, want ErrUnreachable", addr, err)
 		}
-		if took := time.Since(start); took > dialTimeout+time.Second {
+		if took := time.Since(start); took > dialTimeout+5*time.Second { // a call that waited for its context would take a minute
 			t.Fatalf("call to %s failed after %v, dial timeout %v", addr, took, dialTimeout)
 		}
 	}
@@ -128,7 +128,7 @@ func TestCallContextEnds(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, ErrUnreachable) {
 		t.Fatalf("slow call: got %v, want DeadlineExceeded and ErrUnreachable", err)
 	}
-	if took := time.Since(start); took > time.Second {
+	if took := time.Since(start); took > 5*time.Second { // a call that ignored its context would wait for release, never
 		t.Fatalf("slow call returned after %v, ctx deadline 100ms", took)
 	}
 	mustEcho(t, cli, srv.Advertise(), "after the timeout")

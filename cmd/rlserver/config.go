@@ -98,12 +98,12 @@ func flagSet(cfg *Config) *flag.FlagSet {
 	fs.StringVar(&cfg.RulesFile, "rules", "", "YAML file of rules loaded at start: a list of {id, target, tier, key_type, algo, limit, window, burst, shadow}")
 	fs.IntVar(&cfg.Procs, "procs", 0, "CPU cores the server runs Go code on at once (GOMAXPROCS); 0 means all")
 	fs.IntVar(&cfg.IOLoops, "io-loops", 0, "event loops serving client connections (Linux); 0 means one per --procs, -1 a goroutine per connection")
-	fs.Var((*byteSize)(&cfg.MaxMemory), "maxmemory", "bound on the memory of key state and client connections (256mb, 2gb; 0 is none)")
+	fs.Var(sizeValue{&cfg.MaxMemory}, "maxmemory", "bound on the memory of key state and client connections (256mb, 2gb; 0 is none)")
 	fs.StringVar(&cfg.MaxMemoryPolicy, "maxmemory-policy", "volatile-ttl", "at --maxmemory: volatile-ttl evicts the state nearest to fresh, noeviction refuses new keys with -OOM")
 	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM certificate (chain) file: serve RESP and HTTP over TLS only (with --tls-key)")
 	fs.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key file of --tls-cert")
 	fs.StringVar(&cfg.TLSCACert, "tls-ca-cert", "", "PEM file of the CA certificates that must have signed every client's certificate (clients must present one)")
-	fs.IntVar(&cfg.MaxClients, "maxclients", 10000, "client connections served at once (RESP, and HTTP apart); one more gets \"max number of clients reached\"")
+	fs.IntVar(&cfg.MaxClients, "maxclients", 10000, "client connections served at once, RESP and HTTP together; one more RESP client gets \"max number of clients reached\", one more HTTP client is closed")
 	fs.IntVar(&cfg.Timeout, "timeout", 0, "close a RESP client idle for this many seconds; 0 means never")
 	fs.StringVar(&cfg.Pprof, "pprof", "", `address for Go's /debug/pprof profiles (e.g. 127.0.0.1:6060); "" disables it`)
 	fs.StringVar(&cfg.NodeID, "node-id", "", `this node's name in its Raft group; "" takes the one the data directory holds, else "node1"`)
@@ -356,7 +356,8 @@ func (v sizeValue) Set(s string) error {
 	return nil
 }
 
-// parseSize parses a byte size such as 256mb or 2gb.
+// parseSize parses a byte size such as 256mb, 2gb or 1000000 (see
+// sizeValue), for every size flag.
 func parseSize(s string) (int64, error) {
 	t := strings.ToLower(strings.TrimSpace(s))
 	mult := int64(1)
@@ -371,7 +372,7 @@ func parseSize(s string) (int64, error) {
 	}
 	n, err := strconv.ParseInt(t, 10, 64)
 	if err != nil || n < 0 || n > (1<<62)/mult {
-		return 0, fmt.Errorf("want a size such as 67108864, 64mb or 1gb")
+		return 0, fmt.Errorf("want a size such as 256mb, 2gb or 1000000")
 	}
 	return n * mult, nil
 }

@@ -184,7 +184,7 @@ func TestHTTPTimeoutsAndLimit(t *testing.T) {
 	closedWithin := func(nc net.Conn, what string, d time.Duration) {
 		t.Helper()
 		start := time.Now()
-		nc.SetReadDeadline(start.Add(10 * time.Second))
+		nc.SetReadDeadline(start.Add(30 * time.Second))
 		io.Copy(io.Discard, nc)
 		if took := time.Since(start); took > d {
 			t.Errorf("%s: closed after %v, want within %v", what, took, d)
@@ -211,9 +211,11 @@ func TestHTTPTimeoutsAndLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer third.Close()
-	closedWithin(third, "a third connection beyond the limit of 2", time.Second)
-	closedWithin(slow, "headers never finished", 3*time.Second)
-	closedWithin(idle, "idle after a request", 3*time.Second)
+	// Bounds of a few seconds for timeouts of 200-300 ms: loose enough for a
+	// busy machine, and a connection the server forgot stays open for ever.
+	closedWithin(third, "a third connection beyond the limit of 2", 5*time.Second)
+	closedWithin(slow, "headers never finished", 8*time.Second)
+	closedWithin(idle, "idle after a request", 8*time.Second)
 }
 
 // --maxmemory and --maxmemory-policy reach the store: INFO reports them,

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The test suite, as `make test` and `make test-busy` run it: every pass runs,
+# even after one fails, and the end lists every failure of every pass.
+#
+#   scripts/test.sh          the passes below
+#   scripts/test.sh --busy   the same beside two CPU hogs at the lowest
+#                            priority (nice 19), one per core of a 2-core
+#                            machine, to show that no test needs an idle one
+#
+# Passes: go vet; the race tests of every package but cmd/rlserver; those of
+# cmd/rlserver alone (its real clusters of processes and containers would
+# starve the in-process ones); the server's again with a goroutine per
+# connection instead of the event loops.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+GO=${GO:-go}
+
+hogs=()
+stop_hogs() {
+  for p in "${hogs[@]}"; do kill "$p" 2>/dev/null; done
+  hogs=()
+}
+trap stop_hogs EXIT INT TERM
+if [ "${1:-}" = "--busy" ]; then
+  for _ in 1 2; do
+    nice -n 19 bash -c 'while :; do :; done' &
+    hogs+=($!)
+  done
+  echo "== two CPU hogs at nice 19: ${hogs[*]}"
+fi
+
+out=$(mktemp -d)
+failed=()
+pass() { # pass NAME COMMAND...: runs COMMAND, its output to the terminal and to $out/NAME
+  local name=$1 start=$SECONDS
+  shift
+  echo "== $name: $*"
+  if "$@" 2>&1 | tee "$out/$name"; then
+    echo "== $name: ok in $((SECONDS - start)) s"
+  else
+    echo "== $name: FAILED in $((SECONDS - start)) s"
+    failed+=("$name")
+  fi
+}
+
+start=$SECONDS
+pass vet "$GO" vet ./...
+pass race "$GO" test -race -count=1 -timeout 30m $("$GO" list ./... | grep -v '/cmd/rlserver$')
+pass race-cmd "$GO" test -race -count=1 -timeout 40m ./cmd/rlserver
+pass race-goroutines env RLSERVER_TEST_IOLOOPS=-1 "$GO" test -race -count=1 -timeout 10m ./server
+stop_hogs
+
+echo
+echo "== the suite took $((SECONDS - start)) s"
+if [ ${#failed[@]} -eq 0 ]; then
+  echo "== every pass ok"
+  exit 0
+fi
+for name in "${failed[@]}"; do
+  echo "== $name FAILED:"
+  grep -E -e '^\s*--- FAIL|^FAIL|^panic:|^# |race detected|^\S+\.go:[0-9]+:' "$out/$name" | head -50
+done
+exit 1
