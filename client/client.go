@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/internal/rlheader"
+	"github.com/rlserver/rlserver/rules"
 )
 
 // Never is the RetryAfter of a request that can never pass: its cost is
@@ -188,6 +189,28 @@ func (c *Client) rulePolicy(ctx context.Context, id string, capacity int64) (pol
 	c.policies[id] = p
 	c.mu.Unlock()
 	return p, true
+}
+
+// Rules returns the server's rules (RL.RULE.LIST), in id order. The
+// middleware's grace mode (FailGrace) learns them with it.
+func (c *Client) Rules(ctx context.Context) ([]rules.Rule, error) {
+	list, err := c.rdb.Do(ctx, "RL.RULE.LIST").Slice()
+	if err != nil {
+		return nil, fmt.Errorf("rlserver: %w", err)
+	}
+	out := make([]rules.Rule, 0, len(list))
+	for _, v := range list {
+		js, ok := v.(string)
+		if !ok {
+			return nil, fmt.Errorf("rlserver: unexpected rule %v", v)
+		}
+		var r rules.Rule // leniently: a newer server's rules may have fields this client does not know
+		if err := json.Unmarshal([]byte(js), &r); err != nil {
+			return nil, fmt.Errorf("rlserver: rule %.100s: %w", js, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 // Request is one check of a batch.

@@ -13,7 +13,9 @@
 // X-Forwarded-For only from trusted proxies; a user id; an API key), asks
 // RL.CHECKRULES, sets the headers rlserver's HTTP API sends (X-RateLimit-*,
 // RateLimit and RateLimit-Policy as draft-ietf-httpapi-ratelimit-headers-10
-// writes them, Retry-After), answers 429 with a JSON body when denied, and
-// fails open or closed, as configured, when rlserver does not answer within
-// the timeout.
+// writes them, Retry-After), answers 429 with a JSON body when denied, and,
+// when rlserver does not answer within the timeout, fails open, closed, or
+// into a grace mode (FailGrace) that decides locally for a bounded time with
+// a share of each rule's limit per process, from the rules it last learned
+// (grace.go).
 package client

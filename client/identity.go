@@ -5,7 +5,8 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"strings"
+
+	"github.com/rlserver/rlserver/internal/clientid"
 )
 
 // Identity says how the middleware identifies a caller. The identifiers
@@ -29,23 +30,11 @@ type Identity struct {
 // ParsePrefixes parses a comma-separated list of CIDRs or single addresses
 // ("10.0.0.0/8, 192.168.1.7") for Identity.TrustedProxies.
 func ParsePrefixes(list string) ([]netip.Prefix, error) {
-	var out []netip.Prefix
-	for _, s := range strings.Split(list, ",") {
-		s = strings.TrimSpace(s)
-		if s == "" {
-			continue
-		}
-		p, err := netip.ParsePrefix(s)
-		if err != nil {
-			a, aerr := netip.ParseAddr(s)
-			if aerr != nil {
-				return nil, fmt.Errorf("client: %q is neither a CIDR nor an IP address", s)
-			}
-			p = netip.PrefixFrom(a, a.BitLen())
-		}
-		out = append(out, p.Masked())
+	p, err := clientid.ParsePrefixes(list)
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
 	}
-	return out, nil
+	return p, nil
 }
 
 // Identify returns the identifiers of r's caller.
@@ -62,7 +51,7 @@ func (id *Identity) Identify(r *http.Request) map[string]string {
 	}
 	if id.APIKeyHeader != "" {
 		if key := r.Header.Get(id.APIKeyHeader); key != "" {
-			ids["apikey"] = hashKey(key)
+			ids["apikey"] = clientid.HashAPIKey(key)
 		}
 	}
 	return ids
@@ -72,35 +61,16 @@ func (id *Identity) Identify(r *http.Request) map[string]string {
 // that is a trusted proxy, in which case X-Forwarded-For is walked from the
 // right past trusted proxies to the first address that is not one. An
 // unparsable entry stops the walk at the trusted hop that forwarded it.
+// rlserver's /v1/forward-auth finds the caller the same way
+// (internal/clientid).
 func (id *Identity) ClientIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	peer, err := netip.ParseAddr(host)
-	if err != nil {
-		return host
-	}
-	client := peer.Unmap()
-	if !id.trusted(client) {
-		return client.String()
-	}
-	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
-	for i := len(hops) - 1; i >= 0 && id.trusted(client); i-- {
-		a, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
-		if err != nil {
-			break
+	peer, err := clientid.Peer(r.RemoteAddr)
+	if err != nil { // not an IP peer (a test, a unix socket): its name
+		if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+			return host
 		}
-		client = a.Unmap()
+		return r.RemoteAddr
 	}
+	client, _ := clientid.ClientIP(peer, r.Header.Values("X-Forwarded-For"), id.TrustedProxies)
 	return client.String()
-}
-
-func (id *Identity) trusted(a netip.Addr) bool {
-	for _, p := range id.TrustedProxies {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
 }

@@ -2,10 +2,9 @@ package client
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -21,6 +20,12 @@ const (
 	FailOpen FailMode = 1 + iota
 	// FailClosed answers 503 Service Unavailable with Retry-After: 1.
 	FailClosed
+	// FailGrace decides locally, for at most GraceFor from the first
+	// unanswered check, with a token bucket per rule and identifier at
+	// GraceShare of the rule's limit and capacity, from the rules last
+	// learned from rlserver; then GraceThen (FailOpen or FailClosed)
+	// decides until rlserver answers again. See MiddlewareConfig.
+	FailGrace
 )
 
 // RuleChecker is what the middleware asks; *Client satisfies it.
@@ -50,10 +55,53 @@ type MiddlewareConfig struct {
 	Cost func(*http.Request) int64
 	// OnError, if set, is told of every failed check (for logs, metrics).
 	OnError func(*http.Request, error)
+
+	// The grace mode (FailGrace). While rlserver does not answer, each
+	// request is still asked of it first (within Timeout), so that
+	// decisions go back to it as soon as it answers.
+	//
+	// GraceFor bounds the local decisions of an episode of
+	// unavailability, from its first unanswered check (default
+	// DefaultGraceFor, 30 s); after it GraceThen (FailOpen or FailClosed,
+	// required) decides until rlserver answers.
+	GraceFor  time.Duration
+	GraceThen FailMode
+	// GraceInstances is the number of gateway processes that share
+	// rlserver's limits (default 1). GraceShare is the share of each
+	// rule's limit and capacity that this process admits per identifier
+	// in grace (default 1/GraceInstances): its bucket holds
+	// max(1, floor(GraceShare × capacity)) and refills
+	// max(1, floor(GraceShare × limit)) per window.
+	GraceInstances int
+	GraceShare     float64
+	// GraceRules is where the rules are learned (RL.RULE.LIST): default
+	// the Checker, which must then be a RuleLister (*Client is). They are
+	// fetched when the middleware is made and again, in the background,
+	// after a check rlserver answered once GraceRefresh (default
+	// DefaultGraceRefresh, 10 s) has passed since the last fetch; a
+	// process that never learned them decides by GraceThen.
+	GraceRules   RuleLister
+	GraceRefresh time.Duration
+	// GraceMaxKeys bounds the local buckets (default
+	// DefaultGraceMaxKeys); a new identifier beyond it, once the full
+	// buckets are dropped, is decided by GraceThen.
+	GraceMaxKeys int
+	// OnGrace, if set, is told of every decision made without rlserver,
+	// locally or by GraceThen (for metrics).
+	OnGrace func(*http.Request, GraceDecision)
+	// Logger receives the grace mode's lines: one when an episode begins,
+	// one when GraceFor runs out, one when rlserver answers again (with
+	// the episode's counts); nil is slog.Default().
+	Logger *slog.Logger
+	// Clock returns the current time; nil is time.Now. The grace mode
+	// reads it for its buckets and episodes.
+	Clock func() time.Time
+
+	grace *grace // FailGrace's state
 }
 
 // ErrFailMode is returned by Middleware when FailMode is not set.
-var ErrFailMode = errors.New("client: MiddlewareConfig.FailMode must be FailOpen or FailClosed")
+var ErrFailMode = errors.New("client: MiddlewareConfig.FailMode must be FailOpen, FailClosed or FailGrace")
 
 // Middleware returns net/http middleware that checks each request against
 // rlserver's rules before passing it on. An allowed request gets the
@@ -65,11 +113,24 @@ func Middleware(cfg MiddlewareConfig) (func(http.Handler) http.Handler, error) {
 	if cfg.Checker == nil {
 		return nil, errors.New("client: MiddlewareConfig.Checker is nil")
 	}
-	if cfg.FailMode != FailOpen && cfg.FailMode != FailClosed {
+	if cfg.FailMode != FailOpen && cfg.FailMode != FailClosed && cfg.FailMode != FailGrace {
 		return nil, ErrFailMode
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.FailMode == FailGrace {
+		g, err := newGrace(&cfg)
+		if err != nil {
+			return nil, err
+		}
+		cfg.grace = g
 	}
 	if cfg.Target == nil {
 		cfg.Target = func(r *http.Request) string { return r.URL.Path }
@@ -89,24 +150,43 @@ func Middleware(cfg MiddlewareConfig) (func(http.Handler) http.Handler, error) {
 
 func (cfg *MiddlewareConfig) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	ctx, cancel := context.WithTimeout(r.Context(), cfg.Timeout)
-	start := time.Now()
-	res, err := cfg.Checker.CheckRules(ctx, cfg.Target(r), cfg.Tier(r), cfg.Identity.Identify(r), cfg.Cost(r))
+	start := cfg.Clock()
+	target, tier, ids, cost := cfg.Target(r), cfg.Tier(r), cfg.Identity.Identify(r), cfg.Cost(r)
+	res, err := cfg.Checker.CheckRules(ctx, target, tier, ids, cost)
 	cancel()
-	if err != nil {
-		if cfg.OnError != nil {
-			cfg.OnError(r, err)
+	if err == nil {
+		if cfg.grace != nil {
+			cfg.grace.answered(cfg.Clock())
 		}
-		if cfg.FailMode == FailOpen {
-			next.ServeHTTP(w, r)
-			return
-		}
-		w.Header().Set("Retry-After", "1")
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "rate limiter unavailable"})
+		answer(w, r, next, res, start)
 		return
 	}
+	if cfg.OnError != nil {
+		cfg.OnError(r, err)
+	}
+	mode := cfg.FailMode
+	if cfg.grace != nil {
+		now := cfg.Clock()
+		if res, ok := cfg.grace.decide(r, target, tier, ids, cost, now, err); ok {
+			answer(w, r, next, res, now)
+			return
+		}
+		mode = cfg.GraceThen
+	}
+	if mode == FailOpen {
+		next.ServeHTTP(w, r)
+		return
+	}
+	w.Header().Set("Retry-After", "1")
+	writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "rate limiter unavailable"})
+}
+
+// answer carries out the decision res, made at now: the request goes on
+// to next with the rate-limit headers, or is answered 429.
+func answer(w http.ResponseWriter, r *http.Request, next http.Handler, res Result, now time.Time) {
 	rlheader.Set(w.Header(), rlheader.Values{
 		Allowed: res.Allowed, Limit: res.Limit, Remaining: res.Remaining,
-		RetryAfter: res.RetryAfter, ResetAfter: res.ResetAfter, Now: start,
+		RetryAfter: res.RetryAfter, ResetAfter: res.ResetAfter, Now: now,
 		Policy: res.Policy, Quota: res.Quota, Window: res.Window,
 	})
 	if res.Allowed {
@@ -135,11 +215,4 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	enc.Encode(v)
-}
-
-// hashKey returns a 32-hex-digit digest of an API key, so that rlserver's
-// counter keys do not hold the secret itself.
-func hashKey(key string) string {
-	sum := sha256.Sum256([]byte(key))
-	return hex.EncodeToString(sum[:16])
 }

@@ -24,6 +24,8 @@ func (a *api) routeChecks(mux *http.ServeMux) {
 	mux.Handle("/v1/check", methodNotAllowed("POST"))
 	a.handle(mux, "POST /v1/checkrules", "checkrules", a.checkRules)
 	mux.Handle("/v1/checkrules", methodNotAllowed("POST"))
+	a.handle(mux, "/v1/forward-auth", "forward_auth", a.forwardAuth)  // any method: gateways send GET, HEAD, POST...
+	a.handle(mux, "/v1/forward-auth/", "forward_auth", a.forwardAuth) // Envoy's ext_authz appends the request's path
 }
 
 // checkRequest is the body of POST /v1/check. Cost defaults to 1.
@@ -80,7 +82,8 @@ func (a *api) check(w http.ResponseWriter, r *http.Request) {
 	if a.cfg.Metrics != nil {
 		a.cfg.Metrics.CountCheck(algo, res.Allowed)
 	}
-	writeDecision(w, res, p, rlheader.PolicyName(algo.String(), p.Limit, time.Duration(p.Window), p.Burst), now, response(res))
+	writeDecision(w, res, p, rlheader.PolicyName(algo.String(), p.Limit, time.Duration(p.Window), p.Burst), now, response(res),
+		http.StatusTooManyRequests)
 }
 
 // validateCheck checks req field by field, like RL.CHECK's arguments.
@@ -140,10 +143,22 @@ func (a *api) checkRules(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = a.buildQuery(&req, &q)
 	}
-	now := a.cfg.Clock()
-	if err == nil {
-		err = a.cfg.Checker.CheckRules(&q, now)
+	if err != nil {
+		writeError(w, err)
+		return
 	}
+	a.decideRules(w, r, &q, http.StatusTooManyRequests, true)
+}
+
+// decideRules checks q, built by buildQuery, against the rules as
+// RL.CHECKRULES does (through the Checker, which coordinates the groups
+// of a cluster), counts it in the metrics and writes the decision: 200 if
+// allowed, denyStatus if denied, with the headers and body of the most
+// restrictive rule (without allowedBody, a 200 has no body). POST
+// /v1/checkrules and /v1/forward-auth both end here.
+func (a *api) decideRules(w http.ResponseWriter, r *http.Request, q *rules.Query, denyStatus int, allowedBody bool) {
+	now := a.cfg.Clock()
+	err := a.cfg.Checker.CheckRules(q, now)
 	if err == nil {
 		err = a.sync(r.Context(), false)
 	}
@@ -152,7 +167,7 @@ func (a *api) checkRules(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if a.cfg.Metrics != nil {
-		a.cfg.Metrics.CountRuleCheck(&q)
+		a.cfg.Metrics.CountRuleCheck(q)
 	}
 	res, rule := q.Reply()
 	body := ruleCheckResponse{checkResponse: response(res)}
@@ -161,12 +176,19 @@ func (a *api) checkRules(w http.ResponseWriter, r *http.Request) {
 	if rule != nil {
 		body.Rule, p, policy = &rule.Rule.ID, rule.Params, rule.Rule.ID
 	}
-	writeDecision(w, res, p, policy, now, body)
+	if res.Allowed && !allowedBody {
+		writeDecision(w, res, p, policy, now, nil, denyStatus)
+		return
+	}
+	writeDecision(w, res, p, policy, now, body, denyStatus)
 }
 
 func (a *api) buildQuery(req *checkRulesRequest, q *rules.Query) error {
 	q.Reset()
 	q.Target, q.Tier, q.Cost = []byte(req.Target), []byte(req.Tier), 1
+	if len(req.Target) > a.cfg.MaxKeyBytes || len(req.Tier) > a.cfg.MaxKeyBytes {
+		return badRequest("", "target or tier is longer than the limit of "+itoa(int64(a.cfg.MaxKeyBytes))+" bytes (--max-key-bytes)")
+	}
 	if req.Cost != nil {
 		q.Cost = *req.Cost
 	}
@@ -199,8 +221,9 @@ func response(r engine.Result) checkResponse {
 
 // writeDecision writes the rate-limit headers (p gives the policy named
 // policy; a zero p leaves RateLimit-Policy out) and body: 200 if allowed,
-// 429 if denied.
-func writeDecision(w http.ResponseWriter, r engine.Result, p engine.Params, policy string, now int64, body any) {
+// denyStatus (429, or what a forward-auth route asks for) if denied. A nil
+// body is an empty one.
+func writeDecision(w http.ResponseWriter, r engine.Result, p engine.Params, policy string, now int64, body any, denyStatus int) {
 	rlheader.Set(w.Header(), rlheader.Values{
 		Allowed: r.Allowed, Limit: r.Limit, Remaining: r.Remaining,
 		RetryAfter: time.Duration(r.RetryAfter), ResetAfter: time.Duration(r.ResetAfter),
@@ -208,7 +231,12 @@ func writeDecision(w http.ResponseWriter, r engine.Result, p engine.Params, poli
 	})
 	status := http.StatusOK
 	if !r.Allowed {
-		status = http.StatusTooManyRequests
+		status = denyStatus
+	}
+	if body == nil {
+		w.Header().Set("Content-Length", "0")
+		w.WriteHeader(status)
+		return
 	}
 	writeJSON(w, status, body)
 }

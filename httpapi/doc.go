@@ -3,7 +3,10 @@
 // /v1/checkrules, answering 200 or 429 with X-RateLimit-*, RateLimit,
 // RateLimit-Policy (draft-ietf-httpapi-ratelimit-headers-10) and
 // Retry-After headers, counted in the RESP server's check metrics),
-// /healthz, /readyz, /metrics and, on a cluster node, GET /cluster and
+// forward auth for gateways (/v1/forward-auth, any method: the request a
+// Caddy, Traefik or nginx gateway describes in X-Forwarded-* headers,
+// checked as RL.CHECKRULES checks it; see forward.go), /healthz, /readyz,
+// /metrics and, on a cluster node, GET /cluster and
 // DELETE /cluster/nodes/{id}. Bodies are strict JSON: unknown fields,
 // wrong types and malformed input are 400 with {"error": "..."} naming the
 // field. Each endpoint asks for a bearer token by its kind (see access

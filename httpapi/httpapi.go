@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -57,6 +58,11 @@ type Config struct {
 	Durable Durable
 	// Cluster, when set (a cluster node), serves GET /cluster.
 	Cluster Cluster
+	// TrustedProxies are the networks of the gateways whose
+	// X-Forwarded-For /v1/forward-auth honours (rlserver's
+	// --trusted-proxies); from any other peer the peer's address is the
+	// caller's. nil trusts none.
+	TrustedProxies []netip.Prefix
 }
 
 // Cluster reports a cluster's state for GET /cluster.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/internal/clientid"
 	"github.com/rlserver/rlserver/shards"
 	"gopkg.in/yaml.v3"
 )
@@ -28,6 +29,7 @@ type Config struct {
 	RequirePass     string
 	AdminToken      string
 	MetricsAuth     bool
+	TrustedProxies  string // CIDRs, comma-separated: the gateways /v1/forward-auth takes X-Forwarded-For from
 	MaxKeyBytes     int
 	MaxLogLimit     int64
 	Shards          int
@@ -89,6 +91,7 @@ func flagSet(cfg *Config) *flag.FlagSet {
 	fs.StringVar(&cfg.RequirePass, "requirepass", "", "password clients must AUTH with; empty disables AUTH")
 	fs.StringVar(&cfg.AdminToken, "admin-token", "", `password of the "admin" user and HTTP bearer token, required for FLUSHALL and rule changes when set`)
 	fs.BoolVar(&cfg.MetricsAuth, "metrics-auth", false, "GET /metrics needs a bearer token too (--requirepass or --admin-token); by default it is open, as Prometheus scrapers expect")
+	fs.StringVar(&cfg.TrustedProxies, "trusted-proxies", "127.0.0.0/8,::1", `CIDRs or addresses of the gateways whose X-Forwarded-For /v1/forward-auth honours (comma-separated; "" trusts none)`)
 	fs.IntVar(&cfg.MaxKeyBytes, "max-key-bytes", 1024, "longest key accepted, in bytes")
 	fs.Int64Var(&cfg.MaxLogLimit, "max-log-limit", 10000, "largest limit accepted for the log algorithm")
 	fs.IntVar(&cfg.Shards, "shards", 256, "lock stripes for key state (rounded up to a power of two)")
@@ -293,6 +296,9 @@ func (c *Config) Validate() error {
 	}
 	if _, err := parsePeers(c.Peers); err != nil {
 		return err
+	}
+	if _, err := clientid.ParsePrefixes(c.TrustedProxies); err != nil {
+		return fmt.Errorf("--trusted-proxies: %w", err)
 	}
 	if _, err := shards.ParsePolicy(c.MaxMemoryPolicy); err != nil {
 		return fmt.Errorf("--maxmemory-policy %q: want volatile-ttl or noeviction", c.MaxMemoryPolicy)

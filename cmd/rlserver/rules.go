@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/httpapi"
+	"github.com/rlserver/rlserver/internal/clientid"
 	"github.com/rlserver/rlserver/rules"
 )
 
@@ -57,6 +58,7 @@ func httpConfig(cfg Config, st *state, reg *prometheus.Registry, m httpapi.Metri
 		AdminToken: cfg.AdminToken, CheckToken: cfg.RequirePass, MetricsAuth: cfg.MetricsAuth,
 		MaxKeyBytes: cfg.MaxKeyBytes, MaxLogLimit: cfg.MaxLogLimit,
 	}
+	hc.TrustedProxies, _ = clientid.ParsePrefixes(cfg.TrustedProxies) // Validate has parsed it
 	if st.node != nil {
 		hc.Durable = st.node
 	}

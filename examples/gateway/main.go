@@ -3,13 +3,18 @@
 // before passing it to a backend.
 //
 //	gateway -listen 127.0.0.1:8000 -backend http://127.0.0.1:9000 \
-//	    -rlserver 127.0.0.1:6379 -fail open \
+//	    -rlserver 127.0.0.1:6379 -fail grace -grace-then open -grace-instances 2 \
 //	    -user-header X-User-ID -api-key-header X-API-Key \
 //	    -api-tiers key-of-acme=pro -tier-header X-Tier -default-tier free
 //
 // The rule target is the request path. The tier is the one -api-tiers maps
 // the caller's API key to, else the -tier-header value (set it only when an
 // authenticating layer in front sets that header), else -default-tier.
+//
+// -fail says what happens when rlserver does not answer within -timeout:
+// open lets requests through, closed answers 503, grace decides locally
+// for -grace-for with this process's share (1/-grace-instances) of each
+// rule's limit, then does what -grace-then says.
 package main
 
 import (
@@ -45,7 +50,9 @@ func main() {
 // config is the gateway's flags.
 type config struct {
 	listen, backend, rlserver, password string
-	fail                                string
+	fail, graceThen                     string
+	graceFor                            time.Duration
+	graceInstances                      int
 	timeout                             time.Duration
 	userHeader, apiKeyHeader            string
 	tierHeader, defaultTier, apiTiers   string
@@ -60,7 +67,10 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	fs.StringVar(&c.backend, "backend", "", "URL of the backend to proxy to (required)")
 	fs.StringVar(&c.rlserver, "rlserver", "127.0.0.1:6379", "rlserver RESP address")
 	fs.StringVar(&c.password, "password", "", "rlserver --requirepass, if set")
-	fs.StringVar(&c.fail, "fail", "", `when rlserver does not answer: "open" (let requests through) or "closed" (503) (required)`)
+	fs.StringVar(&c.fail, "fail", "", `when rlserver does not answer: "open" (let requests through), "closed" (503) or "grace" (decide locally for -grace-for, then -grace-then) (required)`)
+	fs.DurationVar(&c.graceFor, "grace-for", client.DefaultGraceFor, "-fail grace: how long to decide locally once rlserver stops answering")
+	fs.StringVar(&c.graceThen, "grace-then", "", `-fail grace: "open" or "closed" once -grace-for has passed (required with -fail grace)`)
+	fs.IntVar(&c.graceInstances, "grace-instances", 1, "-fail grace: gateway processes sharing the limits; each admits 1/N of a rule's limit while deciding locally")
 	fs.DurationVar(&c.timeout, "timeout", 100*time.Millisecond, "bound on each rate-limit check")
 	fs.StringVar(&c.userHeader, "user-header", "X-User-ID", `header with the user id ("" for none)`)
 	fs.StringVar(&c.apiKeyHeader, "api-key-header", "X-API-Key", `header with the API key ("" for none)`)
@@ -74,8 +84,12 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	switch {
 	case c.backend == "":
 		return c, errors.New("-backend is required")
-	case c.fail != "open" && c.fail != "closed":
-		return c, errors.New(`-fail must be "open" or "closed"`)
+	case c.fail != "open" && c.fail != "closed" && c.fail != "grace":
+		return c, errors.New(`-fail must be "open", "closed" or "grace"`)
+	case c.fail == "grace" && c.graceThen != "open" && c.graceThen != "closed":
+		return c, errors.New(`-fail grace needs -grace-then "open" or "closed"`)
+	case c.graceInstances < 1:
+		return c, errors.New("-grace-instances must be at least 1")
 	}
 	return c, nil
 }
@@ -95,12 +109,10 @@ func newHandler(c config, log *slog.Logger) (http.Handler, *client.Client, error
 		return nil, nil, fmt.Errorf("-api-tiers: %w", err)
 	}
 	rl := client.Dial(c.rlserver, func(o *redis.Options) { o.Password = c.password })
-	mode := client.FailOpen
-	if c.fail == "closed" {
-		mode = client.FailClosed
-	}
+	modes := map[string]client.FailMode{"open": client.FailOpen, "closed": client.FailClosed, "grace": client.FailGrace}
 	mw, err := client.Middleware(client.MiddlewareConfig{
-		Checker: rl, FailMode: mode, Timeout: c.timeout,
+		Checker: rl, FailMode: modes[c.fail], Timeout: c.timeout, Logger: log,
+		GraceFor: c.graceFor, GraceThen: modes[c.graceThen], GraceInstances: c.graceInstances,
 		Identity: client.Identity{TrustedProxies: trusted, UserHeader: c.userHeader, APIKeyHeader: c.apiKeyHeader},
 		Tier:     tierOf(c, tiers),
 		OnError: func(r *http.Request, err error) {

@@ -129,14 +129,51 @@ func TestGatewayFailModes(t *testing.T) {
 	}
 }
 
+// TestGatewayGrace: with -fail grace, a gateway whose rlserver stops
+// admits each user its share of free-users (3 / 3 instances = 1, refilled
+// 1 per 10 s) for -grace-for, then fails closed (-grace-then closed). Each
+// request waits for -timeout first (go-redis dials again and again), so
+// -grace-for leaves room for the six requests of the grace.
+func TestGatewayGrace(t *testing.T) {
+	n := testserver.Start(t, testserver.Options{})
+	setRules(t, n)
+	gw := startGateway(t, "-backend", startBackend(t), "-rlserver", n.Addr, "-fail", "grace", "-timeout", "200ms",
+		"-grace-for", "4s", "-grace-then", "closed", "-grace-instances", "3")
+	if resp, _ := testserver.Get(t, gw+"/users/1", "X-User-ID", "bob"); resp.StatusCode != 200 || resp.Header.Get("X-RateLimit-Limit") != "3" {
+		t.Fatalf("before the stop: %d %v", resp.StatusCode, resp.Header)
+	}
+	n.Stop()
+	stopped := time.Now()
+	for _, user := range []string{"bob", "carol"} {
+		for i, want := range []int{200, 429, 429} {
+			resp, body := testserver.Get(t, gw+"/users/1", "X-User-ID", user)
+			if resp.StatusCode != want {
+				t.Fatalf("%s's request %d in grace: %d %q, want %d", user, i+1, resp.StatusCode, body, want)
+			}
+			if want == 429 && (resp.Header.Get("RateLimit-Policy") != `"free-users";q=1;w=10` || resp.Header.Get("Retry-After") == "") {
+				t.Errorf("%s's request %d in grace: %v", user, i+1, resp.Header)
+			}
+		}
+	}
+	if time.Since(stopped) > 3900*time.Millisecond {
+		t.Skip("too slow a machine to see the six requests within -grace-for 4s")
+	}
+	time.Sleep(time.Until(stopped.Add(4100 * time.Millisecond)))
+	if resp, body := testserver.Get(t, gw+"/users/1", "X-User-ID", "dave"); resp.StatusCode != 503 {
+		t.Fatalf("after -grace-for: %d %q, want 503", resp.StatusCode, body)
+	}
+}
+
 func TestGatewayFlags(t *testing.T) {
 	for _, tt := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"-fail", "open"}, "-backend is required"},
-		{[]string{"-backend", "http://x"}, `-fail must be "open" or "closed"`},
-		{[]string{"-backend", "http://x", "-fail", "sometimes"}, `-fail must be "open" or "closed"`},
+		{[]string{"-backend", "http://x"}, `-fail must be "open", "closed" or "grace"`},
+		{[]string{"-backend", "http://x", "-fail", "sometimes"}, `-fail must be "open", "closed" or "grace"`},
+		{[]string{"-backend", "http://x", "-fail", "grace"}, `-fail grace needs -grace-then "open" or "closed"`},
+		{[]string{"-backend", "http://x", "-fail", "grace", "-grace-then", "open", "-grace-instances", "0"}, "-grace-instances must be at least 1"},
 		{[]string{"-backend", "nourl", "-fail", "open"}, "want a URL"},
 		{[]string{"-backend", "http://x", "-fail", "open", "-api-tiers", "k"}, `"k" is not key=tier`},
 		{[]string{"-backend", "http://x", "-fail", "open", "-trusted-proxies", "10.0.0.0/99"}, "-trusted-proxies"},

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rlserver/rlserver/httpapi"
+	"github.com/rlserver/rlserver/internal/clientid"
 	"github.com/rlserver/rlserver/server"
 	"github.com/rlserver/rlserver/shards"
 )
@@ -33,6 +35,13 @@ type Options struct {
 	Policy         shards.Policy
 	MetricsAuth    bool            // GET /metrics needs a bearer token (--metrics-auth)
 	Cluster        httpapi.Cluster // serves GET /cluster and DELETE /cluster/nodes/{id}; nil: none
+	// TrustedProxies are the gateways whose X-Forwarded-For
+	// /v1/forward-auth honours; nil is rlserver's default, loopback.
+	TrustedProxies []netip.Prefix
+	// Addr and HTTPAddr are the RESP and HTTP addresses to listen on;
+	// "" picks a free port of 127.0.0.1. A test that stops a Node can
+	// start another on the same addresses, as a restarted server.
+	Addr, HTTPAddr string
 }
 
 // Node is a running single-node rlserver.
@@ -57,18 +66,22 @@ func Start(t testing.TB, opt Options) *Node {
 		MaxLogLimit: opt.MaxLogLimit, Clock: opt.Clock, Registerer: n.Registry,
 		DisableMetrics: opt.DisableMetrics, Logger: opt.Logger,
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", orFree(opt.Addr))
 	if err != nil {
 		t.Fatal(err)
 	}
-	hln, err := net.Listen("tcp", "127.0.0.1:0")
+	hln, err := net.Listen("tcp", orFree(opt.HTTPAddr))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if opt.TrustedProxies == nil {
+		opt.TrustedProxies = clientid.Loopback
 	}
 	hs := &http.Server{Handler: httpapi.New(httpapi.Config{
 		Gatherer: n.Registry, Checker: n.Store, Rules: n.Store, AdminToken: opt.AdminToken,
 		CheckToken: opt.RequirePass, Clock: opt.Clock, MaxLogLimit: opt.MaxLogLimit, Registerer: n.Registry,
 		Metrics: n.Server, Logger: opt.Logger, MetricsAuth: opt.MetricsAuth, Cluster: opt.Cluster,
+		TrustedProxies: opt.TrustedProxies,
 	})}
 	n.Addr, n.URL = ln.Addr().String(), "http://"+hln.Addr().String()
 	var wg sync.WaitGroup
@@ -84,6 +97,13 @@ func Start(t testing.TB, opt Options) *Node {
 	}
 	t.Cleanup(n.Stop)
 	return n
+}
+
+func orFree(addr string) string {
+	if addr == "" {
+		return "127.0.0.1:0"
+	}
+	return addr
 }
 
 // Stop closes both listeners and every connection; later calls do nothing.

@@ -1,0 +1,318 @@
+package forwardauth
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rlserver/rlserver/internal/redistest"
+	"github.com/rlserver/rlserver/internal/testserver"
+	"github.com/rlserver/rlserver/rules"
+)
+
+// The rules of the tests: per ip on /login, per user on /users/*. Token
+// buckets of an hour, so that no window ends during a test.
+var testRules = []rules.Rule{
+	{ID: "login-per-ip", Target: "/login", Tier: "*", KeyType: "ip", Algo: "token", Limit: 3, Window: "1h"},
+	{ID: "users-free", Target: "/users/*", Tier: "free", KeyType: "user", Algo: "token", Limit: 2, Window: "1h"},
+}
+
+// The addresses the configuration files name, replaced by free ones.
+const (
+	rlserverAddr = "127.0.0.1:8080"
+	backendAddr  = "127.0.0.1:9000"
+	gatewayPort  = "8000"
+)
+
+// backend counts the requests that reach it and keeps the RateLimit-Policy
+// header of the last one (a gateway may copy it upstream).
+type backend struct {
+	hits   atomic.Int64
+	mu     sync.Mutex
+	policy string
+}
+
+func startBackend(t *testing.T) (*backend, string) {
+	b := &backend{}
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b.hits.Add(1)
+		b.mu.Lock()
+		b.policy = r.Header.Get("RateLimit-Policy")
+		b.mu.Unlock()
+		io.WriteString(w, "backend saw "+r.URL.Path)
+	}))
+	t.Cleanup(s.Close)
+	return b, s.Listener.Addr().String()
+}
+
+func (b *backend) lastPolicy() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.policy
+}
+
+// readConfig returns the configuration file name as the README shows it,
+// and fails the test if the README does not show it verbatim.
+func readConfig(t *testing.T, name string) string {
+	t.Helper()
+	data, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readme), string(data)) {
+		t.Errorf("README.md does not show examples/forwardauth/%s verbatim: copy the file into its section \"Behind a gateway\"", name)
+	}
+	return string(data)
+}
+
+// setup starts rlserver with the test rules and a backend, and returns
+// the gateway's configuration with their addresses and a free port for
+// the gateway, and the gateway's URL.
+func setup(t *testing.T, config string) (string, string, *backend) {
+	n := testserver.Start(t, testserver.Options{})
+	for _, r := range testRules {
+		if _, err := n.Store.SetRule(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, baddr := startBackend(t)
+	port, err := redistest.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	config = strings.ReplaceAll(config, rlserverAddr, strings.TrimPrefix(n.URL, "http://"))
+	config = strings.ReplaceAll(config, backendAddr, baddr)
+	config = strings.ReplaceAll(config, ":"+gatewayPort, ":"+strconv.Itoa(port))
+	return config, "http://127.0.0.1:" + strconv.Itoa(port), b
+}
+
+// run starts a gateway process and stops it when the test ends; its
+// output goes to the test's log on failure.
+func run(t *testing.T, dir string, env []string, name string, args ...string) {
+	cmd := exec.Command(name, args...)
+	cmd.Dir, cmd.Env = dir, append(os.Environ(), env...)
+	out, err := os.Create(filepath.Join(dir, filepath.Base(name)+".out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); out.Close(); close(done) }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-done
+		if t.Failed() {
+			logs, _ := os.ReadFile(filepath.Join(dir, filepath.Base(name)+".out"))
+			t.Logf("%s's output:\n%s", name, logs)
+		}
+	})
+}
+
+// waitUp polls url until the gateway answers, for up to 20 s.
+func waitUp(t *testing.T, url string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := http.Get(url + "/healthz-of-the-backend")
+		if err == nil {
+			resp.Body.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the gateway did not answer at %s within 20s: %v", url, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// from returns an HTTP client whose connections come from the loopback
+// address ip (127.0.0.2, ...), so that the gateway sees distinct callers.
+func from(ip string) *http.Client {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+	return &http.Client{Transport: &http.Transport{DialContext: d.DialContext, DisableKeepAlives: true}}
+}
+
+type answer struct {
+	status int
+	header http.Header
+	body   string
+}
+
+func get(t *testing.T, c *http.Client, url string, header ...string) answer {
+	t.Helper()
+	req, err := http.NewRequestWithContext(context.Background(), "GET", url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return answer{resp.StatusCode, resp.Header, string(body)}
+}
+
+// gateway is what differs between the gateways in what a client sees.
+type gateway struct {
+	headersOn200 bool   // the client sees the rate-limit headers on a 200 (else only the backend does)
+	deniedBody   string // what the body of a 429 contains
+}
+
+// exercise drives the gateway at url: per ip, then per user, 200s until
+// the rule's limit, then 429 with Retry-After and RateLimit-Policy, and the
+// backend reached exactly by the allowed requests.
+func exercise(t *testing.T, url string, b *backend, gw gateway) {
+	start := b.hits.Load()
+	cases := []struct {
+		name, path, ip, user string
+		limit                int
+		policy               string
+	}{
+		{"per ip", "/login", "127.0.0.2", "", 3, `"login-per-ip";q=3;w=3600`},
+		{"per ip, another ip", "/login", "127.0.0.3", "", 3, `"login-per-ip";q=3;w=3600`},
+		{"per user", "/users/1", "127.0.0.4", "alice", 2, `"users-free";q=2;w=3600`},
+		{"per user, another user from the same ip", "/users/1", "127.0.0.4", "bob", 2, `"users-free";q=2;w=3600`},
+	}
+	allowed := 0
+	for _, c := range cases {
+		client := from(c.ip)
+		header := []string{}
+		if c.user != "" {
+			header = []string{"X-User-Id", c.user}
+		}
+		for i := 1; i <= c.limit; i++ {
+			a := get(t, client, url+c.path, header...)
+			if a.status != 200 || a.body != "backend saw "+c.path {
+				t.Fatalf("%s: request %d: %d %q", c.name, i, a.status, a.body)
+			}
+			if gw.headersOn200 {
+				if a.header.Get("RateLimit-Policy") != c.policy || a.header.Get("X-RateLimit-Remaining") != strconv.Itoa(c.limit-i) {
+					t.Errorf("%s: request %d: headers %v", c.name, i, a.header)
+				}
+			} else if got := b.lastPolicy(); got != c.policy {
+				t.Errorf("%s: request %d: the backend got RateLimit-Policy %q, want %q", c.name, i, got, c.policy)
+			}
+			allowed++
+		}
+		for i := 0; i < 2; i++ {
+			a := get(t, client, url+c.path, header...)
+			if a.status != http.StatusTooManyRequests || !strings.Contains(a.body, gw.deniedBody) {
+				t.Fatalf("%s: over the limit: %d %q", c.name, a.status, a.body)
+			}
+			if ra, err := strconv.Atoi(a.header.Get("Retry-After")); err != nil || ra < 1 || ra > 3600/c.limit {
+				t.Errorf("%s: Retry-After %q: want 1 to %d s (a token every hour/%d)", c.name, a.header.Get("Retry-After"), 3600/c.limit, c.limit)
+			}
+			if got := a.header.Get("RateLimit-Policy"); got != c.policy {
+				t.Errorf("%s: 429 RateLimit-Policy %q, want %q", c.name, got, c.policy)
+			}
+			if got := a.header.Get("RateLimit"); !strings.HasPrefix(got, strings.Split(c.policy, ";")[0]+";r=0;t=") {
+				t.Errorf("%s: 429 RateLimit %q", c.name, got)
+			}
+		}
+		if got := b.hits.Load() - start; got != int64(allowed) {
+			t.Fatalf("%s: the backend saw %d requests, want the %d allowed", c.name, got, allowed)
+		}
+	}
+	// A path no rule names goes straight through.
+	for i := 0; i < 5; i++ {
+		if a := get(t, from("127.0.0.2"), url+"/elsewhere"); a.status != 200 {
+			t.Fatalf("unlimited path: %d %q", a.status, a.body)
+		}
+	}
+}
+
+// TestCaddy runs Caddy with the README's Caddyfile in front of a backend.
+func TestCaddy(t *testing.T) {
+	config := readConfig(t, "Caddyfile")
+	if _, err := exec.LookPath("caddy"); err != nil {
+		t.Skip("caddy is not installed (apt-get install caddy; .ci/run installs it)")
+	}
+	config, url, b := setup(t, config)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "Caddyfile"), []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run(t, dir, []string{"HOME=" + dir, "XDG_DATA_HOME=" + dir + "/data", "XDG_CONFIG_HOME=" + dir + "/config"},
+		"caddy", "run", "--config", filepath.Join(dir, "Caddyfile"), "--adapter", "caddyfile")
+	waitUp(t, url)
+	// Caddy hands rlserver's 429 to the client as is; on a 200 it copies
+	// the headers to the request it sends the backend.
+	exercise(t, url, b, gateway{deniedBody: `"allowed":false`})
+}
+
+// TestNginx runs nginx with the README's server block in front of a
+// backend: rlserver's 403 (?deny_status=403) comes out as a 429 with
+// Retry-After and the RateLimit headers.
+func TestNginx(t *testing.T) {
+	server := readConfig(t, "nginx.conf")
+	nginx, err := exec.LookPath("nginx")
+	if err != nil {
+		if _, serr := os.Stat("/usr/sbin/nginx"); serr != nil {
+			t.Skip("nginx is not installed (apt-get install nginx-light; .ci/run installs it)")
+		}
+		nginx = "/usr/sbin/nginx" // outside a user's PATH
+	}
+	server, url, b := setup(t, server)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "server.conf"), []byte(server), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	main := fmt.Sprintf(`master_process off;
+error_log %[1]s/error.log info;
+events { worker_connections 64; }
+http {
+    access_log off;
+    client_body_temp_path %[1]s/body;
+    proxy_temp_path %[1]s/proxy;
+    fastcgi_temp_path %[1]s/fastcgi;
+    uwsgi_temp_path %[1]s/uwsgi;
+    scgi_temp_path %[1]s/scgi;
+    include %[1]s/server.conf;
+}
+`, dir)
+	if err := os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(main), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run(t, dir, nil, nginx, "-p", dir, "-e", filepath.Join(dir, "error.log"), "-c", filepath.Join(dir, "nginx.conf"),
+		"-g", "daemon off; pid "+filepath.Join(dir, "nginx.pid")+";")
+	waitUp(t, url)
+	t.Cleanup(func() {
+		if t.Failed() {
+			logs, _ := os.ReadFile(filepath.Join(dir, "error.log"))
+			t.Logf("nginx's error.log:\n%s", logs)
+		}
+	})
+	exercise(t, url, b, gateway{headersOn200: true, deniedBody: `{"error":"rate limit exceeded"}`})
+}
+
+// TestTraefikConfigInREADME: Traefik is not in Debian, so its dynamic
+// configuration is not run here; it must at least be the one the README
+// shows.
+func TestTraefikConfigInREADME(t *testing.T) {
+	if config := readConfig(t, "traefik.yml"); !strings.Contains(config, "/v1/forward-auth") {
+		t.Fatal("traefik.yml does not name /v1/forward-auth")
+	}
+}

@@ -1,0 +1,276 @@
+package httpapi
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/rlserver/rlserver/internal/clientid"
+	"github.com/rlserver/rlserver/rules"
+)
+
+// Forward auth: gateways that ask an HTTP endpoint before each request
+// (Caddy forward_auth, Traefik ForwardAuth, nginx auth_request, Envoy
+// ext_authz over HTTP) describe the request in headers. /v1/forward-auth
+// turns them into the query of RL.CHECKRULES and answers with the
+// decision: the gateway passes the request on a 2xx and hands any other
+// answer to its client. An allowed request's 200 carries the rate-limit
+// headers and no body: gateways read none, and Caddy closes the
+// connection of an auth answer whose body it has not read, which would
+// cost a new connection per request.
+
+// forwardRoute is what the query parameters of the auth URL say about a
+// gateway route: which headers carry what, the default tier, the cost,
+// the methods checked and the status of a denial.
+type forwardRoute struct {
+	uriHeaders   []string // the first one present gives the target
+	uriHeaderSet bool     // ?uri_header names the one header to read
+	methodHeader string
+	ipHeader     string // "" counts no ip
+	userHeader   string // "" counts no user
+	apiKeyHeader string // "" counts no apikey
+	tierHeader   string // "" reads no tier
+	tier         string
+	cost         int64
+	methods      []string // nil: every method
+	denyStatus   int
+}
+
+// The headers read when the auth URL names no others.
+const (
+	defaultURIHeader    = "X-Forwarded-Uri"
+	defaultOrigURI      = "X-Original-URI" // nginx's usual name
+	defaultMethodHeader = "X-Forwarded-Method"
+	defaultIPHeader     = "X-Forwarded-For"
+	defaultUserHeader   = "X-User-Id"
+	defaultAPIKeyHeader = "X-Api-Key"
+	defaultTierHeader   = "X-Tier"
+	defaultTier         = "default"
+)
+
+// forwardParams are the query parameters /v1/forward-auth knows; any
+// other is refused, so that a misspelt one does not go unnoticed.
+var forwardParams = map[string]bool{
+	"uri_header": true, "method_header": true, "ip_header": true, "user_header": true,
+	"apikey_header": true, "tier_header": true, "tier": true, "cost": true, "methods": true,
+	"deny_status": true,
+}
+
+// forwardAuth answers /v1/forward-auth (any method): the request the
+// gateway describes is checked against the rules as RL.CHECKRULES checks
+// it. 200 if allowed (also when no rule matched, or its method is not
+// among ?methods), with the rate-limit headers and no body; else 429 (or
+// ?deny_status), with the rate-limit headers and the body of POST
+// /v1/checkrules. A request that cannot be
+// described (no target, a malformed X-Forwarded-For from a trusted proxy,
+// an identifier too long) is 400 with {"error": "..."}.
+func (a *api) forwardAuth(w http.ResponseWriter, r *http.Request) {
+	if err := a.authorize(r, accessCheck, "checking a forwarded request"); err != nil {
+		writeError(w, err)
+		return
+	}
+	route, err := parseForwardRoute(r.URL.Query())
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if route.methods != nil && !route.checks(forwardedMethod(r, route.methodHeader)) {
+		w.Header().Set("Content-Length", "0")
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	req, err := a.describe(r, &route)
+	var q rules.Query
+	if err == nil {
+		err = a.buildQuery(&req, &q)
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	a.decideRules(w, r, &q, route.denyStatus, false)
+}
+
+// parseForwardRoute reads the query parameters of the auth URL. A header
+// parameter given empty (?user_header=) turns that identifier off.
+func parseForwardRoute(v url.Values) (forwardRoute, error) {
+	rt := forwardRoute{
+		uriHeaders: []string{defaultURIHeader, defaultOrigURI}, methodHeader: defaultMethodHeader,
+		ipHeader: defaultIPHeader, userHeader: defaultUserHeader, apiKeyHeader: defaultAPIKeyHeader,
+		tierHeader: defaultTierHeader, tier: defaultTier, cost: 1, denyStatus: http.StatusTooManyRequests,
+	}
+	for name, vals := range v {
+		if !forwardParams[name] {
+			return rt, badRequest("query parameter "+quote(name), "unknown; want uri_header, method_header, ip_header, "+
+				"user_header, apikey_header, tier_header, tier, cost, methods or deny_status")
+		}
+		if len(vals) != 1 {
+			return rt, badRequest("query parameter "+name, "given more than once")
+		}
+	}
+	headers := []struct {
+		param    string
+		dst      *string
+		required bool
+	}{{"method_header", &rt.methodHeader, true}, {"ip_header", &rt.ipHeader, false},
+		{"user_header", &rt.userHeader, false}, {"apikey_header", &rt.apiKeyHeader, false},
+		{"tier_header", &rt.tierHeader, false}}
+	for _, h := range headers {
+		if !v.Has(h.param) {
+			continue
+		}
+		name := v.Get(h.param)
+		if (name != "" || h.required) && !validHeaderName(name) {
+			return rt, badRequest(h.param, "want a header name, got "+quote(name))
+		}
+		*h.dst = name
+	}
+	if v.Has("uri_header") {
+		name := v.Get("uri_header")
+		if !validHeaderName(name) {
+			return rt, badRequest("uri_header", "want a header name, got "+quote(name))
+		}
+		rt.uriHeaders, rt.uriHeaderSet = []string{name}, true
+	}
+	if v.Has("tier") {
+		rt.tier = v.Get("tier")
+		if !rules.ValidName(rt.tier) {
+			return rt, badRequest("tier", "want 1 to 64 letters, digits, '-', '_' or '.', got "+quote(rt.tier))
+		}
+	}
+	if v.Has("cost") {
+		n, err := strconv.ParseInt(v.Get("cost"), 10, 64)
+		if err != nil || n < 0 {
+			return rt, badRequest("cost", "want a non-negative integer no larger than 2^48, got "+quote(v.Get("cost")))
+		}
+		rt.cost = n // buildQuery checks the bound
+	}
+	if v.Has("methods") {
+		rt.methods = []string{}
+		for _, m := range strings.Split(v.Get("methods"), ",") {
+			if m = strings.TrimSpace(m); m != "" {
+				rt.methods = append(rt.methods, strings.ToUpper(m))
+			}
+		}
+	}
+	if v.Has("deny_status") {
+		switch s := v.Get("deny_status"); s {
+		case "429", "403", "401":
+			rt.denyStatus, _ = strconv.Atoi(s)
+		default:
+			return rt, badRequest("deny_status", "want 429 (the default), 403 (for nginx's auth_request) or 401, got "+quote(s))
+		}
+	}
+	return rt, nil
+}
+
+// checks reports whether requests of method are checked on this route.
+func (rt *forwardRoute) checks(method string) bool {
+	for _, m := range rt.methods {
+		if strings.EqualFold(m, method) {
+			return true
+		}
+	}
+	return false
+}
+
+// forwardedMethod is the method of the request the gateway describes: the
+// header's, else the auth request's own (nginx's subrequests keep it).
+func forwardedMethod(r *http.Request, header string) string {
+	if m := r.Header.Get(header); m != "" {
+		return m
+	}
+	return r.Method
+}
+
+// describe reads the request the gateway describes into the body of an
+// equivalent POST /v1/checkrules.
+func (a *api) describe(r *http.Request, rt *forwardRoute) (checkRulesRequest, error) {
+	req := checkRulesRequest{Tier: rt.tier, IDs: map[string]string{}, Cost: &rt.cost}
+	target, err := forwardedTarget(r, rt.uriHeaders, rt.uriHeaderSet)
+	if err != nil {
+		return req, err
+	}
+	req.Target = target
+	if rt.ipHeader != "" {
+		ip, err := a.forwardedIP(r, rt.ipHeader)
+		if err != nil {
+			return req, err
+		}
+		req.IDs["ip"] = ip
+	}
+	if rt.userHeader != "" {
+		if u := r.Header.Get(rt.userHeader); u != "" {
+			req.IDs["user"] = u
+		}
+	}
+	if rt.apiKeyHeader != "" {
+		if k := r.Header.Get(rt.apiKeyHeader); k != "" {
+			req.IDs["apikey"] = clientid.HashAPIKey(k) // as the Go middleware: the secret never becomes a key
+		}
+	}
+	if rt.tierHeader != "" {
+		if t := r.Header.Get(rt.tierHeader); t != "" {
+			req.Tier = t
+		}
+	}
+	return req, nil
+}
+
+// forwardPrefix is the auth path, which Envoy's ext_authz (HTTP) prefixes
+// to the request's path: /v1/forward-auth/users/42 asks about /users/42.
+const forwardPrefix = "/v1/forward-auth"
+
+// forwardedTarget returns the path of the URI in the first of headers
+// present (query and fragment left out, percent-escapes decoded, as the
+// Go middleware's r.URL.Path), which is the rules' target; with none, and
+// no ?uri_header, the path after /v1/forward-auth (Envoy's ext_authz).
+func forwardedTarget(r *http.Request, headers []string, named bool) (string, error) {
+	for _, h := range headers {
+		v := r.Header.Get(h)
+		if v == "" {
+			continue
+		}
+		u, err := url.ParseRequestURI(v)
+		if err != nil || u.Path == "" || u.Path[0] != '/' {
+			return "", badRequest(h, "want the request's URI, such as /users/42?page=2, got "+quote(v))
+		}
+		return u.Path, nil
+	}
+	if rest := strings.TrimPrefix(r.URL.Path, forwardPrefix); rest != r.URL.Path && rest != "" && !named {
+		return rest, nil
+	}
+	return "", badRequest("", "missing target: the gateway must send the request's URI in "+strings.Join(headers, " or ")+
+		" (see \"Behind a gateway\" in the README)")
+}
+
+// forwardedIP returns the caller's address: the gateway's peer address,
+// unless the peer is a trusted proxy (Config.TrustedProxies), in which
+// case header (X-Forwarded-For) is walked from the right past trusted
+// proxies, as the Go middleware does.
+func (a *api) forwardedIP(r *http.Request, header string) (string, error) {
+	peer, err := clientid.Peer(r.RemoteAddr)
+	if err != nil {
+		return "", badRequest("", err.Error())
+	}
+	ip, bad := clientid.ClientIP(peer, r.Header.Values(header), a.cfg.TrustedProxies)
+	if bad != "" {
+		return "", badRequest(header, quote(bad)+" is not an IP address (sent by the trusted proxy "+ip.String()+")")
+	}
+	return ip.String(), nil
+}
+
+// validHeaderName reports whether s is an HTTP field name (RFC 9110 token).
+func validHeaderName(s string) bool {
+	if s == "" || len(s) > 256 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
