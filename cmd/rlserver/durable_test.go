@@ -67,6 +67,7 @@ func (p *proc) run(args []string) *proc {
 	}
 	p.cmd = exec.Command(p.bin, args...)
 	p.cmd.Stderr = p.logs
+	noteLogs(t, p.logs)
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

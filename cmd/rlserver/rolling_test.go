@@ -95,7 +95,9 @@ func TestRollingRestartScript(t *testing.T) {
 	}
 	ph.begin("after")
 	time.Sleep(time.Second)
-	assertNoErrorsAndCounted(t, addrs, ph, goL.stop(), pyL.stop())
+	results := []loadResult{goL.stop(), pyL.stop()}
+	lost := leadsLost(t, filepath.Join(dir, "n1.log"), filepath.Join(dir, "n2.log"), filepath.Join(dir, "n3.log"))
+	assertNoErrorsAndCounted(t, addrs, ph, lost, results...)
 
 	syscall.Kill(-cl.Process.Pid, syscall.SIGINT)
 	select {
