@@ -577,42 +577,8 @@ func TestCheckRulesAcrossGroups(t *testing.T) {
 // groups, the one that left holds none and is forgotten.
 func TestJoinAndLeaveUnderLoad(t *testing.T) {
 	tc := startCluster(t, 3, 8, Strong)
-	p := engine.Params{Limit: 1 << 40, Window: 3600e9}
-	const workers, keys = 8, 40
-	type tally struct{ ok, unsure int64 }
-	counts := make([][]tally, workers)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	var fails, lostLead atomic.Int64
-	var firstErr atomic.Value
 	lostBefore := tc.leadsLost()
-	for w := 0; w < workers; w++ {
-		counts[w] = make([]tally, keys)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				k := i % keys
-				r, err := tc.check(fmt.Sprintf("jl:%d:%d", w, k), engine.Fixed, p, 1, time.Now().Add(10*time.Second))
-				switch {
-				case errors.Is(err, ErrLostLead):
-					counts[w][k].unsure++
-					lostLead.Add(1)
-				case err != nil:
-					counts[w][k].unsure++
-					fails.Add(1)
-					firstErr.CompareAndSwap(nil, fmt.Sprintf("%s at %s", err, time.Now().Format("15:04:05.000")))
-				case r.Allowed:
-					counts[w][k].ok++
-				}
-			}
-		}()
-	}
+	l := startStrongLoad(tc, "jl")
 	// A fourth node joins through node 1.
 	tc.add(t, func(ctx context.Context, me NodeInfo) (int, error) { return tc.nodes[0].Join(ctx, me) })
 	waitUntil(t, 30*time.Second, "the new node to lead groups", func() bool { return leads(tc.nodes[3]) > 0 })
@@ -626,16 +592,15 @@ func TestJoinAndLeaveUnderLoad(t *testing.T) {
 		return len(tc.nodes[1].hostedGroups()) == 0 && !known
 	})
 	t.Logf("%s: n2 left", time.Now().Format("15:04:05.000"))
-	close(stop)
-	wg.Wait()
-	if f := fails.Load(); f > 0 {
-		t.Errorf("%d checks failed (after retrying for 10s) while the nodes moved; the first: %v", f, firstErr.Load())
+	l.stop()
+	if f := l.fails.Load(); f > 0 {
+		t.Errorf("%d checks failed (after retrying for 10s) while the nodes moved; the first: %v", f, l.firstErr.Load())
 	}
 	// A planned move loses no lead: a change in flight is committed before
 	// the lead is handed over. Only a lead lost to a missed heartbeat (a
 	// fault: the machine too busy for the tests' 100 ms lease) may answer
 	// TRYAGAIN with the outcome unknown.
-	switch lost, unplanned := lostLead.Load(), tc.leadsLost()-lostBefore; {
+	switch lost, unplanned := l.lostLead.Load(), tc.leadsLost()-lostBefore; {
 	case lost > 0 && unplanned == 0:
 		t.Errorf("%d checks answered %v while the nodes moved, and no lead was lost unplanned", lost, ErrLostLead)
 	case lost > 0:
@@ -643,21 +608,7 @@ func TestJoinAndLeaveUnderLoad(t *testing.T) {
 	}
 	tc.kill(1) // n2 left; stop it
 	tc.waitServed(10 * time.Second)
-	total := int64(0)
-	for w := 0; w < workers; w++ {
-		for k := 0; k < keys; k++ {
-			r, err := tc.check(fmt.Sprintf("jl:%d:%d", w, k), engine.Fixed, p, 0, time.Now().Add(10*time.Second))
-			if err != nil {
-				t.Fatal(err)
-			}
-			used := p.Limit - r.Remaining
-			c := counts[w][k]
-			if used < c.ok || used > c.ok+c.unsure {
-				t.Fatalf("jl:%d:%d counts %d, but %d were acknowledged (%d unsure)", w, k, used, c.ok, c.unsure)
-			}
-			total += c.ok
-		}
-	}
+	total, _ := l.assertCounted(t)
 	if total < 300 {
 		t.Fatalf("only %d admissions during the moves: the test proves little", total)
 	}
@@ -846,38 +797,7 @@ func TestRaftListenerRefusesStrangers(t *testing.T) {
 // outcome was unknown (TRYAGAIN) is counted at most once.
 func TestUnplannedLeadLossForgetsNothingStrong(t *testing.T) {
 	tc := startCluster(t, 3, 8, Strong)
-	p := engine.Params{Limit: 1 << 40, Window: 3600e9}
-	const workers, keys = 8, 40
-	type tally struct{ ok, unsure int64 }
-	counts := make([][]tally, workers)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	var firstErr atomic.Value
-	for w := 0; w < workers; w++ {
-		counts[w] = make([]tally, keys)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				k := i % keys
-				r, err := tc.check(fmt.Sprintf("ul:%d:%d", w, k), engine.Fixed, p, 1, time.Now().Add(10*time.Second))
-				switch {
-				case errors.Is(err, ErrLostLead):
-					counts[w][k].unsure++
-				case err != nil:
-					counts[w][k].unsure++
-					firstErr.CompareAndSwap(nil, err.Error())
-				case r.Allowed:
-					counts[w][k].ok++
-				}
-			}
-		}()
-	}
+	l := startStrongLoad(tc, "ul")
 	moves := 0
 	for round := 0; round < 12; round++ {
 		time.Sleep(150 * time.Millisecond)
@@ -892,28 +812,95 @@ func TestUnplannedLeadLossForgetsNothingStrong(t *testing.T) {
 		}
 	}
 	time.Sleep(300 * time.Millisecond)
-	close(stop)
-	wg.Wait()
+	l.stop()
 	if moves == 0 {
 		t.Fatal("no lead moved: the test proves nothing")
 	}
-	if err := firstErr.Load(); err != nil {
+	if err := l.firstErr.Load(); err != nil {
 		t.Logf("besides TRYAGAIN, checks failed with: %v", err)
 	}
 	tc.waitServed(10 * time.Second)
-	var total, unsure int64
-	for w := 0; w < workers; w++ {
-		for k := 0; k < keys; k++ {
-			r, err := tc.check(fmt.Sprintf("ul:%d:%d", w, k), engine.Fixed, p, 0, time.Now().Add(10*time.Second))
+	total, unsure := l.assertCounted(t)
+	t.Logf("%d leads moved behind the nodes' backs; %d admissions acknowledged, %d outcomes unknown; every acknowledged one counted", moves, total, unsure)
+}
+
+// strongLoad is 8 workers checking 40 keys each (fixed, no limit in
+// practice) in a loop through a test cluster in strong mode, each waiting
+// for its check to be committed, and what they were told: admissions
+// acknowledged, and outcomes unknown (TRYAGAIN after a lost lead, or
+// another error after retrying for 10 s).
+type strongLoad struct {
+	tc       *testCluster
+	prefix   string
+	counts   [8][40]struct{ ok, unsure int64 }
+	done     chan struct{}
+	wg       sync.WaitGroup
+	fails    atomic.Int64 // errors other than ErrLostLead
+	lostLead atomic.Int64
+	firstErr atomic.Value
+}
+
+// startStrongLoad starts a strongLoad on keys prefix:w:k.
+func startStrongLoad(tc *testCluster, prefix string) *strongLoad {
+	l := &strongLoad{tc: tc, prefix: prefix, done: make(chan struct{})}
+	for w := range l.counts {
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-l.done:
+					return
+				default:
+				}
+				k := i % len(l.counts[w])
+				r, err := tc.check(l.key(w, k), engine.Fixed, strongLoadParams, 1, time.Now().Add(10*time.Second))
+				c := &l.counts[w][k]
+				switch {
+				case errors.Is(err, ErrLostLead):
+					c.unsure++
+					l.lostLead.Add(1)
+				case err != nil:
+					c.unsure++
+					l.fails.Add(1)
+					l.firstErr.CompareAndSwap(nil, fmt.Sprintf("%s at %s", err, time.Now().Format("15:04:05.000")))
+				case r.Allowed:
+					c.ok++
+				}
+			}
+		}()
+	}
+	return l
+}
+
+// strongLoadParams: a limit no test reaches.
+var strongLoadParams = engine.Params{Limit: 1 << 40, Window: 3600e9}
+
+func (l *strongLoad) key(w, k int) string { return fmt.Sprintf("%s:%d:%d", l.prefix, w, k) }
+
+// stop stops the workers and waits for them.
+func (l *strongLoad) stop() {
+	close(l.done)
+	l.wg.Wait()
+}
+
+// assertCounted fails t unless every key is charged at least the
+// admissions acknowledged and at most those and the unknown outcomes;
+// it returns the admissions acknowledged and the outcomes unknown.
+func (l *strongLoad) assertCounted(t *testing.T) (acked, unsure int64) {
+	t.Helper()
+	for w := range l.counts {
+		for k := range l.counts[w] {
+			r, err := l.tc.check(l.key(w, k), engine.Fixed, strongLoadParams, 0, time.Now().Add(10*time.Second))
 			if err != nil {
 				t.Fatal(err)
 			}
-			used, c := p.Limit-r.Remaining, counts[w][k]
+			used, c := strongLoadParams.Limit-r.Remaining, l.counts[w][k]
 			if used < c.ok || used > c.ok+c.unsure {
-				t.Errorf("ul:%d:%d is charged %d, but %d admissions were acknowledged (%d unsure)", w, k, used, c.ok, c.unsure)
+				t.Errorf("%s is charged %d, but %d admissions were acknowledged (%d unsure)", l.key(w, k), used, c.ok, c.unsure)
 			}
-			total, unsure = total+c.ok, unsure+c.unsure
+			acked, unsure = acked+c.ok, unsure+c.unsure
 		}
 	}
-	t.Logf("%d leads moved behind the nodes' backs; %d admissions acknowledged, %d outcomes unknown; every acknowledged one counted", moves, total, unsure)
+	return acked, unsure
 }
