@@ -273,7 +273,10 @@ func TestIdleClusterCPU(t *testing.T) {
 }
 
 // idleCPUBound bounds an idle cluster node's CPU, as a share of a core.
-// Measured here: about 11% — raft's heartbeats (every tenth of the 300 ms
-// heartbeat timeout, per follower of each of the 17 groups) and its idle
-// commit-index appends, each a msgpack RPC over the Raft port.
-const idleCPUBound = 0.20
+// Measured here: 11-15% alone, 18-20% while the other tests of the package
+// run beside it — raft's heartbeats (every tenth of the 300 ms heartbeat
+// timeout, per follower of each of the 17 groups) and its idle
+// commit-index appends, each a msgpack RPC over the Raft port. The bound
+// catches a loop that spins (a core's worth) without failing on a busy
+// machine; bringing the figure down is issue 23's.
+const idleCPUBound = 0.40
