@@ -1,7 +1,6 @@
 package client_test
 
 import (
-	"bytes"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/client"
+	"github.com/rlserver/rlserver/internal/logbuf"
 	"github.com/rlserver/rlserver/internal/redistest"
 	"github.com/rlserver/rlserver/internal/testserver"
 	"github.com/rlserver/rlserver/rules"
@@ -34,24 +34,6 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.mu.Lock()
 	c.now = c.now.Add(d)
 	c.mu.Unlock()
-}
-
-// syncBuffer is a log destination safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // decisions counts OnGrace's calls by kind.
@@ -114,7 +96,7 @@ func TestGrace(t *testing.T) {
 		c := client.Dial(addr, func(o *redis.Options) { o.MaxRetries, o.DialerRetries = -1, 1 })
 		defer c.Close()
 		clk := &fakeClock{now: t0}
-		var logs syncBuffer
+		var logs logbuf.Buffer
 		var d decisions
 		s := serve(t, client.MiddlewareConfig{Checker: c, FailMode: client.FailGrace, GraceThen: then,
 			GraceInstances: 2, Timeout: time.Second, Clock: clk.Now, OnGrace: d.add,

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -13,7 +12,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +20,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/hashicorp/raft"
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/logbuf"
 	"github.com/rlserver/rlserver/internal/testseed"
 	"github.com/rlserver/rlserver/raftlog"
 	"github.com/rlserver/rlserver/shards"
@@ -377,7 +376,7 @@ func TestDamagedDirectory(t *testing.T) {
 // is the error of the start without it.
 func checkAccept(t *testing.T, s *seeded, dir string, tc damageCase) {
 	t.Helper()
-	var logs syncLog
+	var logs logbuf.Buffer
 	o := StorageOptions{AcceptDataLoss: true, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
 	if !errors.Is(tc.want, ErrDamaged) || errors.Is(tc.want, ErrUnrepairable) {
 		disk, err := OpenStorage(dir, o)
@@ -390,7 +389,7 @@ func checkAccept(t *testing.T, s *seeded, dir string, tc damageCase) {
 		return
 	}
 	kept := s.kept(t, dir, o)
-	errs := logs.errors()
+	errs := logs.Lines("level=ERROR")
 	if len(errs) == 0 || !strings.Contains(strings.Join(errs, "\n"), tc.logged) {
 		t.Errorf("with AcceptDataLoss: ERROR lines %q, want one holding %q", errs, tc.logged)
 	}
@@ -461,31 +460,6 @@ func cutRecords(path string, frac float64) func(t *testing.T) {
 // type is internal to Pebble) with num.
 func newRecordReader[N ~uint64](f io.Reader, newReader func(io.Reader, N) *record.Reader, num uint64) *record.Reader {
 	return newReader(f, N(num))
-}
-
-// syncLog collects log output for a test.
-type syncLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *syncLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-// errors returns the lines logged at ERROR.
-func (l *syncLog) errors() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []string
-	for _, line := range strings.Split(l.buf.String(), "\n") {
-		if strings.Contains(line, "level=ERROR") {
-			out = append(out, line)
-		}
-	}
-	return out
 }
 
 // TestCrashIsNotDamage: a crash at any moment — what was synced survives,
@@ -586,9 +560,9 @@ func TestAcceptBridgesAHole(t *testing.T) {
 		!strings.Contains(err.Error(), "log entries "+hole+" are missing") {
 		t.Fatalf("OpenStorage: %v, want ErrDamaged naming entries %s", err, hole)
 	}
-	var logs syncLog
+	var logs logbuf.Buffer
 	disk, n = openStorageNode(t, dir, StorageOptions{AcceptDataLoss: true, Logger: slog.New(slog.NewTextHandler(&logs, nil))}, clock)
-	if errs := strings.Join(logs.errors(), "\n"); !strings.Contains(errs, "lost=["+hole+"]") {
+	if errs := strings.Join(logs.Lines("level=ERROR"), "\n"); !strings.Contains(errs, "lost=["+hole+"]") {
 		t.Errorf("ERROR lines %s, want the lost entries %s", errs, hole)
 	}
 	want := map[string]int64{"a0": 7, "a4": 7, "a5": 5, "a9": 5, "b0": 0, "b9": 0, "c0": 1, "c9": 1}
@@ -666,7 +640,7 @@ func TestDamagedClusterDirectory(t *testing.T) {
 			if _, err := OpenStorage(dir, StorageOptions{}); !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), tc.refusal) {
 				t.Fatalf("OpenStorage: %v, want ErrDamaged with %q", err, tc.refusal)
 			}
-			var logs syncLog
+			var logs logbuf.Buffer
 			st, err := OpenStorage(dir, StorageOptions{AcceptDataLoss: true, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 			if !tc.accepted {
 				if !errors.Is(err, ErrUnrepairable) {
@@ -685,7 +659,7 @@ func TestDamagedClusterDirectory(t *testing.T) {
 			if last, _ := l.LastIndex(); last != tc.last {
 				t.Errorf("group %d's last index %d, want %d", tc.group, last, tc.last)
 			}
-			if len(logs.errors()) == 0 {
+			if len(logs.Lines("level=ERROR")) == 0 {
 				t.Errorf("nothing logged at ERROR")
 			}
 			for _, g := range []uint32{0, 1, 2} {

@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"github.com/rlserver/rlserver/internal/scaling"
 	"io"
 	"net/http"
 	"strconv"
@@ -9,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlserver/rlserver/internal/scaling"
 	"github.com/rlserver/rlserver/internal/testserver"
 	"github.com/rlserver/rlserver/shards"
 )

@@ -4,10 +4,10 @@ import (
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/rlserver/rlserver/internal/logbuf"
 	"github.com/rlserver/rlserver/internal/testserver"
 )
 
@@ -66,28 +66,10 @@ func TestHTTPChecksCounted(t *testing.T) {
 	}
 }
 
-// logBuffer collects log output from concurrent handlers.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // TestHTTPRuleChangesLogged: rule changes over HTTP are logged as those
 // over RESP are.
 func TestHTTPRuleChangesLogged(t *testing.T) {
-	var logs logBuffer
+	var logs logbuf.Buffer
 	n, _ := start(t, testserver.Options{AdminToken: "s3cret", Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	rule := `{"target":"/x","tier":"*","key_type":"user","algo":"fixed","limit":1,"window":"1m"}`
 	expect(t, "create", do(t, "POST", n.URL+"/rules", `{"id":"a",`+rule[1:], "s3cret"), 201)

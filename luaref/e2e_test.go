@@ -1,7 +1,6 @@
 package luaref_test
 
 import (
-	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -9,7 +8,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -17,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/logbuf"
 	"github.com/rlserver/rlserver/internal/redistest"
 )
 
@@ -270,7 +269,7 @@ func startRLServer(t *testing.T, bin string) string {
 			t.Fatal(err)
 		}
 		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		out := &logBuffer{}
+		out := &logbuf.Buffer{}
 		cmd := exec.Command(bin, "--listen", addr, "--http", "127.0.0.1:0", "--data-dir", t.TempDir(), "--log-level", "warn")
 		cmd.Stdout, cmd.Stderr = out, out
 		if err := cmd.Start(); err != nil {
@@ -321,22 +320,4 @@ func waitPing(addr string, exited chan error) error {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// logBuffer collects a process's output; it is safe for concurrent writes.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

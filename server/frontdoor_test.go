@@ -6,7 +6,6 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"github.com/rlserver/rlserver/internal/scaling"
 	"io"
 	"log/slog"
 	"net"
@@ -14,7 +13,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -22,6 +20,8 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
+	"github.com/rlserver/rlserver/internal/logbuf"
+	"github.com/rlserver/rlserver/internal/scaling"
 	"github.com/rlserver/rlserver/internal/testcert"
 	"github.com/rlserver/rlserver/shards"
 )
@@ -525,32 +525,7 @@ func roundTrip(t *testing.T, c *rawConn, req string) string {
 	return b.String()
 }
 
-// logBuffer collects a test server's log lines.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-// lines returns the lines that contain substr.
-func (l *logBuffer) lines(substr string) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []string
-	for _, line := range strings.Split(l.b.String(), "\n") {
-		if strings.Contains(line, substr) {
-			out = append(out, line)
-		}
-	}
-	return out
-}
-
-func testLogger(l *logBuffer) *slog.Logger {
+func testLogger(l *logbuf.Buffer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
@@ -559,7 +534,7 @@ func testLogger(l *logBuffer) *slog.Logger {
 // Host: line now ends the connection with no reply, and one warning is
 // logged.
 func TestHTTPRequestOnTheRESPPortIsCutOff(t *testing.T) {
-	var logs logBuffer
+	var logs logbuf.Buffer
 	_, addr := startServer(t, Config{Clock: fakeClock(), Logger: testLogger(&logs)})
 	c := dialRaw(t, addr)
 	c.roundTrip(resp("RL.CHECK", "k", "fixed", "10", "60"), ints(1, 10, 9, 0, 60000))
@@ -582,7 +557,7 @@ func TestHTTPRequestOnTheRESPPortIsCutOff(t *testing.T) {
 		}
 	}
 	c.roundTrip(resp("DBSIZE"), ":1\r\n")
-	if n := len(logs.lines("possible security attack")); n != 1 {
+	if n := len(logs.Lines("possible security attack")); n != 1 {
 		t.Errorf("%d security warnings logged, want 1 (at most one a minute)", n)
 	}
 }
@@ -591,7 +566,7 @@ func TestHTTPRequestOnTheRESPPortIsCutOff(t *testing.T) {
 // under a fuzzer). At most 5 lines per 10 s are written now; the next
 // line after a pause says how many were held back.
 func TestProtocolErrorLogIsThrottled(t *testing.T) {
-	var logs logBuffer
+	var logs logbuf.Buffer
 	var clock atomic.Int64
 	clock.Store(t0)
 	_, addr := startServer(t, Config{Clock: clock.Load, Logger: testLogger(&logs)})
@@ -609,12 +584,12 @@ func TestProtocolErrorLogIsThrottled(t *testing.T) {
 	for i := 0; i < 200; i++ {
 		garbage()
 	}
-	if n := len(logs.lines("protocol error")); n != 5 {
+	if n := len(logs.Lines("protocol error")); n != 5 {
 		t.Fatalf("200 protocol errors in an instant wrote %d log lines, want 5", n)
 	}
 	clock.Add(10e9)
 	garbage()
-	lines := logs.lines("protocol error")
+	lines := logs.Lines("protocol error")
 	if len(lines) != 6 || !strings.Contains(lines[5], "suppressed=195") {
 		t.Fatalf("after 10 s: %d lines, the last %q; want 6, the last with suppressed=195", len(lines), lines[len(lines)-1])
 	}

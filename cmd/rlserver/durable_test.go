@@ -15,13 +15,15 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/rlserver/rlserver/internal/logbuf"
 )
 
 // proc is an rlserver process started by a test.
 type proc struct {
 	t      testing.TB
 	cmd    *exec.Cmd
-	logs   *syncBuffer
+	logs   *logbuf.Buffer
 	resp   string
 	http   string
 	bin    string
@@ -34,7 +36,7 @@ type proc struct {
 // startProc starts bin on dir with extra flags and waits for PING.
 func startProc(t testing.TB, bin, dir string, extra ...string) *proc {
 	t.Helper()
-	p := &proc{t: t, logs: &syncBuffer{}, resp: freePort(t), http: freePort(t), bin: bin, dir: dir, done: make(chan error, 1)}
+	p := &proc{t: t, logs: &logbuf.Buffer{}, resp: freePort(t), http: freePort(t), bin: bin, dir: dir, done: make(chan error, 1)}
 	return p.run(append([]string{"--listen", p.resp, "--http", p.http, "--data-dir", dir}, extra...))
 }
 
@@ -43,7 +45,7 @@ func startProc(t testing.TB, bin, dir string, extra ...string) *proc {
 // its addresses), and waits for PING at old's address.
 func restartProc(t testing.TB, old *proc, extra ...string) *proc {
 	t.Helper()
-	p := &proc{t: t, logs: &syncBuffer{}, resp: old.resp, http: old.http, bin: old.bin, dir: old.dir, done: make(chan error, 1)}
+	p := &proc{t: t, logs: &logbuf.Buffer{}, resp: old.resp, http: old.http, bin: old.bin, dir: old.dir, done: make(chan error, 1)}
 	return p.run(append([]string{"--data-dir", old.dir}, extra...))
 }
 
@@ -269,7 +271,7 @@ func tryStart(t *testing.T, bin, dir string, extra ...string) (*proc, string) {
 	t.Helper()
 	resp := freePort(t)
 	cmd := exec.Command(bin, append([]string{"--listen", resp, "--http", "", "--data-dir", dir}, extra...)...)
-	logs := &syncBuffer{}
+	logs := &logbuf.Buffer{}
 	cmd.Stderr = logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -11,44 +11,26 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/rlserver/rlserver/internal/logbuf"
 	"github.com/rlserver/rlserver/internal/testcert"
 )
-
-// syncBuffer is a bytes.Buffer safe for a process's stderr and a test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // startLimited runs the binary under `ulimit -n files` with args and
 // returns a channel that gets its exit, its RESP and HTTP addresses and
 // its log.
-func startLimited(t *testing.T, files int, args ...string) (<-chan error, string, string, *syncBuffer) {
+func startLimited(t *testing.T, files int, args ...string) (<-chan error, string, string, *logbuf.Buffer) {
 	t.Helper()
 	bin := buildBinary(t)
 	resp, httpAddr := freePort(t), freePort(t)
 	args = append([]string{"-c", "ulimit -n " + strconv.Itoa(files) + ` && exec "$0" "$@"`, bin,
 		"--listen", resp, "--http", httpAddr, "--data-dir", t.TempDir()}, args...)
 	cmd := exec.Command("bash", args...)
-	logs := new(syncBuffer)
+	logs := new(logbuf.Buffer)
 	cmd.Stderr = logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlserver/rlserver/internal/logbuf"
 	"github.com/rlserver/rlserver/internal/redistest"
 )
 
@@ -96,7 +97,7 @@ func startPlain(t *testing.T, args ...string) string {
 	t.Helper()
 	addr := freePort(t)
 	cmd := exec.Command(buildBinary(t), append([]string{"--listen", addr, "--http", "", "--data-dir", ""}, args...)...)
-	var logs syncBuffer
+	var logs logbuf.Buffer
 	cmd.Stderr = &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

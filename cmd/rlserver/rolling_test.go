@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlserver/rlserver/internal/logbuf"
 	"github.com/rlserver/rlserver/internal/redistest"
 )
 
@@ -58,7 +59,7 @@ func TestRollingRestartScript(t *testing.T) {
 	cl := exec.Command("../../scripts/cluster.sh")
 	cl.Env = env
 	cl.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // as a terminal runs it: Ctrl-C reaches the group
-	logs := &syncBuffer{}
+	logs := &logbuf.Buffer{}
 	cl.Stdout, cl.Stderr = logs, logs
 	if err := cl.Start(); err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package redistest
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -12,10 +11,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rlserver/rlserver/internal/logbuf"
 )
 
 // SkipEnv is the environment variable that, set to 1, turns a missing
@@ -78,8 +78,8 @@ func start(tb testing.TB, cluster bool) string {
 type server struct {
 	addr   string
 	cmd    *exec.Cmd
-	exited chan struct{} // closed when the process has exited
-	output *lockedBuffer // its stdout and stderr
+	exited chan struct{}  // closed when the process has exited
+	output *logbuf.Buffer // its stdout and stderr
 }
 
 // launch starts redis-server on a free port in dir and waits for PING.
@@ -101,7 +101,7 @@ func launch(bin, dir string, cluster bool) (*server, error) {
 	s := &server{
 		addr:   net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
 		exited: make(chan struct{}),
-		output: &lockedBuffer{},
+		output: &logbuf.Buffer{},
 	}
 	s.cmd = exec.Command(bin, args...)
 	s.cmd.Stdout, s.cmd.Stderr = s.output, s.output
@@ -225,23 +225,4 @@ func (s *server) stop() error {
 	_ = s.cmd.Process.Kill()
 	<-s.exited
 	return fmt.Errorf("did not exit within %v of SIGTERM; killed", stopTimeout)
-}
-
-// lockedBuffer is a bytes.Buffer safe for the concurrent writes of a
-// process's stdout and stderr.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
