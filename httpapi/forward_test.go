@@ -1,8 +1,6 @@
 package httpapi_test
 
 import (
-	"io"
-	"net/http"
 	"net/netip"
 	"strings"
 	"testing"
@@ -16,23 +14,8 @@ import (
 // pairs, as a gateway does.
 func forward(t *testing.T, n *testserver.Node, method, query string, header ...string) reply {
 	t.Helper()
-	req, err := http.NewRequest(method, n.URL+"/v1/forward-auth"+query, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Add(header[i], header[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return reply{status: resp.StatusCode, header: resp.Header, body: string(data)}
+	resp, body := testserver.Do(t, method, n.URL+"/v1/forward-auth"+query, header...)
+	return reply{status: resp.StatusCode, header: resp.Header, body: body}
 }
 
 func setRules(t *testing.T, n *testserver.Node, list ...rules.Rule) {

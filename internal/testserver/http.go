@@ -11,7 +11,13 @@ import (
 // test if the request cannot be sent.
 func Get(t testing.TB, url string, header ...string) (*http.Response, string) {
 	t.Helper()
-	req, err := http.NewRequest("GET", url, nil)
+	return Do(t, "GET", url, header...)
+}
+
+// Do is Get with another method (and no body).
+func Do(t testing.TB, method, url string, header ...string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
