@@ -692,7 +692,7 @@ func TestProxyServesEveryKeyOnEveryNode(t *testing.T) {
 								cancel()
 							}
 							switch {
-							case err != nil && err.Error() == ErrLostLead.Error():
+							case errors.Is(err, ErrLostLead):
 								unsure[k].Add(1)
 							case err != nil:
 								failed.Add(1)

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -93,7 +94,7 @@ func TestClusterNodeOnAFullDiskRefusesChanges(t *testing.T) {
 			want = 99 // the refused check changed nothing
 		}
 		r, err := n2.Check([]byte(key), engine.Fixed, p, 1, time.Now().UnixNano())
-		if err != nil && err.Error() == ErrLostLead.Error() && tc.leadsLost() > 0 {
+		if errors.Is(err, ErrLostLead) && tc.leadsLost() > 0 {
 			t.Logf("%s: %v after a lead was lost to a missed heartbeat: the outcome is unknown", key, err)
 			continue
 		}

@@ -93,7 +93,7 @@ func retriable(err error) bool {
 	if errors.As(err, &moved) {
 		return true
 	}
-	if err.Error() == ErrLostLead.Error() {
+	if errors.Is(err, ErrLostLead) {
 		return false
 	}
 	switch redisWord(err) {

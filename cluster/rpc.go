@@ -198,8 +198,8 @@ func (c *Cluster) metaApply(ctx context.Context, cmd []byte) (metaResult, error)
 }
 
 // remoteErr passes a remote handler's Redis-style refusal on as it is
-// (a transient one stays Transient) and turns an unreachable node into
-// TRYAGAIN.
+// (a transient one stays Transient, ErrLostLead stays ErrLostLead) and
+// turns an unreachable node into TRYAGAIN.
 func remoteErr(err error) error {
 	var re *transport.RemoteError
 	if errors.As(err, &re) {
@@ -207,6 +207,9 @@ func remoteErr(err error) error {
 			if re.Msg == t.Error() {
 				return t
 			}
+		}
+		if re.Msg == ErrLostLead.Error() {
+			return ErrLostLead
 		}
 		return errors.New(re.Msg)
 	}
