@@ -85,25 +85,7 @@ func (c *Cluster) RuleCount() int { return len(c.meta.current().Rules) }
 // others, and are charged with CheckAll, so the request is charged to
 // every rule or to none, and no rule ever admits more than its limit.
 func (c *Cluster) CheckRules(q *rules.Query, now int64) error {
-	c.meta.ruleSet().Match(q)
-	q.Allowed, q.Best = true, -1
-	if len(q.Evals) == 0 {
-		return nil
-	}
-	ops := make([]shards.Op, len(q.Evals))
-	for i := range q.Evals {
-		e := &q.Evals[i]
-		ops[i] = shards.Op{Key: e.Key, Algo: e.Rule.Algo, Params: e.Rule.Params, Shadow: e.Rule.Rule.Shadow, Replace: true}
-	}
-	allowed, err := c.CheckAll(ops, q.Cost, now)
-	if err != nil {
-		return err
-	}
-	for i := range ops {
-		q.Evals[i].Result = ops[i].Result
-	}
-	q.Allowed, q.Best = allowed, rules.Best(q.Evals)
-	return nil
+	return shards.CheckRulesWith(c.meta.ruleSet(), q, now, c.CheckAll)
 }
 
 // CheckAll is shards.Store.CheckAll across the cluster: the ops' counters

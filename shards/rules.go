@@ -14,7 +14,6 @@ import (
 type ruleTable struct {
 	mu  sync.Mutex
 	set atomic.Pointer[rules.Set]
-	ops sync.Pool // *[]Op, scratch for CheckRules
 
 	// With the journal on, every change is appended to changes as a
 	// record (see records.go), in the order made, under mu.
@@ -144,18 +143,23 @@ func (s *Store) RuleCount() int { return s.rules.set.Load().Len() }
 // limit. It does not allocate once q and the Store's scratch have grown,
 // unless a counter is new.
 func (s *Store) CheckRules(q *rules.Query, now int64) error {
-	return s.checkRules(s.rules.set.Load(), q, now, s.CheckAll)
+	return CheckRulesWith(s.rules.set.Load(), q, now, s.CheckAll)
 }
 
-// checkRules evaluates q against set, charging its counters with checkAll
-// (CheckAll, or a transaction's check on shards it holds).
-func (s *Store) checkRules(set *rules.Set, q *rules.Query, now int64, checkAll func([]Op, int64, int64) (bool, error)) error {
+// ruleOps is scratch for CheckRulesWith: *[]Op.
+var ruleOps sync.Pool
+
+// CheckRulesWith evaluates q against set, charging its counters with
+// checkAll, all or nothing: Store.CheckAll, a transaction's check on the
+// shards it holds, or a cluster's across its groups. It fills q.Evals,
+// q.Allowed and q.Best.
+func CheckRulesWith(set *rules.Set, q *rules.Query, now int64, checkAll func([]Op, int64, int64) (bool, error)) error {
 	set.Match(q)
 	q.Allowed, q.Best = true, -1
 	if len(q.Evals) == 0 {
 		return nil
 	}
-	p, _ := s.rules.ops.Get().(*[]Op)
+	p, _ := ruleOps.Get().(*[]Op)
 	if p == nil {
 		p = new([]Op)
 	}
@@ -170,7 +174,7 @@ func (s *Store) checkRules(set *rules.Set, q *rules.Query, now int64, checkAll f
 	}
 	clear(ops) // drop references to q's keys
 	*p = ops[:0]
-	s.rules.ops.Put(p)
+	ruleOps.Put(p)
 	if err != nil {
 		return err
 	}

@@ -130,7 +130,7 @@ func (tx *Tx) Reset(key []byte, now int64) (bool, error) {
 // CheckRules is Store.CheckRules inside the transaction, against the rules
 // as the transaction sees them.
 func (tx *Tx) CheckRules(q *rules.Query, now int64) error {
-	return tx.s.checkRules(tx.set, q, now, tx.checkAll)
+	return CheckRulesWith(tx.set, q, now, tx.checkAll)
 }
 
 // checkAll is CheckAll on shards the transaction holds.
