@@ -132,6 +132,9 @@ func (c *Cluster) CheckAll(ops []shards.Op, cost, now int64) (bool, error) {
 type part struct {
 	req chargeReq
 	ops []int // index in the caller's ops of each of req's
+	// narrowest is the smallest limit of req's ops that can deny (not in
+	// shadow mode), the largest int64 if none can: the order of charging.
+	narrowest int64
 }
 
 // partition splits ops by group, the group of the narrowest op (the
@@ -144,7 +147,7 @@ func (c *Cluster) partition(ops []shards.Op, cost int64) []part {
 		g := c.groupOf(slots.Of(op.Key))
 		p := byGroup[g]
 		if p == nil {
-			p = &part{req: chargeReq{Group: g, Cost: cost}}
+			p = &part{req: chargeReq{Group: g, Cost: cost}, narrowest: math.MaxInt64}
 			byGroup[g] = p
 		}
 		co := chargeOp{Key: append([]byte(nil), op.Key...), Algo: int(op.Algo),
@@ -155,30 +158,21 @@ func (c *Cluster) partition(ops []shards.Op, cost int64) []part {
 		}
 		p.req.Ops = append(p.req.Ops, co)
 		p.ops = append(p.ops, i)
+		if !op.Shadow {
+			p.narrowest = min(p.narrowest, op.Params.Limit)
+		}
 	}
 	out := make([]part, 0, len(byGroup))
 	for _, p := range byGroup {
 		out = append(out, *p)
 	}
 	sort.Slice(out, func(i, j int) bool {
-		if a, b := out[i].narrowest(), out[j].narrowest(); a != b {
+		if a, b := out[i].narrowest, out[j].narrowest; a != b {
 			return a < b
 		}
 		return out[i].req.Group < out[j].req.Group
 	})
 	return out
-}
-
-// narrowest returns the smallest limit of p's rules that can deny (not in
-// shadow mode), or the largest int64 if none can.
-func (p *part) narrowest() int64 {
-	n := int64(math.MaxInt64)
-	for _, op := range p.req.Ops {
-		if !op.Shadow && op.Limit < n {
-			n = op.Limit
-		}
-	}
-	return n
 }
 
 // chargeDone is a group's charge that may have to be given back.
