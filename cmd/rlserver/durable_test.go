@@ -33,11 +33,23 @@ type proc struct {
 	token  string // the bearer token of its admin endpoints (GET /cluster), if it has one
 }
 
-// startProc starts bin on dir with extra flags and waits for PING.
+// startProc starts bin on dir with extra flags and waits for PING. Its
+// RESP and HTTP ports are picked free; should another process take one
+// before the node binds it, the node is started again on others.
 func startProc(t testing.TB, bin, dir string, extra ...string) *proc {
 	t.Helper()
-	p := &proc{t: t, logs: &logbuf.Buffer{}, resp: freePort(t), http: freePort(t), bin: bin, dir: dir, done: make(chan error, 1)}
-	return p.run(append([]string{"--listen", p.resp, "--http", p.http, "--data-dir", dir}, extra...))
+	for attempt := 1; ; attempt++ {
+		p := &proc{t: t, logs: &logbuf.Buffer{}, resp: freePort(t), http: freePort(t), bin: bin, dir: dir, done: make(chan error, 1)}
+		err := p.start(append([]string{"--listen", p.resp, "--http", p.http, "--data-dir", dir}, extra...))
+		if err == nil {
+			return p
+		}
+		logs := p.logs.String()
+		taken := strings.Contains(logs, "listen on "+p.resp) || strings.Contains(logs, "listen on "+p.http)
+		if attempt == 3 || !taken || !strings.Contains(logs, "address already in use") {
+			t.Fatalf("%v\n%s", err, logs)
+		}
+	}
 }
 
 // restartProc starts old's binary again on its data directory with
@@ -49,10 +61,21 @@ func restartProc(t testing.TB, old *proc, extra ...string) *proc {
 	return p.run(append([]string{"--data-dir", old.dir}, extra...))
 }
 
-// run starts p's binary with args and waits for PING at p.resp. The
+// run starts p's binary with args and waits for PING at p.resp (see
+// start); it fails the test if the binary does not come up.
+func (p *proc) run(args []string) *proc {
+	p.t.Helper()
+	if err := p.start(args); err != nil {
+		p.t.Fatalf("%v\n%s", err, p.logs)
+	}
+	return p
+}
+
+// start starts p's binary with args and waits for PING at p.resp. The
 // secrets among args (which a data directory never remembers) are the
 // password its client AUTHs with and the token it reads GET /cluster with.
-func (p *proc) run(args []string) *proc {
+// It returns an error if the binary exits or does not answer within 20 s.
+func (p *proc) start(args []string) error {
 	t := p.t
 	t.Helper()
 	pass := ""
@@ -81,15 +104,15 @@ func (p *proc) run(args []string) *proc {
 	for p.client.Ping(context.Background()).Err() != nil {
 		select {
 		case err := <-p.done:
-			t.Fatalf("rlserver exited at start: %v\n%s", err, p.logs)
+			return fmt.Errorf("rlserver exited at start: %v", err)
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("rlserver did not answer PING within 20s\n%s", p.logs)
+			return errors.New("rlserver did not answer PING within 20s")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return p
+	return nil
 }
 
 // stop sends SIGTERM and asserts a clean exit.

@@ -105,6 +105,11 @@ func startNodes(t testing.TB, bin string, n, groups int, extra ...string) []*pro
 		}()
 	}
 	wg.Wait()
+	for _, p := range procs {
+		if p == nil { // a node did not start: its goroutine failed the test and ended
+			t.FailNow()
+		}
+	}
 	return procs
 }
 
