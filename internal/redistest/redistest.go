@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -123,7 +124,11 @@ func launch(bin, dir string, cluster bool) (*server, error) {
 // a server the caller is about to start. It draws ports below the kernel's
 // ephemeral range: another test that listens on port 0, closes, and starts
 // its own server there can then never be handed this port in between (and
-// talk to the wrong server), nor can this one take that test's port.
+// talk to the wrong server), nor can this one take that test's port. It
+// never hands out the same port twice in one process (until most of the
+// range has been handed out): a cluster's nodes, picked one after another
+// before any of them listens, each get a port of their own, and a node that
+// is down for a restart keeps its port.
 func FreePort() (int, error) {
 	lo, hi := 20000, ephemeralLow()
 	for range 100 {
@@ -131,6 +136,9 @@ func FreePort() (int, error) {
 			break
 		}
 		port := lo + rand.IntN(hi-lo)
+		if !handOut(port, hi-lo) {
+			continue
+		}
 		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		if err == nil {
 			l.Close()
@@ -143,6 +151,27 @@ func FreePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+var handedOut struct {
+	sync.Mutex
+	ports map[int]bool
+}
+
+// handOut records port as handed out and reports whether it was not
+// already; once three quarters of a range of size ports are out, it
+// forgets them all.
+func handOut(port, size int) bool {
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	if handedOut.ports == nil || len(handedOut.ports) > size*3/4 {
+		handedOut.ports = make(map[int]bool)
+	}
+	if handedOut.ports[port] {
+		return false
+	}
+	handedOut.ports[port] = true
+	return true
 }
 
 // ephemeralLow returns the first port of Linux's ephemeral range, 32768 if
