@@ -39,6 +39,32 @@ func wals(t *testing.T, dir string) []string {
 	return m
 }
 
+// walsSettle waits until the WALs in dir have not changed (names and
+// sizes) for quiet, or fails the test after limit.
+func walsSettle(t *testing.T, dir string, quiet, limit time.Duration) {
+	t.Helper()
+	state := func() string {
+		var b strings.Builder
+		for _, w := range wals(t, dir) {
+			fi, err := os.Stat(w)
+			if err == nil {
+				fmt.Fprintf(&b, "%s=%d ", filepath.Base(w), fi.Size())
+			}
+		}
+		return b.String()
+	}
+	last, since, deadline := state(), time.Now(), time.Now().Add(limit)
+	for time.Since(since) < quiet {
+		if time.Now().After(deadline) {
+			t.Fatalf("the WALs still changed %v after the load stopped: %s", limit, last)
+		}
+		time.Sleep(50 * time.Millisecond)
+		if now := state(); now != last {
+			last, since = now, time.Now()
+		}
+	}
+}
+
 // refused runs bin on dir with extra flags and fails unless it exits with
 // one line of output, starting "rlserver: ", that holds every one of want;
 // it returns that line.
@@ -91,7 +117,10 @@ func TestDamagedWALs(t *testing.T) {
 	time.Sleep(2 * time.Second)
 	l.stop.Store(true)
 	l.wg.Wait()
-	time.Sleep(500 * time.Millisecond) // the mark's next round covers every reply
+	// The mark's next round covers every reply, and what the load set off
+	// (a snapshot, the log's truncation after it) ends: on a busy machine
+	// either can take longer than a fixed pause.
+	walsSettle(t, seed, 500*time.Millisecond, 20*time.Second)
 	p.kill()
 	if n := len(wals(t, seed)); n < 2 {
 		t.Fatalf("%d WALs after the load: the test proves little", n)
