@@ -37,7 +37,8 @@ func (s *Server) Totals() Totals {
 
 // RuleCount is one rule's share of the rule checks decided so far.
 type RuleCount struct {
-	ID string
+	ID     string
+	Shadow bool // the rule is in shadow mode
 	// Checks: evaluations of the rule (rule checks it matched). Denied:
 	// those in which it denied, for an enforcing rule; ShadowDenied: those
 	// in which a shadow rule would have denied had it been enforced.
@@ -56,7 +57,7 @@ func (s *Server) RuleCounts() []RuleCount {
 	keep := make(map[string]bool, len(list))
 	for _, r := range list {
 		keep[r.ID] = true
-		rc := RuleCount{ID: r.ID}
+		rc := RuleCount{ID: r.ID, Shadow: r.Shadow}
 		if c := s.metrics.perRule.find(r.ID); c != nil {
 			rc.Checks, rc.Denied, rc.ShadowDenied = c.sums()
 		}

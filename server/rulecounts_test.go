@@ -52,7 +52,7 @@ func TestTotalsAndRuleCounts(t *testing.T) {
 	want := []RuleCount{
 		{ID: "idle"},
 		{ID: "login", Checks: 6, Denied: 2},
-		{ID: "try", Checks: 6, ShadowDenied: 4},
+		{ID: "try", Shadow: true, Checks: 6, ShadowDenied: 4},
 	}
 	assertRuleCounts(t, s.RuleCounts(), want)
 

@@ -43,7 +43,9 @@ func TestStatsFromHooks(t *testing.T) {
 			askedKeys = n
 			return []HotKey{{Key: "user:1", Checks: 700, Denied: 300}}
 		},
-		Blocks: func() []Block { return []Block{{Identifier: "ip=1.2.3.4", TTLMillis: 9000, Reason: "abuse", Rule: "login"}} },
+		Blocks: func() []Block {
+			return []Block{{Identifier: "ip=1.2.3.4", TTLMillis: 9000, Reason: "abuse", Rule: "login"}}
+		},
 		Writes: func() error { return errors.New("disk below --min-free-disk") },
 		Cluster: func(ctx context.Context) *Cluster {
 			return &Cluster{OK: false, Nodes: []Node{{ID: "n1", DiskLow: true}, {ID: "n2", Up: true, Self: true}}, Groups: []Group{
