@@ -177,7 +177,7 @@ func TestStatusPageOfACluster(t *testing.T) {
 		t.Errorf("chart-checks has %d points, want 2 or more", n)
 	}
 	if shot != "" {
-		headless.Screenshot(t, page, shot, 1280, 1350)
+		headless.Screenshot(t, page, shot, 1280, 1180)
 		t.Logf("screenshot of %s written to %s", page, shot)
 	}
 }
