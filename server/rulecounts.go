@@ -67,12 +67,15 @@ func (s *Server) RuleCounts() []RuleCount {
 	return out
 }
 
-// ruleCounters are the per-rule counts: a copy-on-write map from rule id
-// to striped counters, so that counting looks an id up without a lock or
-// an allocation, and only a rule's first count takes the lock.
+// ruleCounters are the per-rule counts. Counting finds a rule's counter
+// by its compiled rule's address in a copy-on-write map, without a lock,
+// an allocation or hashing the id; only the first count of a compiled
+// rule takes the lock, to find the id's counter (a replaced rule keeps
+// its counts) and publish a new map.
 type ruleCounters struct {
-	mu   sync.Mutex // held to replace byID
-	byID atomic.Pointer[map[string]*ruleCounter]
+	mu   sync.Mutex              // held to change byID and publish fast
+	byID map[string]*ruleCounter // under mu
+	fast atomic.Pointer[map[*rules.Compiled]*ruleCounter]
 }
 
 // ruleCounter is one rule's counts, striped like the hot counters.
@@ -93,87 +96,88 @@ func (c *ruleCounter) sums() (checks, denied, shadow uint64) {
 	return checks, denied, shadow
 }
 
-// count counts one evaluation of rule id on stripe i.
-func (r *ruleCounters) count(i uint32, id string, res *engine.Result, shadow bool) {
-	c := r.find(id)
-	if c == nil {
-		c = r.add(id)
+// count counts one evaluation of rule c on stripe i.
+func (r *ruleCounters) count(i uint32, c *rules.Compiled, res *engine.Result) {
+	var rc *ruleCounter
+	if m := r.fast.Load(); m != nil {
+		rc = (*m)[c]
 	}
-	st := &c.stripes[i&stripeMask]
+	if rc == nil {
+		rc = r.add(c)
+	}
+	st := &rc.stripes[i&stripeMask]
 	st.checks.Add(1)
 	switch {
 	case res.Allowed:
-	case shadow:
+	case c.Rule.Shadow:
 		st.shadow.Add(1)
 	default:
 		st.denied.Add(1)
 	}
 }
 
+// find returns the counter of rule id, or nil.
 func (r *ruleCounters) find(id string) *ruleCounter {
-	if m := r.byID.Load(); m != nil {
-		return (*m)[id]
-	}
-	return nil
-}
-
-// add returns id's counter, creating it.
-func (r *ruleCounters) add(id string) *ruleCounter {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	old := r.byID.Load()
-	if old != nil {
-		if c := (*old)[id]; c != nil {
-			return c
+	return r.byID[id]
+}
+
+// add returns c's counter, creating its id's if need be, and publishes
+// a map that has c. The map is rebuilt with c alone once it holds many
+// more compiled rules than there are ids (replaced rules): the others
+// are added back at their next count.
+func (r *ruleCounters) add(c *rules.Compiled) *ruleCounter {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	id := c.Rule.ID
+	rc := r.byID[id]
+	if rc == nil {
+		if r.byID == nil {
+			r.byID = map[string]*ruleCounter{}
 		}
+		rc = &ruleCounter{}
+		r.byID[id] = rc
 	}
-	m := make(map[string]*ruleCounter, 1+lenOf(old))
-	if old != nil {
+	m := map[*rules.Compiled]*ruleCounter{c: rc}
+	if old := r.fast.Load(); old != nil && len(*old) < 2*len(r.byID)+16 {
 		for k, v := range *old {
 			m[k] = v
 		}
 	}
-	c := &ruleCounter{}
-	m[id] = c
-	r.byID.Store(&m)
-	return c
+	r.fast.Store(&m)
+	return rc
 }
 
 // prune drops the counters of the ids not in keep.
 func (r *ruleCounters) prune(keep map[string]bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	old := r.byID.Load()
-	if old == nil {
-		return
-	}
 	stale := false
-	for k := range *old {
-		stale = stale || !keep[k]
+	for id := range r.byID {
+		if !keep[id] {
+			delete(r.byID, id)
+			stale = true
+		}
 	}
 	if !stale {
 		return
 	}
-	m := make(map[string]*ruleCounter, len(*old))
-	for k, v := range *old {
-		if keep[k] {
-			m[k] = v
+	if old := r.fast.Load(); old != nil {
+		m := make(map[*rules.Compiled]*ruleCounter, len(*old))
+		for k, v := range *old {
+			if keep[k.Rule.ID] {
+				m[k] = v
+			}
 		}
+		r.fast.Store(&m)
 	}
-	r.byID.Store(&m)
-}
-
-func lenOf(m *map[string]*ruleCounter) int {
-	if m == nil {
-		return 0
-	}
-	return len(*m)
 }
 
 // countRules counts each evaluated rule of q on stripe i.
 func (r *ruleCounters) countRules(i uint32, q *rules.Query) {
 	for j := range q.Evals {
 		e := &q.Evals[j]
-		r.count(i, e.Rule.Rule.ID, &e.Result, e.Rule.Rule.Shadow)
+		r.count(i, e.Rule, &e.Result)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/rules"
 	"github.com/rlserver/rlserver/shards"
 )
@@ -73,5 +74,51 @@ func assertRuleCounts(t *testing.T, got, want []RuleCount) {
 		if got[i] != want[i] {
 			t.Errorf("RuleCounts()[%d] = %+v, want %+v", i, got[i], want[i])
 		}
+	}
+}
+
+// TestRuleCountsOfAReplacedRule: a rule replaced many times (a compiled
+// rule each time) keeps one id's counts, and the map of compiled rules
+// stays bounded.
+func TestRuleCountsOfAReplacedRule(t *testing.T) {
+	var r ruleCounters
+	for i := 0; i < 1000; i++ {
+		c, err := rules.Compile(rules.Rule{ID: "x", Target: "*", Tier: "*", KeyType: "ip", Algo: "fixed", Limit: int64(i + 1), Window: "1m"}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.count(uint32(i), c, &engine.Result{Allowed: i%2 == 0})
+		r.count(uint32(i), c, &engine.Result{Allowed: true})
+	}
+	if checks, denied, shadow := r.find("x").sums(); checks != 2000 || denied != 500 || shadow != 0 {
+		t.Errorf("counts %d %d %d, want 2000 500 0", checks, denied, shadow)
+	}
+	if n := len(*r.fast.Load()); n > 18 {
+		t.Errorf("%d compiled rules remembered for one id", n)
+	}
+}
+
+// BenchmarkCountRules: what the per-rule counts add to one rule check
+// that evaluated three rules (one in shadow mode, denying).
+func BenchmarkCountRules(b *testing.B) {
+	var r ruleCounters
+	q := &rules.Query{}
+	for _, rule := range []rules.Rule{
+		{ID: "per-user", Target: "*", Tier: "*", KeyType: "user", Algo: "fixed", Limit: 10, Window: "1m"},
+		{ID: "per-ip", Target: "*", Tier: "*", KeyType: "ip", Algo: "fixed", Limit: 10, Window: "1m"},
+		{ID: "trial", Target: "*", Tier: "*", KeyType: "ip", Algo: "fixed", Limit: 10, Window: "1m", Shadow: true},
+	} {
+		c, err := rules.Compile(rule, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		q.Evals = append(q.Evals, rules.Eval{Rule: c})
+	}
+	q.Evals[0].Result.Allowed, q.Evals[1].Result.Allowed = true, true
+	b.ReportAllocs()
+	i := uint32(0)
+	for b.Loop() {
+		i++
+		r.countRules(i, q)
 	}
 }
