@@ -124,7 +124,8 @@ func TestStatusPageOfANode(t *testing.T) {
 
 // TestStatusPageOfACluster: three real processes, four groups, a cluster
 // client's load; the page of one node (not the first) shows the three
-// nodes up and every group with the leader GET /cluster names. With
+// nodes up and every group with the leader GET /cluster names, and once
+// n3 is killed, n3 down and the others up. With
 // RLSERVER_STATUS_SCREENSHOT=file, a screenshot of that page is written
 // to file after 40 s of load (docs/status.png is one).
 func TestStatusPageOfACluster(t *testing.T) {
@@ -179,5 +180,17 @@ func TestStatusPageOfACluster(t *testing.T) {
 	if shot != "" {
 		headless.Screenshot(t, page, shot, 1280, 1180)
 		t.Logf("screenshot of %s written to %s", page, shot)
+	}
+
+	procs[2].kill() // n3
+	waitServedBy(t, procs[1], procs[2].resp, time.Now().Add(30*time.Second))
+	dom = headless.DumpDOM(t, page)
+	if row, ok := headless.Row(dom, "data-node", "n3"); !ok || !strings.Contains(row, `<td class="bad">down`) {
+		t.Errorf("n3, killed, is not shown down: %q", row)
+	}
+	for _, name := range []string{"n1", "n2"} {
+		if row, _ := headless.Row(dom, "data-node", name); !strings.Contains(row, `<td class="good">up</td>`) {
+			t.Errorf("node %s not shown up after n3 was killed: %q", name, row)
+		}
 	}
 }
