@@ -104,3 +104,20 @@ func wantCell(t *testing.T, dom, attr, value, class string, want int64) {
 		t.Errorf("row %s=%q: %s is %q, want %d", attr, value, class, text, want)
 	}
 }
+
+// TestPageAsksForTheToken: on a node with a password, the page (open)
+// gets 401 from /v1/stats and shows its field for the token instead of
+// figures.
+func TestPageAsksForTheToken(t *testing.T) {
+	headless.Browser(t)
+	n := testserver.Start(t, testserver.Options{RequirePass: "pw", Status: func(n *testserver.Node) httpapi.StatusPage {
+		return statuspage.NewSource(statuspage.Options{Node: "t1"})
+	}})
+	dom := headless.DumpDOM(t, n.URL+"/status")
+	if !strings.Contains(dom, `<form id="auth">`) || !strings.Contains(dom, "this node asks for a token") {
+		t.Errorf("the page does not ask for the token:\n%s", dom)
+	}
+	if !strings.Contains(dom, `<span id="node">…</span>`) {
+		t.Errorf("the page shows figures it was refused:\n%s", dom)
+	}
+}
