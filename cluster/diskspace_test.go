@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -138,12 +139,28 @@ func TestClusterNodeOnAFullDiskHandsItsLeadsOver(t *testing.T) {
 	if n := leads(n1); n != 0 {
 		t.Fatalf("n1 was given %d leads while its disk is full", n)
 	}
+	assertDiskLowReported(t, n2, "n1")
 	avail.Store(1 << 30)
 	tc.waitBalanced(60 * time.Second)
+	assertDiskLowReported(t, n2, "")
 	for k := 0; k < 60; k++ {
 		key := fmt.Sprint("handed:", k)
 		if r, err := n2.Check([]byte(key), engine.Fixed, p, 1, time.Now().UnixNano()); err != nil || r.Remaining != 98 {
 			t.Fatalf("%s once n1's disk has room: %+v %v, want 98 remaining", key, r, err)
+		}
+	}
+}
+
+// assertDiskLowReported: c's report marks node low's disk low, and no
+// other's (low "": none).
+func assertDiskLowReported(t *testing.T, c *Cluster, low string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	r := c.Report(ctx, 0)
+	for _, n := range r.Nodes {
+		if n.DiskLow != (n.Name == low) {
+			t.Errorf("the report says node %s's disk_low is %v (low: %q): %+v", n.Name, n.DiskLow, low, r.Nodes)
 		}
 	}
 }

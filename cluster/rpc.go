@@ -427,6 +427,11 @@ type ReportNode struct {
 	Raft      string `json:"raft"`
 	Connected bool   `json:"connected"`
 	Leads     int    `json:"leads"` // groups it serves
+	// DiskLow: the node's disk is below --min-free-disk, so its log
+	// refuses state changes; Stopping: it is handing its leads over. Both
+	// as the node reported them (false if it did not answer).
+	DiskLow  bool `json:"disk_low,omitempty"`
+	Stopping bool `json:"stopping,omitempty"`
 }
 
 // ReportGroup is one data group.
@@ -576,7 +581,7 @@ func (c *Cluster) Report(ctx context.Context, digestAt int64) Report {
 	}
 	for _, n := range v.Nodes {
 		r.Nodes = append(r.Nodes, ReportNode{Name: n.Name, ID: n.ID, RESP: n.RESP, HTTP: n.HTTP, Raft: n.Raft,
-			Connected: n.Connected, Leads: leads[n.Name]})
+			Connected: n.Connected, Leads: leads[n.Name], DiskLow: statuses[n.Name].DiskLow, Stopping: statuses[n.Name].Stopping})
 	}
 	r.Serving = r.OK && len(r.Errors) == 0 && r.ServedWithout("")
 	r.Balanced = r.IsBalanced()

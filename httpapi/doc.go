@@ -6,13 +6,15 @@
 // forward auth for gateways (/v1/forward-auth, any method: the request a
 // Caddy, Traefik or nginx gateway describes in X-Forwarded-* headers,
 // checked as RL.CHECKRULES checks it; see forward.go), /healthz, /readyz,
-// /metrics and, on a cluster node, GET /cluster and
+// /metrics, the live status page (GET /status and its figures, GET
+// /v1/stats; see StatusPage) and, on a cluster node, GET /cluster and
 // DELETE /cluster/nodes/{id}. Bodies are strict JSON: unknown fields,
 // wrong types and malformed input are 400 with {"error": "..."} naming the
 // field. Each endpoint asks for a bearer token by its kind (see access
 // and authorize): checks and rule reads the password, changes and the
-// cluster's state the admin token, /metrics none unless MetricsAuth, the
-// health endpoints never; a 401 names what it refused.
+// cluster's state the admin token, /metrics none unless MetricsAuth,
+// /v1/stats the password as rule reads do, the health endpoints and the
+// status page's files never; a 401 names what it refused.
 //
 // It works against the small interfaces it declares (Checker, RuleStore,
 // Metrics),

@@ -58,6 +58,9 @@ type Config struct {
 	Durable Durable
 	// Cluster, when set (a cluster node), serves GET /cluster.
 	Cluster Cluster
+	// Status, when set, serves the live status page: GET /status and
+	// GET /v1/stats.
+	Status StatusPage
 	// TrustedProxies are the networks of the gateways whose
 	// X-Forwarded-For /v1/forward-auth honours (rlserver's
 	// --trusted-proxies); from any other peer the peer's address is the
@@ -192,6 +195,9 @@ func New(cfg Config) http.Handler {
 	}
 	if cfg.Checker != nil {
 		a.routeChecks(mux)
+	}
+	if cfg.Status != nil {
+		a.routeStatus(mux)
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, errorBody{"no such endpoint: " + r.Method + " " + r.URL.Path})

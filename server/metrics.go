@@ -56,6 +56,7 @@ type metrics struct {
 	latency      [numTimed]prometheus.Observer
 	shadow       *prometheus.CounterVec
 	shadowByID   sync.Map // rule id → prometheus.Counter
+	perRule      ruleCounters
 	errors       *prometheus.CounterVec
 	errByCode    map[string]prometheus.Counter
 	connections  prometheus.Gauge
@@ -213,7 +214,7 @@ func (s *Server) CountCheck(a engine.Algo, allowed bool) {
 // and rlserver_rule_shadow_denials_total. It is safe for concurrent use.
 func (s *Server) CountRuleCheck(q *rules.Query) {
 	if !s.metrics.off {
-		s.metrics.ruleCheckOn(&s.metrics.stripes[rand.Uint32()&stripeMask], q)
+		s.metrics.ruleCheckOn(rand.Uint32(), q)
 	}
 }
 
@@ -239,12 +240,15 @@ func (m *metrics) observe(cmd int, start time.Time) {
 // in it that would have denied.
 func (m *metrics) ruleCheck(c *conn, q *rules.Query) {
 	if !m.off {
-		m.ruleCheckOn(&m.stripes[c.id&stripeMask], q)
+		m.ruleCheckOn(uint32(c.id), q)
 	}
 }
 
-func (m *metrics) ruleCheckOn(st *stripe, q *rules.Query) {
-	st.rules[b2i(q.Allowed)].Add(1)
+// ruleCheckOn counts q on stripe i (masked): the check, each rule's
+// evaluation, and the shadow rules' would-be denials.
+func (m *metrics) ruleCheckOn(i uint32, q *rules.Query) {
+	m.stripes[i&stripeMask].rules[b2i(q.Allowed)].Add(1)
+	m.perRule.countRules(i, q)
 	for i := range q.Evals {
 		if e := &q.Evals[i]; e.Rule.Rule.Shadow && !e.Result.Allowed {
 			m.shadowCounter(e.Rule.Rule.ID).Inc()

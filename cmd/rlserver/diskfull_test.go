@@ -308,14 +308,22 @@ func assertServesReads(t *testing.T, p *proc) {
 	}
 }
 
-// assertShowsCondition: INFO persistence, /readyz, /metrics and an HTTP
-// check show the condition (low) or its absence.
+// assertShowsCondition: INFO persistence, /readyz, /metrics, the status
+// page's figures (writes) and an HTTP check show the condition (low) or
+// its absence.
 func assertShowsCondition(t *testing.T, p *proc, low bool) {
 	t.Helper()
 	info := p.do("INFO", "persistence").(string)
 	readyz, rcode := httpDo(t, "GET", "http://"+p.http+"/readyz", "")
 	metrics, _ := httpDo(t, "GET", "http://"+p.http+"/metrics", "")
 	check, ccode := httpDo(t, "POST", "http://"+p.http+"/v1/check", `{"key":"http-probe","algo":"fixed","limit":10,"window":"1h"}`)
+	st, err := stats(p)
+	if err != nil {
+		t.Fatalf("GET /v1/stats: %v", err)
+	}
+	if (st.Writes == "ok") == low || low && !strings.Contains(st.Writes, "MISCONF") {
+		t.Fatalf("GET /v1/stats: writes %q with the disk low %v", st.Writes, low)
+	}
 	if low {
 		if !strings.Contains(info, "rl_disk_status:low") || !strings.Contains(info, "rl_log_status:disk_low") ||
 			rcode != http.StatusServiceUnavailable || !strings.Contains(readyz, "MISCONF disk space low") ||

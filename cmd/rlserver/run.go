@@ -90,7 +90,9 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 		return err
 	}
 	defer rls.stop()
-	hs, hln, err := startHTTP(cfg.HTTP, rls.withJSON(httpapi.New(httpConfig(cfg, st, reg, srv, log))), clients, &open, tc, log)
+	hc := httpConfig(cfg, st, reg, srv, log)
+	hc.Status = startStatus(ctx, cfg, st, srv, statusHooks{})
+	hs, hln, err := startHTTP(cfg.HTTP, rls.withJSON(httpapi.New(hc)), clients, &open, tc, log)
 	if err != nil {
 		ln.Close()
 		return err

@@ -35,6 +35,9 @@ type Options struct {
 	Policy         shards.Policy
 	MetricsAuth    bool            // GET /metrics needs a bearer token (--metrics-auth)
 	Cluster        httpapi.Cluster // serves GET /cluster and DELETE /cluster/nodes/{id}; nil: none
+	// Status, when set, makes the status page (GET /status, /v1/stats)
+	// of the node once its server exists.
+	Status func(n *Node) httpapi.StatusPage
 	// TrustedProxies are the gateways whose X-Forwarded-For
 	// /v1/forward-auth honours; nil is rlserver's default, loopback.
 	TrustedProxies []netip.Prefix
@@ -77,11 +80,15 @@ func Start(t testing.TB, opt Options) *Node {
 	if opt.TrustedProxies == nil {
 		opt.TrustedProxies = clientid.Loopback
 	}
+	var status httpapi.StatusPage
+	if opt.Status != nil {
+		status = opt.Status(n)
+	}
 	hs := &http.Server{Handler: httpapi.New(httpapi.Config{
 		Gatherer: n.Registry, Checker: n.Store, Rules: n.Store, AdminToken: opt.AdminToken,
 		CheckToken: opt.RequirePass, Clock: opt.Clock, MaxLogLimit: opt.MaxLogLimit, Registerer: n.Registry,
 		Metrics: n.Server, Logger: opt.Logger, MetricsAuth: opt.MetricsAuth, Cluster: opt.Cluster,
-		TrustedProxies: opt.TrustedProxies,
+		TrustedProxies: opt.TrustedProxies, Status: status,
 	})}
 	n.Addr, n.URL = ln.Addr().String(), "http://"+hln.Addr().String()
 	var wg sync.WaitGroup

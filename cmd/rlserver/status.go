@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"time"
+
+	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/server"
+	"github.com/rlserver/rlserver/statuspage"
+)
+
+// statusHooks are the status page's sources that other parts of the node
+// provide; nil ones show as "none". Hot keys and blocks plug in here.
+type statusHooks struct {
+	HotKeys func(n int) []statuspage.HotKey
+	Blocks  func() []statuspage.Block
+}
+
+// startStatus starts sampling srv's check counters once a second until ctx
+// ends and returns the status page of this node (GET /status, /v1/stats).
+func startStatus(ctx context.Context, cfg Config, st *state, srv *server.Server, hooks statusHooks) *statuspage.Source {
+	series := statuspage.NewSeries(statuspage.DefaultSeconds)
+	totals := func() statuspage.Totals {
+		t := srv.Totals()
+		return statuspage.Totals{Checks: t.Checks, Denied: t.Denied}
+	}
+	series.Record(time.Now(), totals())
+	tick := time.NewTicker(time.Second)
+	go func() {
+		defer tick.Stop()
+		series.Sample(ctx, tick.C, totals)
+	}()
+	o := statuspage.Options{
+		Node: nodeName(cfg, st), Version: version, Mode: cfg.Consistency, Started: time.Now(),
+		Series: series, Totals: totals, Rules: ruleCounts(srv),
+		HotKeys: hooks.HotKeys, Blocks: hooks.Blocks,
+	}
+	if cfg.DataDir == "" {
+		o.Mode = "memory"
+	}
+	if st.disk != nil {
+		o.Writes = st.disk.Space.Err
+	}
+	if st.cl != nil {
+		o.Cluster = func(ctx context.Context) *statuspage.Cluster { return clusterStatus(st.cl.Report(ctx, 0)) }
+	}
+	return statuspage.NewSource(o)
+}
+
+// nodeName is the node's name on its status page: --node-id, the one its
+// data directory holds, else its RESP address.
+func nodeName(cfg Config, st *state) string {
+	switch {
+	case cfg.NodeID != "":
+		return cfg.NodeID
+	case st.disk != nil && st.disk.NodeID != "":
+		return st.disk.NodeID
+	}
+	return cfg.Listen
+}
+
+func ruleCounts(srv *server.Server) func() []statuspage.Rule {
+	return func() []statuspage.Rule {
+		counts := srv.RuleCounts()
+		out := make([]statuspage.Rule, len(counts))
+		for i, c := range counts {
+			out[i] = statuspage.Rule{ID: c.ID, Shadow: c.Shadow, Checks: c.Checks, Denied: c.Denied, ShadowDenied: c.ShadowDenied}
+		}
+		return out
+	}
+}
+
+// clusterStatus is the cluster's report in the status page's terms: nodes
+// by their --node-id, up when connected and answering.
+func clusterStatus(r cluster.Report) *statuspage.Cluster {
+	c := &statuspage.Cluster{OK: r.OK, Errors: r.Errors}
+	for _, n := range r.Nodes {
+		_, failed := r.Errors[n.Name]
+		c.Nodes = append(c.Nodes, statuspage.Node{ID: n.Name, RESP: n.RESP, HTTP: n.HTTP, Up: n.Connected && !failed,
+			Self: n.Name == r.Node, Leads: n.Leads, DiskLow: n.DiskLow, Stopping: n.Stopping})
+	}
+	for _, g := range r.Groups {
+		sg := statuspage.Group{ID: g.ID, Slots: g.Slots, Leader: g.Leader}
+		for _, rep := range g.Replicas {
+			sg.Replicas = append(sg.Replicas, statuspage.Replica{Node: rep.Node, State: rep.State, Ready: rep.Ready,
+				Applied: rep.Applied, Keys: rep.Keys})
+		}
+		c.Groups = append(c.Groups, sg)
+	}
+	return c
+}

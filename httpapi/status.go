@@ -1,0 +1,49 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"time"
+)
+
+// StatusPage is the live status page (statuspage.Source satisfies it).
+type StatusPage interface {
+	// StatusReport returns GET /v1/stats's JSON-encodable answer; in a
+	// cluster it asks the other members, giving up by ctx's deadline.
+	StatusReport(ctx context.Context) any
+	// ServeAsset writes the page's file name ("index.html", "app.js",
+	// "style.css"), or a 404.
+	ServeAsset(w http.ResponseWriter, name string)
+}
+
+// statusGather bounds how long GET /v1/stats waits for the other members
+// of a cluster: the page polls every second, and a member that does not
+// answer by then is shown as down.
+const statusGather = 1500 * time.Millisecond
+
+// routeStatus serves the status page: GET /status (the page and its
+// files, open to anyone: they hold no figures) and GET /v1/stats (the
+// figures, which name keys and identifiers: the password when one is
+// set, as reading rules).
+func (a *api) routeStatus(mux *http.ServeMux) {
+	page := a.cfg.Status
+	a.handle(mux, "GET /status", "status", func(w http.ResponseWriter, r *http.Request) {
+		page.ServeAsset(w, "index.html")
+	})
+	a.handle(mux, "GET /status/{$}", "status", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "../status", http.StatusMovedPermanently)
+	})
+	a.handle(mux, "GET /status/{name}", "status", func(w http.ResponseWriter, r *http.Request) {
+		page.ServeAsset(w, r.PathValue("name"))
+	})
+	a.handle(mux, "GET /v1/stats", "stats", func(w http.ResponseWriter, r *http.Request) {
+		if err := a.authorize(r, accessCheck, "reading the status figures"); err != nil {
+			writeError(w, err)
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), statusGather)
+		defer cancel()
+		w.Header().Set("Cache-Control", "no-store")
+		writeJSON(w, http.StatusOK, page.StatusReport(ctx))
+	})
+}
