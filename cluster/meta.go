@@ -41,19 +41,23 @@ type metaState struct {
 	Placement map[int][]string      `json:"placement"` // group → voters' ids, preferred leader first
 	Nodes     map[string]NodeInfo   `json:"nodes"`
 	Rules     map[string]rules.Rule `json:"rules"`
+	// Blocks are the blocked identifiers, by identifier; an expired one
+	// is dropped at the next block change and never denies meanwhile.
+	Blocks map[string]rules.Block `json:"blocks,omitempty"`
 }
 
 const metaVersion = 1
 
 // metaCmd is one entry of the meta group's log.
 type metaCmd struct {
-	Op        string           `json:"op"` // init, hello, join, leave, forget, rule.set, rule.create, rule.del
+	Op        string           `json:"op"` // init, hello, join, leave, forget, rule.set, rule.create, rule.del, block.set, block.del
 	Groups    int              `json:"groups,omitempty"`
 	Placement map[int][]string `json:"placement,omitempty"`
 	Node      *NodeInfo        `json:"node,omitempty"`
 	Peers     []NodeInfo       `json:"peers,omitempty"` // init: the initial members
 	Rule      *rules.Rule      `json:"rule,omitempty"`
 	ID        string           `json:"id,omitempty"`
+	Block     *rules.Block     `json:"block,omitempty"` // block.set
 }
 
 // metaResult is what applying a metaCmd returns through raft's future.
@@ -70,7 +74,11 @@ type metaFSM struct {
 	state   metaState
 	view    atomic.Pointer[metaState] // a copy of state, replaced on change
 	rules   atomic.Pointer[rules.Set]
+	blocks  atomic.Pointer[rules.BlockTable] // nil when no block is held
 	applied atomic.Uint64
+	// blocksMade counts the blocks applied here, by source (a rule id or
+	// "manual"); under mu.
+	blocksMade map[string]uint64
 	// changed is called (outside mu) after every applied change.
 	changed func()
 }
@@ -82,7 +90,8 @@ func newMetaFSM() *metaFSM {
 }
 
 func emptyMeta() metaState {
-	return metaState{Version: metaVersion, Placement: map[int][]string{}, Nodes: map[string]NodeInfo{}, Rules: map[string]rules.Rule{}}
+	return metaState{Version: metaVersion, Placement: map[int][]string{}, Nodes: map[string]NodeInfo{}, Rules: map[string]rules.Rule{},
+		Blocks: map[string]rules.Block{}}
 }
 
 // Apply applies one committed entry (raft.FSM).
@@ -96,7 +105,11 @@ func (f *metaFSM) Apply(l *raft.Log) any {
 		return metaResult{Err: fmt.Sprintf("ERR corrupt meta entry %d: %v", l.Index, err)}
 	}
 	f.mu.Lock()
-	res := f.apply(c)
+	var at int64 // 0: an entry without a time drops no block
+	if !l.AppendedAt.IsZero() {
+		at = l.AppendedAt.UnixNano()
+	}
+	res := f.apply(c, at)
 	f.publish()
 	f.mu.Unlock()
 	if f.changed != nil {
@@ -105,8 +118,9 @@ func (f *metaFSM) Apply(l *raft.Log) any {
 	return res
 }
 
-// apply changes the state by c. Call with mu held.
-func (f *metaFSM) apply(c metaCmd) metaResult {
+// apply changes the state by c, which the leader appended at now (the
+// time in its log entry, the same on every node). Call with mu held.
+func (f *metaFSM) apply(c metaCmd, now int64) metaResult {
 	s := &f.state
 	switch c.Op {
 	case "init":
@@ -164,10 +178,52 @@ func (f *metaFSM) apply(c metaCmd) metaResult {
 		_, exists := s.Rules[c.ID]
 		delete(s.Rules, c.ID)
 		return metaResult{Added: exists}
+	case "block.set", "block.del":
+		return f.applyBlock(c, now)
 	default:
 		return metaResult{Err: fmt.Sprintf("ERR unknown meta command %q", c.Op)}
 	}
 	return metaResult{}
+}
+
+// applyBlock applies a block.set or block.del at now: the blocks expired
+// at now are dropped first. block.del's result says whether a live block
+// was lifted. Call with mu held.
+func (f *metaFSM) applyBlock(c metaCmd, now int64) metaResult {
+	s := &f.state
+	if s.Blocks == nil {
+		s.Blocks = map[string]rules.Block{}
+	}
+	for k, b := range s.Blocks {
+		if now != 0 && b.Until <= now {
+			delete(s.Blocks, k)
+		}
+	}
+	if c.Op == "block.del" {
+		_, exists := s.Blocks[c.ID]
+		delete(s.Blocks, c.ID)
+		return metaResult{Added: exists}
+	}
+	if c.Block == nil {
+		return metaResult{Err: "ERR block missing"}
+	}
+	b := *c.Block
+	if _, _, err := rules.ParseIdentifier(b.Identifier); err != nil {
+		return metaResult{Err: err.Error()}
+	}
+	if b.Until > now || now == 0 {
+		b.TTL = 0
+		s.Blocks[b.Identifier] = b
+		src := b.Rule
+		if src == "" {
+			src = "manual"
+		}
+		if f.blocksMade == nil {
+			f.blocksMade = map[string]uint64{}
+		}
+		f.blocksMade[src]++
+	}
+	return metaResult{Added: true}
 }
 
 // publish replaces the readers' copies of the state. Call with mu held.
@@ -181,11 +237,21 @@ func (f *metaFSM) publish() {
 		}
 	}
 	f.rules.Store(rules.NewSet(compiled...))
+	if len(cp.Blocks) == 0 {
+		f.blocks.Store(nil)
+	} else {
+		list := make([]rules.Block, 0, len(cp.Blocks))
+		for _, b := range cp.Blocks {
+			list = append(list, b)
+		}
+		f.blocks.Store(rules.NewBlockTable(list...))
+	}
 }
 
 func cloneMeta(s metaState) metaState {
 	cp := metaState{Version: s.Version, Groups: s.Groups, Placement: make(map[int][]string, len(s.Placement)),
-		Nodes: make(map[string]NodeInfo, len(s.Nodes)), Rules: make(map[string]rules.Rule, len(s.Rules))}
+		Nodes: make(map[string]NodeInfo, len(s.Nodes)), Rules: make(map[string]rules.Rule, len(s.Rules)),
+		Blocks: make(map[string]rules.Block, len(s.Blocks))}
 	for g, v := range s.Placement {
 		cp.Placement[g] = append([]string(nil), v...)
 	}
@@ -194,6 +260,9 @@ func cloneMeta(s metaState) metaState {
 	}
 	for k, v := range s.Rules {
 		cp.Rules[k] = v
+	}
+	for k, v := range s.Blocks {
+		cp.Blocks[k] = v
 	}
 	return cp
 }
@@ -204,6 +273,21 @@ func (f *metaFSM) current() *metaState { return f.view.Load() }
 
 // ruleSet returns the rules as of the last entry applied.
 func (f *metaFSM) ruleSet() *rules.Set { return f.rules.Load() }
+
+// blockTable returns the blocks as of the last entry applied, nil if
+// none.
+func (f *metaFSM) blockTable() *rules.BlockTable { return f.blocks.Load() }
+
+// blocksMadeCopy returns a copy of the counts of blocks applied here.
+func (f *metaFSM) blocksMadeCopy() map[string]uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make(map[string]uint64, len(f.blocksMade))
+	for k, v := range f.blocksMade {
+		out[k] = v
+	}
+	return out
+}
 
 // errMetaSnapshot is returned for a meta snapshot that cannot be read.
 var errMetaSnapshot = errors.New("cluster: corrupt meta snapshot")
@@ -232,6 +316,9 @@ func (f *metaFSM) Restore(rc io.ReadCloser) error {
 	}
 	for k, v := range s.Rules {
 		fresh.Rules[k] = v
+	}
+	for k, v := range s.Blocks {
+		fresh.Blocks[k] = v
 	}
 	fresh.Groups = s.Groups
 	f.mu.Lock()
