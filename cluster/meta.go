@@ -8,6 +8,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/raft"
 	"github.com/rlserver/rlserver/rules"
@@ -41,8 +42,9 @@ type metaState struct {
 	Placement map[int][]string      `json:"placement"` // group → voters' ids, preferred leader first
 	Nodes     map[string]NodeInfo   `json:"nodes"`
 	Rules     map[string]rules.Rule `json:"rules"`
-	// Blocks are the blocked identifiers, by identifier; an expired one
-	// is dropped at the next block change and never denies meanwhile.
+	// Blocks are the blocked identifiers, by identifier, in a snapshot
+	// only: the FSM keeps them in its block table (metaFSM.blocks). An
+	// expired one never denies and is dropped within a second of changes.
 	Blocks map[string]rules.Block `json:"blocks,omitempty"`
 }
 
@@ -74,8 +76,10 @@ type metaFSM struct {
 	state   metaState
 	view    atomic.Pointer[metaState] // a copy of state, replaced on change
 	rules   atomic.Pointer[rules.Set]
-	blocks  atomic.Pointer[rules.BlockTable] // nil when no block is held
+	blocks  atomic.Pointer[rules.BlockTable] // nil when no block is held; written under mu
 	applied atomic.Uint64
+	// blocksPruned is the entry time expired blocks were last dropped at.
+	blocksPruned int64
 	// blocksMade counts the blocks applied here, by source (a rule id or
 	// "manual"); under mu.
 	blocksMade map[string]uint64
@@ -90,8 +94,7 @@ func newMetaFSM() *metaFSM {
 }
 
 func emptyMeta() metaState {
-	return metaState{Version: metaVersion, Placement: map[int][]string{}, Nodes: map[string]NodeInfo{}, Rules: map[string]rules.Rule{},
-		Blocks: map[string]rules.Block{}}
+	return metaState{Version: metaVersion, Placement: map[int][]string{}, Nodes: map[string]NodeInfo{}, Rules: map[string]rules.Rule{}}
 }
 
 // Apply applies one committed entry (raft.FSM).
@@ -186,34 +189,34 @@ func (f *metaFSM) apply(c metaCmd, now int64) metaResult {
 	return metaResult{}
 }
 
-// applyBlock applies a block.set or block.del at now: the blocks expired
-// at now are dropped first. block.del's result says whether a live block
-// was lifted. Call with mu held.
+// applyBlock applies a block.set or block.del at now to the block table
+// (kept beside the state, not in it, so that a change copies a bucket of
+// the table rather than every block). The blocks expired at now are
+// dropped at most once a second of entry time. block.del's result says
+// whether a live block was lifted. Call with mu held.
 func (f *metaFSM) applyBlock(c metaCmd, now int64) metaResult {
-	s := &f.state
-	if s.Blocks == nil {
-		s.Blocks = map[string]rules.Block{}
+	t := f.blocks.Load()
+	if now != 0 && now-f.blocksPruned >= int64(time.Second) {
+		t, f.blocksPruned = t.Pruned(now), now
 	}
-	for k, b := range s.Blocks {
-		if now != 0 && b.Until <= now {
-			delete(s.Blocks, k)
-		}
-	}
-	if c.Op == "block.del" {
-		_, exists := s.Blocks[c.ID]
-		delete(s.Blocks, c.ID)
-		return metaResult{Added: exists}
-	}
-	if c.Block == nil {
-		return metaResult{Err: "ERR block missing"}
-	}
-	b := *c.Block
-	if _, _, err := rules.ParseIdentifier(b.Identifier); err != nil {
-		return metaResult{Err: err.Error()}
-	}
-	if b.Until > now || now == 0 {
+	var res metaResult
+	switch {
+	case c.Op == "block.del":
+		t, res.Added = t.Without(c.ID, now)
+	case c.Block == nil:
+		res.Err = "ERR block missing"
+	default:
+		b := *c.Block
 		b.TTL = 0
-		s.Blocks[b.Identifier] = b
+		if _, _, err := rules.ParseIdentifier(b.Identifier); err != nil {
+			res.Err = err.Error()
+			break
+		}
+		res.Added = true
+		if b.Until <= now && now != 0 {
+			break // expired already
+		}
+		t = t.With(b)
 		src := b.Rule
 		if src == "" {
 			src = "manual"
@@ -223,7 +226,11 @@ func (f *metaFSM) applyBlock(c metaCmd, now int64) metaResult {
 		}
 		f.blocksMade[src]++
 	}
-	return metaResult{Added: true}
+	if t.Len() == 0 {
+		t = nil
+	}
+	f.blocks.Store(t)
+	return res
 }
 
 // publish replaces the readers' copies of the state. Call with mu held.
@@ -237,21 +244,11 @@ func (f *metaFSM) publish() {
 		}
 	}
 	f.rules.Store(rules.NewSet(compiled...))
-	if len(cp.Blocks) == 0 {
-		f.blocks.Store(nil)
-	} else {
-		list := make([]rules.Block, 0, len(cp.Blocks))
-		for _, b := range cp.Blocks {
-			list = append(list, b)
-		}
-		f.blocks.Store(rules.NewBlockTable(list...))
-	}
 }
 
 func cloneMeta(s metaState) metaState {
 	cp := metaState{Version: s.Version, Groups: s.Groups, Placement: make(map[int][]string, len(s.Placement)),
-		Nodes: make(map[string]NodeInfo, len(s.Nodes)), Rules: make(map[string]rules.Rule, len(s.Rules)),
-		Blocks: make(map[string]rules.Block, len(s.Blocks))}
+		Nodes: make(map[string]NodeInfo, len(s.Nodes)), Rules: make(map[string]rules.Rule, len(s.Rules))}
 	for g, v := range s.Placement {
 		cp.Placement[g] = append([]string(nil), v...)
 	}
@@ -260,9 +257,6 @@ func cloneMeta(s metaState) metaState {
 	}
 	for k, v := range s.Rules {
 		cp.Rules[k] = v
-	}
-	for k, v := range s.Blocks {
-		cp.Blocks[k] = v
 	}
 	return cp
 }
@@ -294,7 +288,14 @@ var errMetaSnapshot = errors.New("cluster: corrupt meta snapshot")
 
 // Snapshot returns the state to persist (raft.FSM).
 func (f *metaFSM) Snapshot() (raft.FSMSnapshot, error) {
-	return metaSnapshot{state: *f.current()}, nil
+	st := *f.current()
+	if all := f.blockTable().All(); len(all) > 0 {
+		st.Blocks = make(map[string]rules.Block, len(all))
+		for _, b := range all {
+			st.Blocks[b.Identifier] = b
+		}
+	}
+	return metaSnapshot{state: st}, nil
 }
 
 // Restore replaces the state with the snapshot's (raft.FSM).
@@ -317,12 +318,19 @@ func (f *metaFSM) Restore(rc io.ReadCloser) error {
 	for k, v := range s.Rules {
 		fresh.Rules[k] = v
 	}
-	for k, v := range s.Blocks {
-		fresh.Blocks[k] = v
+	blocks := make([]rules.Block, 0, len(s.Blocks))
+	for _, b := range s.Blocks {
+		blocks = append(blocks, b)
 	}
 	fresh.Groups = s.Groups
 	f.mu.Lock()
 	f.state = fresh
+	if len(blocks) == 0 {
+		f.blocks.Store(nil)
+	} else {
+		f.blocks.Store(rules.NewBlockTable(blocks...))
+	}
+	f.blocksPruned = 0
 	f.publish()
 	f.mu.Unlock()
 	if f.changed != nil {

@@ -54,7 +54,7 @@ func TestMetaBlocks(t *testing.T) {
 	if res := f.Apply(metaEntry(t, 5, later, metaCmd{Op: "block.del", ID: "user=u1"})).(metaResult); res.Added {
 		t.Errorf("block.del of an expired block reports it lifted")
 	}
-	if got := len(f.current().Blocks); got != 1 {
+	if got := f.blockTable().Len(); got != 1 {
 		t.Errorf("%d blocks held after the expired one was dropped, want 1", got)
 	}
 	snap, _ := f.Snapshot()

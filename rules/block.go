@@ -148,9 +148,25 @@ func DecodeBlock(data []byte) (Block, error) {
 
 // BlockTable is an immutable set of blocks keyed by identifier. A nil
 // *BlockTable is empty. Methods that change it return a new table, so
-// readers use one without locks while a writer builds the next.
+// readers use one without locks while a writer builds the next. The
+// blocks are spread over blockBuckets maps by a hash of the identifier,
+// and a change copies one of them, so that making n blocks one by one
+// (an attack from many addresses) costs O(n²/blockBuckets), not O(n²).
 type BlockTable struct {
-	m map[string]Block
+	buckets [blockBuckets]map[string]Block
+	n       int
+}
+
+const blockBuckets = 256
+
+// bucketOf returns the bucket of identifier k (FNV-1a), without
+// allocating.
+func bucketOf[S string | []byte](k S) int {
+	h := uint32(2166136261)
+	for i := 0; i < len(k); i++ {
+		h = (h ^ uint32(k[i])) * 16777619
+	}
+	return int(h % blockBuckets)
 }
 
 // Len returns the number of blocks held, expired ones included.
@@ -158,57 +174,84 @@ func (t *BlockTable) Len() int {
 	if t == nil {
 		return 0
 	}
-	return len(t.m)
+	return t.n
 }
 
-// With returns a table in which b replaces the block of its identifier,
-// without the blocks that expired at now.
-func (t *BlockTable) With(b Block, now int64) *BlockTable {
-	n := t.live(now, "")
-	n.m[b.Identifier] = b
+// copyWith returns a copy of t whose bucket i is a copy of t's.
+func (t *BlockTable) copyWith(i int) *BlockTable {
+	n := &BlockTable{}
+	if t != nil {
+		*n = *t
+	}
+	m := make(map[string]Block, len(n.buckets[i])+1)
+	for k, v := range n.buckets[i] {
+		m[k] = v
+	}
+	n.buckets[i] = m
 	return n
 }
 
-// Without returns a table without the block of identifier and without the
-// blocks that expired at now, and whether identifier was blocked at now.
+// With returns a table in which b replaces the block of its identifier.
+func (t *BlockTable) With(b Block) *BlockTable {
+	i := bucketOf(b.Identifier)
+	n := t.copyWith(i)
+	if _, ok := n.buckets[i][b.Identifier]; !ok {
+		n.n++
+	}
+	n.buckets[i][b.Identifier] = b
+	return n
+}
+
+// Without returns a table without the block of identifier, and whether
+// identifier was blocked at now. It returns t itself if identifier had no
+// block.
 func (t *BlockTable) Without(identifier string, now int64) (*BlockTable, bool) {
-	_, ok := t.Get(identifier, now)
-	return t.live(now, identifier), ok
+	b, held := t.get(identifier)
+	if !held {
+		return t, false
+	}
+	i := bucketOf(identifier)
+	n := t.copyWith(i)
+	delete(n.buckets[i], identifier)
+	n.n--
+	return n, b.Until > now
 }
 
 // Pruned returns a table without the blocks that expired at now, or t
-// itself if none did.
+// itself if none did. It looks at every block and copies the buckets it
+// changes.
 func (t *BlockTable) Pruned(now int64) *BlockTable {
 	if t == nil {
 		return nil
 	}
-	for _, b := range t.m {
-		if b.Until <= now {
-			return t.live(now, "")
-		}
-	}
-	return t
-}
-
-// live copies the blocks live at now, leaving out skip.
-func (t *BlockTable) live(now int64, skip string) *BlockTable {
-	n := &BlockTable{m: make(map[string]Block, t.Len()+1)}
-	if t != nil {
-		for k, b := range t.m {
-			if b.Until > now && k != skip {
-				n.m[k] = b
+	n := t
+	for i := range t.buckets {
+		copied := false
+		for k, b := range t.buckets[i] {
+			if b.Until > now {
+				continue
 			}
+			if !copied {
+				n, copied = n.copyWith(i), true
+			}
+			delete(n.buckets[i], k)
+			n.n--
 		}
 	}
 	return n
 }
 
-// Get returns the block of identifier if it is live at now.
-func (t *BlockTable) Get(identifier string, now int64) (Block, bool) {
+func (t *BlockTable) get(identifier string) (Block, bool) {
 	if t == nil {
 		return Block{}, false
 	}
-	b, ok := t.m[identifier]
+	b, ok := t.buckets[bucketOf(identifier)][identifier]
+	return b, ok
+}
+
+// Get returns the block of identifier if it is live at now.
+func (t *BlockTable) Get(identifier string, now int64) (Block, bool) {
+	b, ok := t.get(identifier)
 	if !ok || b.Until <= now {
 		return Block{}, false
 	}
@@ -221,9 +264,11 @@ func (t *BlockTable) All() []Block {
 	if t == nil {
 		return nil
 	}
-	out := make([]Block, 0, len(t.m))
-	for _, b := range t.m {
-		out = append(out, b)
+	out := make([]Block, 0, t.n)
+	for i := range t.buckets {
+		for _, b := range t.buckets[i] {
+			out = append(out, b)
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Identifier < out[j].Identifier })
 	return out
@@ -248,14 +293,14 @@ func (t *BlockTable) Active(now int64) []Block {
 func (t *BlockTable) Find(q *Query, now int64) (Block, bool) {
 	var best Block
 	found := false
-	if t == nil || len(t.m) == 0 {
+	if t.Len() == 0 {
 		return best, false
 	}
 	for i := range q.IDs {
 		id := &q.IDs[i]
 		k := append(append(append(q.blockKey[:0], id.Type...), '='), id.Value...)
 		q.blockKey = k
-		if b, ok := t.m[string(k)]; ok && b.Until > now && (!found || b.Until > best.Until) {
+		if b, ok := t.buckets[bucketOf(k)][string(k)]; ok && b.Until > now && (!found || b.Until > best.Until) {
 			best, found = b, true
 		}
 	}
@@ -265,9 +310,16 @@ func (t *BlockTable) Find(q *Query, now int64) (Block, bool) {
 // NewBlockTable returns a table of the given blocks, the later of two
 // with one identifier winning.
 func NewBlockTable(blocks ...Block) *BlockTable {
-	t := &BlockTable{m: make(map[string]Block, len(blocks))}
+	t := &BlockTable{}
 	for _, b := range blocks {
-		t.m[b.Identifier] = b
+		i := bucketOf(b.Identifier)
+		if t.buckets[i] == nil {
+			t.buckets[i] = map[string]Block{}
+		}
+		if _, ok := t.buckets[i][b.Identifier]; !ok {
+			t.n++
+		}
+		t.buckets[i][b.Identifier] = b
 	}
 	return t
 }

@@ -3,6 +3,7 @@ package rules
 import (
 	"errors"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -105,8 +106,8 @@ func TestLoadYAMLBlock(t *testing.T) {
 
 func TestBlockTable(t *testing.T) {
 	var tab *BlockTable
-	tab = tab.With(Block{Identifier: "ip=1", Until: 100}, 0)
-	tab = tab.With(Block{Identifier: "user=u", Until: 50, Reason: "x"}, 0)
+	tab = tab.With(Block{Identifier: "ip=1", Until: 100})
+	tab = tab.With(Block{Identifier: "user=u", Until: 50, Reason: "x"})
 	q := &Query{}
 	q.Reset()
 	q.AddID([]byte("user"), []byte("u"))
@@ -121,8 +122,20 @@ func TestBlockTable(t *testing.T) {
 		t.Errorf("Active(60) = %+v", got)
 	}
 	next, ok := tab.Without("user=u", 60)
-	if ok || next.Len() != 1 {
-		t.Errorf("Without an expired block: %v, %d", ok, next.Len())
+	if ok || next.Len() != 1 || tab.Len() != 2 {
+		t.Errorf("Without an expired block: %v, %d (the original %d)", ok, next.Len(), tab.Len())
+	}
+	// Many blocks: Pruned drops the expired ones and leaves t as it was.
+	var big *BlockTable
+	for i := 0; i < 2000; i++ {
+		big = big.With(Block{Identifier: "ip=" + strings.Repeat("x", i%7) + string(rune('a'+i%26)) + strconv.Itoa(i), Until: int64(i)})
+	}
+	pruned := big.Pruned(1000)
+	if big.Len() != 2000 || pruned.Len() != 999 || len(pruned.All()) != 999 || len(big.Active(1000)) != 999 {
+		t.Errorf("Pruned: %d of %d left (All %d)", pruned.Len(), big.Len(), len(pruned.All()))
+	}
+	if big.Pruned(-1) != big {
+		t.Errorf("Pruned with nothing expired copies the table")
 	}
 	if _, err := NewBlock("ip=1", 0, "", 0); !errors.Is(err, ErrBlockSeconds) || !errors.Is(err, ErrInvalidBlock) {
 		t.Errorf("NewBlock 0 s: %v", err)

@@ -85,10 +85,9 @@ func (s *Store) putBlock(b rules.Block, now int64, note bool) {
 	defer t.mu.Unlock()
 	b.TTL = 0
 	if b.Until <= now {
-		t.blocks.publish(t.blocks.table.Load().Pruned(now))
-		return
+		return // expired already (a record replayed late)
 	}
-	t.blocks.publish(t.blocks.table.Load().With(b, now))
+	t.blocks.publish(t.blocks.table.Load().With(b))
 	if !note {
 		return // replayed: counted when it was made
 	}
