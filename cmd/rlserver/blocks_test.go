@@ -127,9 +127,9 @@ func TestBlocksSurviveRestartAndKill9(t *testing.T) {
 	p.stop()
 }
 
-// TestClusterBlocksSurviveFailover: in a three-node cluster a rule's block
-// made through one node and a manual one made through another reach every
-// node; the meta group's leader is killed with SIGKILL; the blocks still
+// TestClusterBlocksSurviveFailover: in a three-node cluster a rule's
+// blocks (from denials through one node, and through all three) and manual
+// ones made over RESP and HTTP through others reach every node; the meta group's leader is killed with SIGKILL; the blocks still
 // deny through the others, and one is lifted through a survivor once the
 // meta group has a new leader.
 func TestClusterBlocksSurviveFailover(t *testing.T) {
@@ -145,8 +145,16 @@ func TestClusterBlocksSurviveFailover(t *testing.T) {
 		return true
 	})
 	denyUntilBlocked(t, procs[0], "per-ip", "1.1.1.1")
+	// Denials through different nodes count together: the count lives in
+	// its slot's group, like the rule's counters.
+	for i, want := range []int64{1, 0, 0, 0} {
+		if v := checkIP(t, procs[i%3], "5.5.5.5"); v[0] != want || v[5] != "per-ip" {
+			t.Fatalf("ip=5.5.5.5 check %d through node %d: %v, want allowed=%d by per-ip", i+1, i%3, v, want)
+		}
+	}
 	procs[1].do("RL.BLOCK", "user=u1", 600, "abuse")
-	want := []string{"ip=1.1.1.1", "user=u1"}
+	putBlock(t, procs[2], "apikey", "k1", 600)
+	want := []string{"apikey=k1", "ip=1.1.1.1", "ip=5.5.5.5", "user=u1"}
 	waitFor(t, 10*time.Second, "the blocks on every node", func() bool {
 		for _, p := range procs {
 			if strings.Join(blockedIDs(t, p), ",") != strings.Join(want, ",") {
@@ -187,9 +195,10 @@ func TestClusterBlocksSurviveFailover(t *testing.T) {
 	if lifted != int64(1) {
 		t.Fatalf("RL.UNBLOCK user=u1: %v", lifted)
 	}
+	left := []string{"apikey=k1", "ip=1.1.1.1", "ip=5.5.5.5"}
 	waitFor(t, 10*time.Second, "the lift on the other survivor", func() bool {
-		return strings.Join(blockedIDs(t, live[1]), ",") == "ip=1.1.1.1"
+		return strings.Join(blockedIDs(t, live[1]), ",") == strings.Join(left, ",")
 	})
-	assertBlocked(t, live[1], "ip=1.1.1.1")
+	assertBlocked(t, live[1], left...)
 	t.Logf("meta leader %s killed; RL.UNBLOCK committed through a survivor %v later", r.MetaLeader, time.Since(killed).Round(time.Millisecond))
 }
