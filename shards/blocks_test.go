@@ -75,3 +75,21 @@ func ids(bs []rules.Block) []string {
 	}
 	return out
 }
+
+// The block records' encoding is part of the log and snapshot format:
+// it must not change under existing logs.
+func TestBlockRecordEncoding(t *testing.T) {
+	s := shards.New(1)
+	s.EnableJournal()
+	s.SetBlock(rules.Block{Identifier: "ip=1.2.3.4", Until: 1_700_000_060_000_000_000, Reason: "r", Rule: "x"}, now0)
+	s.Unblock("user=u1", now0) // not blocked: no record
+	s.SetBlock(rules.Block{Identifier: "user=u1", Until: now0 + 1}, now0)
+	s.Unblock("user=u1", now0)
+	got, n := s.AppendChanges(nil)
+	want := "\x08\x47" + `{"id":"ip=1.2.3.4","until":1700000060000000000,"reason":"r","rule":"x"}` +
+		"\x08\x2c" + `{"id":"user=u1","until":1700000040000000001}` +
+		"\x09\x07user=u1"
+	if string(got) != want || n != 3 {
+		t.Errorf("records (%d):\n%q\nwant\n%q", n, got, want)
+	}
+}
