@@ -99,6 +99,8 @@ type Cluster struct {
 	mux   *transport.Mux
 	meta  *metaFSM
 	metaR *raft.Raft
+	// blockDenied counts the rules checks this node denied by a block.
+	blockDenied atomic.Uint64
 	// groups holds this node's replica of each data group, by id (nil for
 	// a group it does not host; [0] is unused). Replicas come and go as
 	// groups move between nodes, so readers load them atomically.

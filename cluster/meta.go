@@ -8,6 +8,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/raft"
 	"github.com/rlserver/rlserver/rules"
@@ -41,19 +42,24 @@ type metaState struct {
 	Placement map[int][]string      `json:"placement"` // group → voters' ids, preferred leader first
 	Nodes     map[string]NodeInfo   `json:"nodes"`
 	Rules     map[string]rules.Rule `json:"rules"`
+	// Blocks are the blocked identifiers, by identifier, in a snapshot
+	// only: the FSM keeps them in its block table (metaFSM.blocks). An
+	// expired one never denies and is dropped within a second of changes.
+	Blocks map[string]rules.Block `json:"blocks,omitempty"`
 }
 
 const metaVersion = 1
 
 // metaCmd is one entry of the meta group's log.
 type metaCmd struct {
-	Op        string           `json:"op"` // init, hello, join, leave, forget, rule.set, rule.create, rule.del
+	Op        string           `json:"op"` // init, hello, join, leave, forget, rule.set, rule.create, rule.del, block.set, block.del
 	Groups    int              `json:"groups,omitempty"`
 	Placement map[int][]string `json:"placement,omitempty"`
 	Node      *NodeInfo        `json:"node,omitempty"`
 	Peers     []NodeInfo       `json:"peers,omitempty"` // init: the initial members
 	Rule      *rules.Rule      `json:"rule,omitempty"`
 	ID        string           `json:"id,omitempty"`
+	Block     *rules.Block     `json:"block,omitempty"` // block.set
 }
 
 // metaResult is what applying a metaCmd returns through raft's future.
@@ -70,7 +76,13 @@ type metaFSM struct {
 	state   metaState
 	view    atomic.Pointer[metaState] // a copy of state, replaced on change
 	rules   atomic.Pointer[rules.Set]
+	blocks  atomic.Pointer[rules.BlockTable] // nil when no block is held; written under mu
 	applied atomic.Uint64
+	// blocksPruned is the entry time expired blocks were last dropped at.
+	blocksPruned int64
+	// blocksMade counts the blocks applied here, by source (a rule id or
+	// "manual"); under mu.
+	blocksMade map[string]uint64
 	// changed is called (outside mu) after every applied change.
 	changed func()
 }
@@ -96,7 +108,11 @@ func (f *metaFSM) Apply(l *raft.Log) any {
 		return metaResult{Err: fmt.Sprintf("ERR corrupt meta entry %d: %v", l.Index, err)}
 	}
 	f.mu.Lock()
-	res := f.apply(c)
+	var at int64 // 0: an entry without a time drops no block
+	if !l.AppendedAt.IsZero() {
+		at = l.AppendedAt.UnixNano()
+	}
+	res := f.apply(c, at)
 	f.publish()
 	f.mu.Unlock()
 	if f.changed != nil {
@@ -105,8 +121,9 @@ func (f *metaFSM) Apply(l *raft.Log) any {
 	return res
 }
 
-// apply changes the state by c. Call with mu held.
-func (f *metaFSM) apply(c metaCmd) metaResult {
+// apply changes the state by c, which the leader appended at now (the
+// time in its log entry, the same on every node). Call with mu held.
+func (f *metaFSM) apply(c metaCmd, now int64) metaResult {
 	s := &f.state
 	switch c.Op {
 	case "init":
@@ -164,10 +181,56 @@ func (f *metaFSM) apply(c metaCmd) metaResult {
 		_, exists := s.Rules[c.ID]
 		delete(s.Rules, c.ID)
 		return metaResult{Added: exists}
+	case "block.set", "block.del":
+		return f.applyBlock(c, now)
 	default:
 		return metaResult{Err: fmt.Sprintf("ERR unknown meta command %q", c.Op)}
 	}
 	return metaResult{}
+}
+
+// applyBlock applies a block.set or block.del at now to the block table
+// (kept beside the state, not in it, so that a change copies a bucket of
+// the table rather than every block). The blocks expired at now are
+// dropped at most once a second of entry time. block.del's result says
+// whether a live block was lifted. Call with mu held.
+func (f *metaFSM) applyBlock(c metaCmd, now int64) metaResult {
+	t := f.blocks.Load()
+	if now != 0 && now-f.blocksPruned >= int64(time.Second) {
+		t, f.blocksPruned = t.Pruned(now), now
+	}
+	var res metaResult
+	switch {
+	case c.Op == "block.del":
+		t, res.Added = t.Without(c.ID, now)
+	case c.Block == nil:
+		res.Err = "ERR block missing"
+	default:
+		b := *c.Block
+		b.TTL = 0
+		if _, _, err := rules.ParseIdentifier(b.Identifier); err != nil {
+			res.Err = err.Error()
+			break
+		}
+		res.Added = true
+		if b.Until <= now && now != 0 {
+			break // expired already
+		}
+		t = t.With(b)
+		src := b.Rule
+		if src == "" {
+			src = "manual"
+		}
+		if f.blocksMade == nil {
+			f.blocksMade = map[string]uint64{}
+		}
+		f.blocksMade[src]++
+	}
+	if t.Len() == 0 {
+		t = nil
+	}
+	f.blocks.Store(t)
+	return res
 }
 
 // publish replaces the readers' copies of the state. Call with mu held.
@@ -205,12 +268,34 @@ func (f *metaFSM) current() *metaState { return f.view.Load() }
 // ruleSet returns the rules as of the last entry applied.
 func (f *metaFSM) ruleSet() *rules.Set { return f.rules.Load() }
 
+// blockTable returns the blocks as of the last entry applied, nil if
+// none.
+func (f *metaFSM) blockTable() *rules.BlockTable { return f.blocks.Load() }
+
+// blocksMadeCopy returns a copy of the counts of blocks applied here.
+func (f *metaFSM) blocksMadeCopy() map[string]uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make(map[string]uint64, len(f.blocksMade))
+	for k, v := range f.blocksMade {
+		out[k] = v
+	}
+	return out
+}
+
 // errMetaSnapshot is returned for a meta snapshot that cannot be read.
 var errMetaSnapshot = errors.New("cluster: corrupt meta snapshot")
 
 // Snapshot returns the state to persist (raft.FSM).
 func (f *metaFSM) Snapshot() (raft.FSMSnapshot, error) {
-	return metaSnapshot{state: *f.current()}, nil
+	st := *f.current()
+	if all := f.blockTable().All(); len(all) > 0 {
+		st.Blocks = make(map[string]rules.Block, len(all))
+		for _, b := range all {
+			st.Blocks[b.Identifier] = b
+		}
+	}
+	return metaSnapshot{state: st}, nil
 }
 
 // Restore replaces the state with the snapshot's (raft.FSM).
@@ -233,9 +318,19 @@ func (f *metaFSM) Restore(rc io.ReadCloser) error {
 	for k, v := range s.Rules {
 		fresh.Rules[k] = v
 	}
+	blocks := make([]rules.Block, 0, len(s.Blocks))
+	for _, b := range s.Blocks {
+		blocks = append(blocks, b)
+	}
 	fresh.Groups = s.Groups
 	f.mu.Lock()
 	f.state = fresh
+	if len(blocks) == 0 {
+		f.blocks.Store(nil)
+	} else {
+		f.blocks.Store(rules.NewBlockTable(blocks...))
+	}
+	f.blocksPruned = 0
 	f.publish()
 	f.mu.Unlock()
 	if f.changed != nil {

@@ -418,6 +418,29 @@ func (n *Node) Transact(plan shards.TxPlan, run func(tx *shards.Tx)) {
 	n.store.Transact(plan, run)
 }
 
+// SetBlock is shards.Store.SetBlock, refused while the log refuses
+// writes.
+func (n *Node) SetBlock(b rules.Block, now int64) error {
+	if err := n.refuse(); err != nil {
+		return err
+	}
+	return n.store.SetBlock(b, now)
+}
+
+// Unblock is shards.Store.Unblock, refused while the log refuses writes.
+func (n *Node) Unblock(identifier string, now int64) (bool, error) {
+	if err := n.refuse(); err != nil {
+		return false, err
+	}
+	return n.store.Unblock(identifier, now)
+}
+
+// ActiveBlocks returns the blocks live at now (shards.Store.ActiveBlocks).
+func (n *Node) ActiveBlocks(now int64) []rules.Block { return n.store.ActiveBlocks(now) }
+
+// BlockStats returns the store's counts of blocks.
+func (n *Node) BlockStats(now int64) shards.BlockStats { return n.store.BlockStats(now) }
+
 // Rule returns the rule with the given id.
 func (n *Node) Rule(id string) (rules.Rule, bool) { return n.store.Rule(id) }
 

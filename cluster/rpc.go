@@ -410,12 +410,16 @@ type Report struct {
 	// Serving: every group is served by one node, and Balanced: by its
 	// preferred leader (the methods' answers, for scripts that read the
 	// JSON).
-	Serving  bool              `json:"serving"`
-	Balanced bool              `json:"balanced"`
-	Nodes    []ReportNode      `json:"nodes"`
-	Groups   []ReportGroup     `json:"groups"`
-	Rules    int               `json:"rules"`
-	Errors   map[string]string `json:"errors,omitempty"` // nodes that did not answer
+	Serving  bool          `json:"serving"`
+	Balanced bool          `json:"balanced"`
+	Nodes    []ReportNode  `json:"nodes"`
+	Groups   []ReportGroup `json:"groups"`
+	Rules    int           `json:"rules"`
+	// MetaLeader is the name of the meta group's leader as this node
+	// knows it ("" during an election): the node that applies rule,
+	// block and membership changes.
+	MetaLeader string            `json:"meta_leader"`
+	Errors     map[string]string `json:"errors,omitempty"` // nodes that did not answer
 }
 
 // ReportNode is one member.
@@ -578,6 +582,12 @@ func (c *Cluster) Report(ctx context.Context, digestAt int64) Report {
 			}
 		}
 		r.Groups = append(r.Groups, rg)
+	}
+	if _, id := c.metaR.LeaderWithID(); id != "" {
+		r.MetaLeader = names[string(id)]
+		if r.MetaLeader == "" {
+			r.MetaLeader = string(id)
+		}
 	}
 	for _, n := range v.Nodes {
 		r.Nodes = append(r.Nodes, ReportNode{Name: n.Name, ID: n.ID, RESP: n.RESP, HTTP: n.HTTP, Raft: n.Raft,

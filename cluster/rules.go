@@ -84,8 +84,67 @@ func (c *Cluster) RuleCount() int { return len(c.meta.current().Rules) }
 // rules ("id:value") live in the groups of their slots, on this node or
 // others, and are charged with CheckAll, so the request is charged to
 // every rule or to none, and no rule ever admits more than its limit.
+//
+// If one of q's identifiers is blocked, q is denied by the block and
+// nothing is charged. A denial by a rule with a block is counted in the
+// counter "!id:value" (in its slot's group, like the rule's counters), and
+// on the rule's block.after-th the block is proposed to the meta group in
+// the background, from where it reaches every node.
 func (c *Cluster) CheckRules(q *rules.Query, now int64) error {
-	return shards.CheckRulesWith(c.meta.ruleSet(), q, now, c.CheckAll)
+	if err := shards.CheckRulesWith(c.meta.ruleSet(), c.meta.blockTable(), q, now, c.CheckAll); err != nil {
+		return err
+	}
+	if q.Blocked {
+		c.blockDenied.Add(1)
+		return nil
+	}
+	if !q.Allowed {
+		shards.DenialsToCount(q, func(e *rules.Eval) { c.countDenial(q, e, now) })
+	}
+	return nil
+}
+
+// countDenial counts one denial of e's identifier by e's rule, and on
+// the rule's block.after-th within block.within proposes the block.
+func (c *Cluster) countDenial(q *rules.Query, e *rules.Eval, now int64) {
+	after, within, dur, _ := e.Rule.BlockAfter()
+	ops := []shards.Op{{Key: q.DenialKey(e), Algo: engine.Log, Params: engine.Params{Limit: after, Window: within}, Replace: true}}
+	allowed, err := c.CheckAll(ops, 1, now)
+	if err != nil || !allowed || ops[0].Result.Remaining != 0 {
+		return
+	}
+	b := shards.DenialBlock(e, now, dur)
+	go func() {
+		if err := c.SetBlock(b, now); err != nil {
+			c.log.Warn("a rule's block could not be made", "identifier", b.Identifier, "rule", b.Rule, "err", err)
+		}
+	}()
+}
+
+// SetBlock blocks b.Identifier until b.Until through the meta group, so
+// that every node denies it.
+func (c *Cluster) SetBlock(b rules.Block, now int64) error {
+	_, err := c.ruleCmd(metaCmd{Op: "block.set", Block: &b})
+	return err
+}
+
+// Unblock lifts the block of identifier through the meta group and
+// reports whether one was live.
+func (c *Cluster) Unblock(identifier string, now int64) (bool, error) {
+	return c.ruleCmd(metaCmd{Op: "block.del", ID: identifier})
+}
+
+// ActiveBlocks returns the blocks live at now, sorted by identifier, each
+// with its TTL.
+func (c *Cluster) ActiveBlocks(now int64) []rules.Block {
+	return c.meta.blockTable().Active(now)
+}
+
+// BlockStats returns the counts of blocks: those applied on this node by
+// source, the rules checks this node denied by a block, and those live
+// at now.
+func (c *Cluster) BlockStats(now int64) shards.BlockStats {
+	return shards.BlockStats{Made: c.meta.blocksMadeCopy(), Denied: c.blockDenied.Load(), Active: len(c.ActiveBlocks(now))}
 }
 
 // CheckAll is shards.Store.CheckAll across the cluster: the ops' counters
@@ -309,7 +368,7 @@ func (c *Cluster) firstSlot(g int) int {
 // that send them on goroutines of their own.
 func (c *Cluster) Blocks(name string) bool {
 	switch name {
-	case "rl.checkrules", "rl.rule.set", "rl.rule.del", "rl.cluster.join", "rl.cluster.leave":
+	case "rl.checkrules", "rl.rule.set", "rl.rule.del", "rl.block", "rl.unblock", "rl.cluster.join", "rl.cluster.leave":
 		return true
 	case "rl.check", "rl.peek", "rl.reset", "cl.throttle", "exec":
 		return c.cfg.Proxy // forwarded to another node

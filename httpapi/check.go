@@ -173,7 +173,11 @@ func (a *api) decideRules(w http.ResponseWriter, r *http.Request, q *rules.Query
 	body := ruleCheckResponse{checkResponse: response(res)}
 	var p engine.Params
 	var policy string
-	if rule != nil {
+	switch {
+	case q.Blocked: // denied by a block: no rule, no policy
+		name := q.BlockName()
+		body.Rule = &name
+	case rule != nil:
 		body.Rule, p, policy = &rule.Rule.ID, rule.Params, rule.Rule.ID
 	}
 	if res.Allowed && !allowedBody {

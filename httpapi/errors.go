@@ -44,7 +44,7 @@ func writeError(w http.ResponseWriter, err error) {
 	case errors.Is(err, ErrUnauthorized):
 		status = http.StatusUnauthorized
 		w.Header().Set("WWW-Authenticate", `Bearer realm="rlserver"`)
-	case errors.Is(err, rules.ErrNotFound):
+	case errors.Is(err, rules.ErrNotFound), errors.Is(err, ErrNoBlock):
 		status = http.StatusNotFound
 	case errors.Is(err, rules.ErrExists), redisCode(err) == "WRONGTYPE":
 		status = http.StatusConflict

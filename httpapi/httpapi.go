@@ -192,6 +192,7 @@ func New(cfg Config) http.Handler {
 	}
 	if cfg.Rules != nil {
 		a.routeRules(mux)
+		a.routeBlocks(mux)
 	}
 	if cfg.Checker != nil {
 		a.routeChecks(mux)

@@ -23,7 +23,7 @@ var (
 	ErrWindow  = errors.New(`must be a duration such as "500ms", "60" (seconds), "1m", "24h" or "1d", from 1ms to 366d`)
 	ErrBurst   = errors.New("must be a non-negative integer no larger than 2^48, and is for token, leaky and gcra only")
 	ErrType    = errors.New("has the wrong type")
-	ErrUnknown = errors.New("is not a rule field (fields are id, target, tier, key_type, algo, limit, window, burst, shadow)")
+	ErrUnknown = errors.New("is not a rule field (fields are id, target, tier, key_type, algo, limit, window, burst, shadow, block; block's are after, within, for)")
 	ErrTwice   = errors.New("is given twice")
 	ErrSyntax  = errors.New("is not valid JSON")
 )

@@ -1,6 +1,10 @@
 package rules
 
-import "github.com/rlserver/rlserver/engine"
+import (
+	"time"
+
+	"github.com/rlserver/rlserver/engine"
+)
 
 // ID is one identifier of a request: its type ("user", "ip", "apikey")
 // and value ("u1", "1.2.3.4").
@@ -24,7 +28,13 @@ type Query struct {
 	Allowed bool   // false iff some enforcing (non-shadow) rule denied
 	Best    int    // index in Evals of the most restrictive rule; -1 if none matched
 
-	keys []byte // backing store of the Evals' keys
+	// Blocked is set by the evaluator when one of IDs is blocked: then
+	// Evals is empty, Allowed false and Best -1, and nothing was charged.
+	Blocked bool
+	Block   Block // the block, when Blocked; its TTL is the time left
+
+	keys     []byte // backing store of the Evals' keys
+	blockKey []byte // scratch for BlockTable.Find
 	// index finds an identifier's position in IDs by type once there are
 	// more than smallQuery of them, so that adding and matching n
 	// identifiers is not quadratic in n; nil below that.
@@ -58,8 +68,23 @@ func (q *Query) Reset() {
 	q.index = nil
 	q.Evals = q.Evals[:0]
 	q.Allowed, q.Best = false, -1
+	q.Blocked, q.Block = false, Block{}
 	q.keys = q.keys[:0]
 }
+
+// SetBlocked records that q is denied by b, with ttl (ns) left: no rule
+// is evaluated and nothing is charged.
+func (q *Query) SetBlocked(b Block, ttl int64) {
+	q.Evals = q.Evals[:0]
+	q.Allowed, q.Best = false, -1
+	q.Blocked, q.Block = true, b
+	q.Block.TTL = time.Duration(ttl)
+}
+
+// BlockName is what a reply names instead of a rule when q is blocked:
+// "block:" and the identifier ("block:ip=1.2.3.4"). Rule ids never hold
+// ':', so it is never a rule's id.
+func (q *Query) BlockName() string { return "block:" + q.Block.Identifier }
 
 // AddID adds an identifier and reports false, adding nothing, if q already
 // has one of that type. It takes constant time on average, however many
@@ -103,7 +128,14 @@ func (q *Query) value(typ string) ([]byte, bool) {
 // rule is reported only when no enforcing rule matched, and then as
 // allowed (RetryAfter 0), since shadow rules never deny. Reply().Allowed
 // always equals q.Allowed.
+//
+// A blocked q (q.Blocked) replies {Allowed: false, Limit: 0, Remaining: 0,
+// RetryAfter and ResetAfter: the block's time left} and nil.
 func (q *Query) Reply() (engine.Result, *Compiled) {
+	if q.Blocked {
+		ttl := int64(q.Block.TTL)
+		return engine.Result{RetryAfter: ttl, ResetAfter: ttl}, nil
+	}
 	if q.Best < 0 || q.Best >= len(q.Evals) {
 		return engine.Result{Allowed: true, Limit: -1, Remaining: -1}, nil
 	}
@@ -113,4 +145,13 @@ func (q *Query) Reply() (engine.Result, *Compiled) {
 		r.Allowed, r.RetryAfter = true, 0
 	}
 	return r, e.Rule
+}
+
+// DenialKey returns the counter key "!id:value" in which e's rule, which
+// has a block, counts its denials of e's identifier. Rule ids never start
+// with '!', so it is no rule's counter. The slice is valid until q is
+// used again.
+func (q *Query) DenialKey(e *Eval) []byte {
+	q.blockKey = append(append(q.blockKey[:0], '!'), e.Key...)
+	return q.blockKey
 }

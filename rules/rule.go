@@ -28,6 +28,9 @@ type Rule struct {
 	Window  string `json:"window" yaml:"window"`
 	Burst   int64  `json:"burst" yaml:"burst"`
 	Shadow  bool   `json:"shadow" yaml:"shadow"`
+	// Block, if set, blocks an identifier that the rule denies too often
+	// (see BlockSpec). Rules without it encode as before.
+	Block *BlockSpec `json:"block,omitempty" yaml:"block,omitempty"`
 }
 
 // Bounds on rule fields.
@@ -69,7 +72,7 @@ func validTarget(s string) bool {
 
 // Validate checks every field of r and returns a *ValidationError for the
 // first bad one, in the order id, target, tier, key_type, algo, limit,
-// window, burst. maxLogLimit, if positive, caps Limit for the log
+// window, burst, block. maxLogLimit, if positive, caps Limit for the log
 // algorithm (the server's --max-log-limit).
 func (r *Rule) Validate(maxLogLimit int64) error {
 	_, err := compile(*r, maxLogLimit)
@@ -79,11 +82,12 @@ func (r *Rule) Validate(maxLogLimit int64) error {
 // Compiled is a validated rule with its parsed parameters. It is immutable
 // and shared by every Set that holds it.
 type Compiled struct {
-	Rule   Rule          // as given, with Algo in lower case
-	Algo   engine.Algo   // parsed Rule.Algo
-	Params engine.Params // Limit, Window (ns) and Burst
-	prefix bool          // Target ends in '*' and is not "*"
-	any    bool          // Target is "*"
+	Rule   Rule           // as given, with Algo in lower case
+	Algo   engine.Algo    // parsed Rule.Algo
+	Params engine.Params  // Limit, Window (ns) and Burst
+	prefix bool           // Target ends in '*' and is not "*"
+	block  *compiledBlock // Rule.Block, parsed; nil if none
+	any    bool           // Target is "*"
 }
 
 // Compile validates r (see Validate) and returns its compiled form.
@@ -108,6 +112,13 @@ func compile(r Rule, maxLogLimit int64) (*Compiled, error) {
 	r.Algo = algo.String()
 	c := &Compiled{Rule: r, Algo: algo, Params: engine.Params{Limit: r.Limit, Burst: r.Burst}}
 	if err := c.checkParams(maxLogLimit); err != nil {
+		return nil, err
+	}
+	if r.Block != nil {
+		b := *r.Block // the Compiled's own copy
+		c.Rule.Block = &b
+	}
+	if err := c.checkBlock(); err != nil {
 		return nil, err
 	}
 	c.any = r.Target == "*"

@@ -70,6 +70,14 @@ func decodeYAMLRule(n *yaml.Node) (Rule, error) {
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
+		if k.Value == "block" {
+			b, err := decodeYAMLBlock(r.ID, v)
+			if err != nil {
+				return r, err
+			}
+			r.Block = b
+			continue
+		}
 		ptr, ok := fields[k.Value]
 		if !ok {
 			return r, invalid(r.ID, k.Value, ErrUnknown, fmt.Sprintf("line %d", k.Line))
@@ -82,6 +90,26 @@ func decodeYAMLRule(n *yaml.Node) (Rule, error) {
 		}
 	}
 	return r, nil
+}
+
+// decodeYAMLBlock decodes a rule's block: mapping (after, within, for).
+func decodeYAMLBlock(id string, n *yaml.Node) (*BlockSpec, error) {
+	if n.Kind != yaml.MappingNode {
+		return nil, invalid(id, "block", ErrType, fmt.Sprintf("line %d: want a mapping of after, within and for", n.Line))
+	}
+	var b BlockSpec
+	fields := map[string]any{"after": &b.After, "within": &b.Within, "for": &b.For}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		ptr, ok := fields[k.Value]
+		if !ok {
+			return nil, invalid(id, "block."+k.Value, ErrUnknown, fmt.Sprintf("line %d", k.Line))
+		}
+		if v.Kind != yaml.ScalarNode || v.Decode(ptr) != nil {
+			return nil, invalid(id, "block."+k.Value, ErrType, fmt.Sprintf("line %d: want %s, got %q", v.Line, kindOf(ptr), v.Value))
+		}
+	}
+	return &b, nil
 }
 
 func kindOf(ptr any) string {

@@ -26,7 +26,8 @@ type RuleStore interface {
 //
 // Reply: allowed, limit, remaining, retry_after_ms, reset_after_ms of the
 // most restrictive matching rule (rules.Best), then its id; with no
-// matching rule 1, -1, -1, 0, 0 and nil.
+// matching rule 1, -1, -1, 0, 0 and nil; for an identifier that is
+// blocked 0, 0, 0, ttl_ms, ttl_ms and "block:type=value".
 func cmdCheckRules(s *Server, c *conn, args [][]byte, now int64) {
 	start := s.metrics.start(c)
 	if s.cfg.Rules == nil {
@@ -46,7 +47,9 @@ func cmdCheckRules(s *Server, c *conn, args [][]byte, now int64) {
 	r, rule := q.Reply()
 	c.writeArray(6)
 	c.writeResultFields(r)
-	if rule == nil {
+	if q.Blocked {
+		c.writeBlockName(q)
+	} else if rule == nil {
 		c.writeNull()
 	} else {
 		c.writeBulkString(rule.Rule.ID)

@@ -79,3 +79,34 @@ func BenchmarkDispatchCheckRules(b *testing.B) {
 		s.dispatch(c, argv, now)
 	}
 }
+
+// TestDispatchBlockedCheckRulesDoesNotAllocate: with blocks held, the
+// RL.CHECKRULES of an identifier that is not blocked and the reply to one
+// that is allocate nothing either.
+func TestDispatchBlockedCheckRulesDoesNotAllocate(t *testing.T) {
+	store := shards.New(0)
+	store.SetRule(rules.Rule{ID: "a", Target: "*", Tier: "*", KeyType: "ip", Algo: "fixed", Limit: 1 << 40, Window: "1m",
+		Block: &rules.BlockSpec{After: 3, Within: "1m", For: "1h"}})
+	now := int64(1_700_000_000e9)
+	store.SetBlock(rules.Block{Identifier: "ip=6.6.6.6", Until: now + 3600e9}, now)
+	s := New(Config{Limiter: store})
+	c := &conn{s: s, proto: 2, authed: true}
+	for ip, want := range map[string]string{"1.2.3.4": "$1\r\na\r\n", "6.6.6.6": "$16\r\nblock:ip=6.6.6.6\r\n"} {
+		argv := [][]byte{[]byte("RL.CHECKRULES"), []byte("/x"), []byte("free"), []byte("ip=" + ip)}
+		for i := 0; i < 100; i++ {
+			c.out = c.out[:0]
+			s.dispatch(c, argv, now)
+		}
+		allocs := testing.AllocsPerRun(1000, func() {
+			now += 1e6
+			c.out = c.out[:0]
+			s.dispatch(c, argv, now)
+		})
+		if allocs != 0 {
+			t.Errorf("ip=%s: %.1f allocs per RL.CHECKRULES, want 0", ip, allocs)
+		}
+		if !strings.HasSuffix(string(c.out), want) {
+			t.Errorf("ip=%s: reply %q, want it to end in %q", ip, c.out, want)
+		}
+	}
+}

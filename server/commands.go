@@ -59,6 +59,7 @@ func commandTable() (map[string]*command, []*command) {
 	list := append(limiterCommands(), connectionCommands()...)
 	list = append(list, adminCommands()...)
 	list = append(list, ruleCommands()...)
+	list = append(list, blockCommands()...)
 	list = append(list, persistenceCommands()...)
 	list = append(list, multiCommands()...)
 	list = append(list, membershipCommands()...)

@@ -47,6 +47,7 @@ var commandWaits = map[string]waitClass{
 	"rl.check": waitStrong, "rl.peek": waitStrong, "rl.reset": waitStrong, "cl.throttle": waitStrong,
 	"rl.checkrules": waitStrong, "rl.rule.get": waitStrong, "rl.rule.list": waitStrong,
 	"rl.rule.set": waitAlways, "rl.rule.del": waitAlways, "flushall": waitAlways,
+	"rl.block": waitAlways, "rl.unblock": waitAlways, "rl.blocks": waitStrong,
 }
 
 // errHold is runBatch's answer on an event loop when the batch's replies

@@ -109,6 +109,9 @@ func newMetrics(reg prometheus.Registerer, s *Server) *metrics {
 	m.registerCounts(reg, s.list)
 	m.registerLatency(reg)
 	m.registerRules(reg, s.cfg.Rules)
+	if bs, ok := s.cfg.Rules.(BlockStore); ok {
+		reg.MustRegister(newBlockCollector(bs, s.cfg.Clock))
+	}
 	return m
 }
 

@@ -21,6 +21,8 @@ import (
 //	recRuleDel:  uvarint length | rule id
 //	recBase:     varint time (ns): the base of the recSetRel records after
 //	             it, until the next recBase
+//	recBlockSet: uvarint length | the block as JSON (rules.EncodeBlock)
+//	recBlockDel: uvarint length | identifier ("type=value")
 //	recSetRel:   uvarint key length | key | algo | varint T-base
 //	             | varint expires-T | varint N | varint P
 //
@@ -42,6 +44,8 @@ const (
 	recRuleDel  = 5
 	recBase     = 6
 	recSetRel   = 7
+	recBlockSet = 8
+	recBlockDel = 9
 )
 
 // ErrCorruptRecord is returned by ApplyRecords for input it cannot decode.
@@ -135,6 +139,12 @@ func (s *Store) applyRecord(b []byte, now, base int64) (int, error) {
 			return 0, err
 		}
 		return off, s.applyRule(b[0], v)
+	case recBlockSet, recBlockDel:
+		v, off, err := field(b, 1)
+		if err != nil {
+			return 0, err
+		}
+		return off, s.applyBlock(b[0], v, now)
 	}
 	return 0, fmt.Errorf("unknown record kind %d", b[0])
 }
@@ -288,14 +298,16 @@ func (sh *shard) forEach(now int64, fn func(key []byte, e *entry)) {
 // coprime with it: j*scrambleStride mod n visits every slot once.
 const scrambleStride = 1<<31 - 1
 
-// AppendRules appends a rule record for every rule, in id order, and
-// returns the extended slice and the number of records.
+// AppendRules appends a rule record for every rule, in id order, then a
+// block record for every block held, and returns the extended slice and
+// the number of records.
 func (s *Store) AppendRules(dst []byte) ([]byte, int) {
 	all := s.rules.set.Load().All()
 	for _, c := range all {
 		dst = appendRuleSet(dst, c.Rule)
 	}
-	return dst, len(all)
+	dst, n := s.appendBlocks(dst)
+	return dst, len(all) + n
 }
 
 func appendRuleSet(dst []byte, r rules.Rule) []byte {
@@ -310,7 +322,7 @@ func appendRuleDel(dst []byte, id string) []byte {
 }
 
 // Digest returns a digest of the state live at now: every key with its
-// expiry and state, and every rule, in their record encoding, so two
+// expiry and state, every rule and every live block, in their record encoding, so two
 // Stores that hold the same state give the same digest whatever their
 // shard counts, table layouts and histories. Replicas compare digests
 // taken at the same now.
@@ -328,6 +340,11 @@ func (s *Store) Digest(now int64) uint64 {
 	}
 	for _, c := range s.rules.set.Load().All() {
 		buf = appendRuleSet(buf[:0], c.Rule)
+		sum += xxhash.Sum64(buf)
+	}
+	for _, b := range s.rules.blocks.table.Load().Active(now) {
+		b.TTL = 0
+		buf = appendBlockSet(buf[:0], b)
 		sum += xxhash.Sum64(buf)
 	}
 	return sum

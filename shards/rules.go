@@ -20,6 +20,8 @@ type ruleTable struct {
 	journal  bool
 	changes  []byte
 	nchanges int
+
+	blocks blockTable // see blocks.go
 }
 
 // The rule mutations below (SetRule, CreateRule, DeleteRule) are, like
@@ -111,6 +113,7 @@ func (t *ruleTable) reset() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.set.Store(nil)
+	t.blocks.table.Store(nil)
 	t.changes, t.nchanges = t.changes[:0], 0
 }
 
@@ -142,8 +145,22 @@ func (s *Store) RuleCount() int { return s.rules.set.Load().Len() }
 // be valid (engine.ValidCost) and the keys within the caller's length
 // limit. It does not allocate once q and the Store's scratch have grown,
 // unless a counter is new.
+//
+// If one of q's identifiers is blocked, q is denied by the block
+// (q.Blocked) and nothing is charged. A denial by a rule with a block is
+// counted, and the identifier blocked on the rule's block.after-th.
 func (s *Store) CheckRules(q *rules.Query, now int64) error {
-	return CheckRulesWith(s.rules.set.Load(), q, now, s.CheckAll)
+	if err := CheckRulesWith(s.rules.set.Load(), s.rules.blocks.table.Load(), q, now, s.CheckAll); err != nil {
+		return err
+	}
+	if q.Blocked {
+		s.rules.blocks.denied.Add(1)
+		return nil
+	}
+	if !q.Allowed {
+		DenialsToCount(q, func(e *rules.Eval) { s.countDenial(q, e, now) })
+	}
+	return nil
 }
 
 // ruleOps is scratch for CheckRulesWith: *[]Op.
@@ -152,8 +169,14 @@ var ruleOps sync.Pool
 // CheckRulesWith evaluates q against set, charging its counters with
 // checkAll, all or nothing: Store.CheckAll, a transaction's check on the
 // shards it holds, or a cluster's across its groups. It fills q.Evals,
-// q.Allowed and q.Best.
-func CheckRulesWith(set *rules.Set, q *rules.Query, now int64, checkAll func([]Op, int64, int64) (bool, error)) error {
+// q.Allowed and q.Best. If blocks (nil when there are none) holds a block
+// live at now of one of q's identifiers, q is marked blocked by it
+// (rules.Query.SetBlocked) and nothing is charged.
+func CheckRulesWith(set *rules.Set, blocks *rules.BlockTable, q *rules.Query, now int64, checkAll func([]Op, int64, int64) (bool, error)) error {
+	q.Blocked = false
+	if blockedBy(blocks, q, now) {
+		return nil
+	}
 	set.Match(q)
 	q.Allowed, q.Best = true, -1
 	if len(q.Evals) == 0 {

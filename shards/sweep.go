@@ -10,8 +10,9 @@ import "runtime"
 // keys per shard. It yields the processor (runtime.Gosched) every few
 // shards, so that with few processors a sweep that drops many keys does not
 // hold back the connections for its whole length. It returns the number of
-// keys dropped.
+// keys dropped. It also drops the blocks expired at now (PruneBlocks).
 func (s *Store) Sweep(now int64, perShard int) int {
+	s.PruneBlocks(now)
 	removed := 0
 	for i := range s.shards {
 		removed += s.shards[i].sweep(now, perShard)

@@ -128,9 +128,14 @@ func (tx *Tx) Reset(key []byte, now int64) (bool, error) {
 }
 
 // CheckRules is Store.CheckRules inside the transaction, against the rules
-// as the transaction sees them.
+// as the transaction sees them and the blocks held now. Its denials are not
+// counted toward a rule's block (the counter's shard may not be held).
 func (tx *Tx) CheckRules(q *rules.Query, now int64) error {
-	return CheckRulesWith(tx.set, q, now, tx.checkAll)
+	err := CheckRulesWith(tx.set, tx.s.rules.blocks.table.Load(), q, now, tx.checkAll)
+	if err == nil && q.Blocked {
+		tx.s.rules.blocks.denied.Add(1)
+	}
+	return err
 }
 
 // checkAll is CheckAll on shards the transaction holds.

@@ -1,0 +1,79 @@
+package cluster
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/rlserver/rlserver/rules"
+)
+
+// metaEntry is a meta log entry of cmd appended at t.
+func metaEntry(t *testing.T, index uint64, at time.Time, cmd metaCmd) *raft.Log {
+	t.Helper()
+	b, err := json.Marshal(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &raft.Log{Index: index, Type: raft.LogCommand, Data: b, AppendedAt: at}
+}
+
+// bufSink is a raft.SnapshotSink in memory.
+type bufSink struct{ bytes.Buffer }
+
+func (s *bufSink) ID() string    { return "test" }
+func (s *bufSink) Cancel() error { return nil }
+func (s *bufSink) Close() error  { return nil }
+
+// The meta group applies blocks at the time in their entries, the same on
+// every replica: an expired block is dropped at the next block change,
+// and blocks travel in the meta snapshot.
+func TestMetaBlocks(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	f := newMetaFSM()
+	u1 := rules.Block{Identifier: "user=u1", Until: t0.Add(time.Minute).UnixNano(), Reason: "abuse"}
+	ip := rules.Block{Identifier: "ip=1.2.3.4", Until: t0.Add(time.Hour).UnixNano(), Rule: "per-ip"}
+	stale := rules.Block{Identifier: "ip=9.9.9.9", Until: t0.Add(-time.Second).UnixNano()}
+	for i, b := range []rules.Block{u1, ip, stale} {
+		if res := f.Apply(metaEntry(t, uint64(i+1), t0, metaCmd{Op: "block.set", Block: &b})).(metaResult); res.Err != "" {
+			t.Fatalf("block.set %s: %s", b.Identifier, res.Err)
+		}
+	}
+	if got := f.blockTable().Active(t0.UnixNano()); len(got) != 2 || got[0].Identifier != "ip=1.2.3.4" || got[1].TTL != time.Minute {
+		t.Fatalf("Active = %+v", got)
+	}
+	bad := rules.Block{Identifier: "nope", Until: u1.Until}
+	if res := f.Apply(metaEntry(t, 4, t0, metaCmd{Op: "block.set", Block: &bad})).(metaResult); res.Err == "" {
+		t.Errorf("a bad identifier was applied")
+	}
+	// Two minutes on, user=u1 has expired: unblocking it lifts nothing.
+	later := t0.Add(2 * time.Minute)
+	if res := f.Apply(metaEntry(t, 5, later, metaCmd{Op: "block.del", ID: "user=u1"})).(metaResult); res.Added {
+		t.Errorf("block.del of an expired block reports it lifted")
+	}
+	if got := f.blockTable().Len(); got != 1 {
+		t.Errorf("%d blocks held after the expired one was dropped, want 1", got)
+	}
+	snap, _ := f.Snapshot()
+	var sink bufSink
+	if err := snap.Persist(&sink); err != nil {
+		t.Fatal(err)
+	}
+	g := newMetaFSM()
+	if err := g.Restore(io.NopCloser(&sink)); err != nil {
+		t.Fatal(err)
+	}
+	if got := g.blockTable().Active(later.UnixNano()); len(got) != 1 || got[0] != (rules.Block{Identifier: "ip=1.2.3.4",
+		Until: ip.Until, Rule: "per-ip", TTL: time.Hour - 2*time.Minute}) {
+		t.Errorf("restored blocks: %+v", got)
+	}
+	if res := g.Apply(metaEntry(t, 6, later, metaCmd{Op: "block.del", ID: "ip=1.2.3.4"})).(metaResult); !res.Added || g.blockTable() != nil {
+		t.Errorf("block.del: %+v, table %v", res, g.blockTable())
+	}
+	if made := f.blocksMadeCopy(); made["manual"] != 1 || made["per-ip"] != 1 {
+		t.Errorf("blocks made: %v", made)
+	}
+}
