@@ -91,7 +91,7 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 	}
 	defer rls.stop()
 	hc := httpConfig(cfg, st, reg, srv, log)
-	hc.Status = startStatus(ctx, cfg, st, srv, statusHooks{})
+	hc.Status = startStatus(ctx, cfg, st, srv, statusHooks{Blocks: statusBlocks(st.lim)})
 	hs, hln, err := startHTTP(cfg.HTTP, rls.withJSON(httpapi.New(hc)), clients, &open, tc, log)
 	if err != nil {
 		ln.Close()

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"time"
 
 	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/rules"
 	"github.com/rlserver/rlserver/server"
 	"github.com/rlserver/rlserver/statuspage"
 )
@@ -45,6 +48,24 @@ func startStatus(ctx context.Context, cfg Config, st *state, srv *server.Server,
 		o.Cluster = func(ctx context.Context) *statuspage.Cluster { return clusterStatus(st.cl.Report(ctx, 0)) }
 	}
 	return statuspage.NewSource(o)
+}
+
+// statusBlocks is the status page's blocks hook over lim's blocks (nil if
+// lim keeps none): the live ones, nearest to their end first.
+func statusBlocks(lim any) func() []statuspage.Block {
+	bs, ok := lim.(interface{ ActiveBlocks(now int64) []rules.Block })
+	if !ok {
+		return nil
+	}
+	return func() []statuspage.Block {
+		all := bs.ActiveBlocks(time.Now().UnixNano())
+		out := make([]statuspage.Block, len(all))
+		for i, b := range all {
+			out[i] = statuspage.Block{Identifier: b.Identifier, TTLMillis: b.TTL.Milliseconds(), Reason: b.Reason, Rule: b.Rule}
+		}
+		slices.SortFunc(out, func(a, b statuspage.Block) int { return cmp.Compare(a.TTLMillis, b.TTLMillis) })
+		return out
+	}
 }
 
 // nodeName is the node's name on its status page: --node-id, the one its
