@@ -332,7 +332,8 @@ func newLogger(cfg Config, w io.Writer) *slog.Logger {
 
 func usage(fs *flag.FlagSet, w io.Writer) {
 	fmt.Fprintf(w, "Usage: rlserver [flags]\n\nA rate-limiter server that speaks the Redis protocol.\n"+
-		"Every flag can also be set in the --config YAML file (key = flag name) or as RLSERVER_<NAME>.\n\nFlags:\n")
+		"Every flag can also be set in the --config YAML file (key = flag name) or as RLSERVER_<NAME>.\n"+
+		"`rlserver health [--http addr] [--timeout 3s] [--tls]` exits 0 if the node at addr is ready (GET /readyz), else 1.\n\nFlags:\n")
 	fs.VisitAll(func(f *flag.Flag) {
 		if f.Name == "version" {
 			fmt.Fprintf(w, "  --%s\n      %s\n", f.Name, f.Usage)
