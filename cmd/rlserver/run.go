@@ -47,6 +47,7 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 	limitHeap(cfg.MaxMemory, log)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	registerMaxMemory(reg, cfg.MaxMemory)
 	fileRules, err := readRules(cfg.RulesFile, cfg.MaxLogLimit)
 	if err != nil {
 		return err
