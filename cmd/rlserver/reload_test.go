@@ -291,3 +291,31 @@ func TestSIGHUPWithNothingToReload(t *testing.T) {
 	}
 	p.stop()
 }
+
+// TestSIGHUPReloadsClusterRules: in a three-node cluster started with the
+// same --rules file, a SIGHUP to one node after the file changed stores
+// the changed rule and deletes the dropped one through the meta group:
+// every node shows them.
+func TestSIGHUPReloadsClusterRules(t *testing.T) {
+	bin := buildBinary(t)
+	rulesFile := writeFile(t, fileRule("c-a", "/a", 5)+fileRule("c-gone", "/gone", 3))
+	procs := startNodes(t, bin, 3, 4, "--rules", rulesFile)
+	waitBalanced(t, procs, 60*time.Second)
+	for _, p := range procs {
+		waitFor(t, 30*time.Second, p.resp+" holding the file's rules", func() bool {
+			return ruleLimit(p, "c-a") == 5 && ruleLimit(p, "c-gone") == 3
+		})
+	}
+	if err := os.WriteFile(rulesFile, []byte(fileRule("c-a", "/a", 8)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	procs[0].cmd.Process.Signal(syscall.SIGHUP)
+	for _, p := range procs {
+		waitFor(t, 30*time.Second, p.resp+" holding the reloaded rules", func() bool {
+			return ruleLimit(p, "c-a") == 8 && ruleLimit(p, "c-gone") == -1
+		})
+	}
+	for _, p := range procs {
+		p.stop()
+	}
+}
