@@ -162,7 +162,7 @@ func OpenCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	c.initial = layout.Peers
 	c.meta = newMetaFSM()
 	c.metrics = newMetrics(cfg.Registerer, c.appliedSum, func() bool { return false }, cfg.Storage.LogStats)
-	cfg.Registerer.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+	cfg.Registerer.MustRegister(newGroupApplied(c), prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "rlserver_cluster_leads_lost_total",
 		Help: "Group leads this node lost without handing them over (a missed heartbeat, a partition); each may answer TRYAGAIN to changes in flight."},
 		func() float64 { return float64(c.app.leadsLost.Load()) }))

@@ -260,3 +260,30 @@ func (c *Cluster) PersistenceInfo() []string {
 	}
 	return out
 }
+
+// groupApplied exports rlserver_group_applied_index{group}: the index of
+// the last log entry each Raft group this node hosts has applied ("meta"
+// for the meta group). Every replica of a group applies the same log, so
+// the highest value of a group across the nodes less a node's own is how
+// far that replica lags.
+type groupApplied struct {
+	c    *Cluster
+	desc *prometheus.Desc
+}
+
+func newGroupApplied(c *Cluster) *groupApplied {
+	return &groupApplied{c: c, desc: prometheus.NewDesc("rlserver_group_applied_index",
+		"Index of the last log entry applied by this node's replica of each Raft group it hosts (group \"meta\": the meta group).",
+		[]string{"group"}, nil)}
+}
+
+// Describe sends the one descriptor.
+func (g *groupApplied) Describe(ch chan<- *prometheus.Desc) { ch <- g.desc }
+
+// Collect sends the applied index of every hosted group.
+func (g *groupApplied) Collect(ch chan<- prometheus.Metric) {
+	for _, gr := range g.c.hostedGroups() {
+		ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, float64(gr.fsm.applied.Load()), strconv.Itoa(int(gr.id)))
+	}
+	ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, float64(g.c.meta.applied.Load()), "meta")
+}

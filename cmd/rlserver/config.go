@@ -34,6 +34,7 @@ type Config struct {
 	MaxLogLimit     int64
 	Shards          int
 	LogLevel        string
+	LogFormat       string // text or json
 	ConfigFile      string
 	RulesFile       string
 	GRPC            string // Envoy's rate limit service (see envoy.go)
@@ -96,6 +97,7 @@ func flagSet(cfg *Config) *flag.FlagSet {
 	fs.Int64Var(&cfg.MaxLogLimit, "max-log-limit", 10000, "largest limit accepted for the log algorithm")
 	fs.IntVar(&cfg.Shards, "shards", 256, "lock stripes for key state (rounded up to a power of two)")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&cfg.LogFormat, "log-format", "text", "log format: text (key=value lines) or json (one JSON object a line, with time, level and msg)")
 	fs.StringVar(&cfg.ConfigFile, "config", "", "YAML file of flag values (keys are flag names)")
 	fs.StringVar(&cfg.RulesFile, "rules", "", "YAML file of rules loaded at start: a list of {id, target, tier, key_type, algo, limit, window, burst, shadow}")
 	fs.StringVar(&cfg.GRPC, "grpc", "127.0.0.1:8081", `gRPC address of Envoy's rate limit service (RLS v3), with grpc.health.v1 and reflection; "" disables it`)
@@ -288,6 +290,9 @@ func (c *Config) Validate() error {
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		return err
 	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		return fmt.Errorf("--log-format %q: want text or json", c.LogFormat)
+	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return errors.New("--tls-cert and --tls-key go together: give both, or neither")
 	}
@@ -314,9 +319,21 @@ func parseLevel(s string) (slog.Level, error) {
 	return l, nil
 }
 
+// newLogger returns the logger of --log-level and --log-format (which
+// Validate has checked), writing to w.
+func newLogger(cfg Config, w io.Writer) *slog.Logger {
+	level, _ := parseLevel(cfg.LogLevel)
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
 func usage(fs *flag.FlagSet, w io.Writer) {
 	fmt.Fprintf(w, "Usage: rlserver [flags]\n\nA rate-limiter server that speaks the Redis protocol.\n"+
-		"Every flag can also be set in the --config YAML file (key = flag name) or as RLSERVER_<NAME>.\n\nFlags:\n")
+		"Every flag can also be set in the --config YAML file (key = flag name) or as RLSERVER_<NAME>.\n"+
+		"`rlserver health [--http addr] [--timeout 3s] [--tls]` exits 0 if the node at addr is ready (GET /readyz), else 1.\n\nFlags:\n")
 	fs.VisitAll(func(f *flag.Flag) {
 		if f.Name == "version" {
 			fmt.Fprintf(w, "  --%s\n      %s\n", f.Name, f.Usage)

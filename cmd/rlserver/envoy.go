@@ -7,11 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"os/signal"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -40,7 +37,8 @@ type rlsFront struct {
 // the rate limit service on --grpc, counting its connections with the
 // RESP and HTTP ones against --maxclients, over TLS when tc is not nil;
 // the service requires --requirepass or --admin-token as a bearer token
-// when either is set. SIGHUP reloads the configuration.
+// when either is set. The watcher reloads the configuration when its
+// files change; SIGHUP reloads it through the reloader (reload.go).
 func startRLS(ctx context.Context, cfg Config, st *state, reg prometheus.Registerer, tc *tls.Config, maxConns int, open *atomic.Int64, log *slog.Logger) (*rlsFront, error) {
 	f := &rlsFront{}
 	if cfg.GRPC == "" && cfg.EnvoyConfig == "" {
@@ -70,7 +68,6 @@ func startRLS(ctx context.Context, cfg Config, st *state, reg prometheus.Registe
 		f.watcher = w
 		go w.Run(wctx, envoyPoll)
 	}
-	go f.reloadOnHangup(wctx, log)
 	if cfg.GRPC == "" {
 		return f, nil
 	}
@@ -90,26 +87,6 @@ func startRLS(ctx context.Context, cfg Config, st *state, reg prometheus.Registe
 	go f.gs.Serve(newLimitListener(ln, maxConns, open))
 	log.Info("envoy rate limit service listening", "grpc", ln.Addr().String(), "envoy_config", cfg.EnvoyConfig)
 	return f, nil
-}
-
-// reloadOnHangup reloads --envoy-config on each SIGHUP until ctx ends.
-func (f *rlsFront) reloadOnHangup(ctx context.Context, log *slog.Logger) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-hup:
-			if f.watcher == nil {
-				log.Info("SIGHUP: no --envoy-config to reload")
-				continue
-			}
-			log.Info("SIGHUP: reloading --envoy-config")
-			f.watcher.Reload()
-		}
-	}
 }
 
 // withJSON adds POST /json (the service as JSON) in front of h.

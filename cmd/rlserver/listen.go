@@ -2,12 +2,9 @@ package main
 
 import (
 	"crypto/tls"
-	"crypto/x509"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -98,32 +95,6 @@ func (c *limitedConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(c.release)
 	return err
-}
-
-// tlsConfig returns the TLS configuration of --tls-cert and --tls-key,
-// requiring client certificates signed by --tls-ca-cert when it is given,
-// or nil when TLS is off.
-func tlsConfig(cfg Config) (*tls.Config, error) {
-	if cfg.TLSCert == "" {
-		return nil, nil
-	}
-	cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
-	if err != nil {
-		return nil, fmt.Errorf("--tls-cert/--tls-key: %w", err)
-	}
-	tc := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	if cfg.TLSCACert != "" {
-		pem, err := os.ReadFile(cfg.TLSCACert)
-		if err != nil {
-			return nil, fmt.Errorf("--tls-ca-cert: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--tls-ca-cert %s: no PEM certificate in it", cfg.TLSCACert)
-		}
-		tc.ClientCAs, tc.ClientAuth = pool, tls.RequireAndVerifyClientCert
-	}
-	return tc, nil
 }
 
 // listen listens on addr, over TLS when tc is not nil.

@@ -1,5 +1,6 @@
 // Command rlserver is a rate-limiter server that speaks the Redis protocol.
-// Run it with --help for its flags.
+// Run it with --help for its flags; `rlserver health` asks a running
+// node whether it is ready (the container image's health check).
 package main
 
 import (
@@ -41,6 +42,9 @@ func abandonStart(ctx context.Context, started <-chan struct{}, grace time.Durat
 var version = "dev"
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "health" {
+		os.Exit(runHealth(os.Args[2:], os.Getenv, os.Stdout, os.Stderr))
+	}
 	cfg, err := loadConfig(os.Args[1:], os.Getenv, os.Stdout)
 	if errors.Is(err, errHelp) || errors.Is(err, errVersion) {
 		return

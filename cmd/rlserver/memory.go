@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime/debug"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rlserver/rlserver/server"
 )
 
@@ -30,4 +31,15 @@ func limitHeap(maxMemory int64, log *slog.Logger) {
 	limit := maxMemory + maxMemory/8 + 32<<20
 	debug.SetMemoryLimit(limit)
 	log.Info("heap limited for --maxmemory", "maxmemory", maxMemory, "go_memory_limit", limit)
+}
+
+// registerMaxMemory exports --maxmemory as rlserver_maxmemory_bytes (0:
+// no bound), beside the state and connection memory it bounds
+// (rlserver_state_bytes, rlserver_client_memory_bytes), so that an alert
+// can compare them.
+func registerMaxMemory(reg prometheus.Registerer, maxMemory int64) {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "rlserver_maxmemory_bytes",
+		Help: "The bound on the memory of key state and client connections (--maxmemory); 0 is none."})
+	g.Set(float64(maxMemory))
+	reg.MustRegister(g)
 }

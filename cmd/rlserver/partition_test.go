@@ -179,6 +179,9 @@ func (e *partEnv) buildImage() {
 	if out, err := build.CombinedOutput(); err != nil {
 		e.t.Fatalf("CGO_ENABLED=0 go build: %v\n%s", err, out)
 	}
+	if err := os.Mkdir(filepath.Join(ctxDir, "bin", "data"), 0o755); err != nil { // the image's empty /data
+		e.t.Fatal(err)
+	}
 	for _, f := range []string{"Dockerfile", ".dockerignore"} {
 		b, err := os.ReadFile(filepath.Join("..", "..", f))
 		if err != nil {
@@ -231,7 +234,7 @@ func (e *partEnv) startNodes(n int, extra ...string) []*partNode {
 		nd.resp = nd.name + ":6379"
 		e.nodes = append(e.nodes, nd)
 		args := []string{"create", "--name", nd.container, "--label", "rlserver-test=" + e.prefix,
-			"--network", e.clients, "-p", "127.0.0.1::6379", "-p", "127.0.0.1::8080", "--tmpfs", "/data",
+			"--network", e.clients, "-p", "127.0.0.1::6379", "-p", "127.0.0.1::8080", "--tmpfs", "/data:uid=65532,gid=65532",
 			"-e", "RLSERVER_NODE_ID=" + nd.name, "-e", "RLSERVER_PEERS=" + strings.Join(peers, ","),
 			"-e", "RLSERVER_RAFT_ADDR=" + nd.name + ":7379", e.image}
 		mustDocker(e.t, append(args, extra...)...)

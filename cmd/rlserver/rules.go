@@ -1,15 +1,12 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/httpapi"
 	"github.com/rlserver/rlserver/internal/clientid"
 	"github.com/rlserver/rlserver/rules"
@@ -32,22 +29,6 @@ func readRules(path string, maxLogLimit int64) ([]rules.Rule, error) {
 		return nil, fmt.Errorf("rules file %s: %w", path, err)
 	}
 	return list, nil
-}
-
-// loadRules stores the rules of the --rules file (from readRules): they
-// replace the rules of the same ids that the node's state holds.
-func loadRules(store interface {
-	SetRule(rules.Rule) (bool, error)
-}, path string, list []rules.Rule, log *slog.Logger) error {
-	for _, r := range list {
-		if _, err := store.SetRule(r); err != nil {
-			return fmt.Errorf("rules file %s: %w", path, err)
-		}
-	}
-	if path != "" {
-		log.Info("rules loaded", "file", path, "rules", len(list))
-	}
-	return nil
 }
 
 // httpConfig wires the HTTP API to the node's state, metrics (those of
@@ -77,27 +58,4 @@ func httpConfig(cfg Config, st *state, reg *prometheus.Registry, m httpapi.Metri
 		}
 	}
 	return hc
-}
-
-// loadClusterRules stores the --rules file's rules through the cluster's
-// meta group, retrying while it has no leader (at start every node is
-// electing), for up to a minute.
-func loadClusterRules(ctx context.Context, cl *cluster.Cluster, path string, list []rules.Rule, log *slog.Logger) {
-	deadline := time.Now().Add(time.Minute)
-	for _, r := range list {
-		for {
-			_, err := cl.SetRule(r)
-			if err == nil {
-				break
-			}
-			if time.Now().After(deadline) || ctx.Err() != nil {
-				log.Error("rules file: a rule could not be stored", "file", path, "rule", r.ID, "err", err)
-				return
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
-	if path != "" {
-		log.Info("rules loaded", "file", path, "rules", len(list))
-	}
 }

@@ -131,7 +131,8 @@ func TestShippedRulesFile(t *testing.T) {
 	store := shards.New(1)
 	list, err := readRules("../../examples/rules.yaml", 10000)
 	if err == nil {
-		err = loadRules(store, "../../examples/rules.yaml", list, slog.New(slog.DiscardHandler))
+		fr, _ := newFileRules("../../examples/rules.yaml", 10000, store, "", slog.New(slog.DiscardHandler))
+		err = fr.load(context.Background(), list, 0)
 	}
 	if err != nil {
 		t.Fatal(err)

@@ -9,8 +9,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"os/signal"
 	"runtime"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -32,8 +35,10 @@ type listening func(resp, http net.Addr)
 // stops gracefully: it stops accepting, finishes in-flight commands and
 // returns nil.
 func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error {
-	level, _ := parseLevel(cfg.LogLevel)
-	log := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: level}))
+	hup := make(chan os.Signal, 1) // first: a SIGHUP during the start waits for it instead of stopping the process
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	log := newLogger(cfg, logw)
 	if cfg.Procs > 0 {
 		runtime.GOMAXPROCS(cfg.Procs)
 	}
@@ -42,6 +47,7 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 	limitHeap(cfg.MaxMemory, log)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	registerMaxMemory(reg, cfg.MaxMemory)
 	fileRules, err := readRules(cfg.RulesFile, cfg.MaxLogLimit)
 	if err != nil {
 		return err
@@ -62,9 +68,18 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 			st.close(context.Background(), log)
 		}
 	}()
+	fr, err := newFileRules(cfg.RulesFile, cfg.MaxLogLimit, st.lim, cfg.DataDir, log)
+	if err != nil {
+		return err
+	}
 	if st.cl != nil {
-		go loadClusterRules(ctx, st.cl, cfg.RulesFile, fileRules, log)
-	} else if err := loadRules(st.lim, cfg.RulesFile, fileRules, log); err != nil {
+		// At start every node is electing: retry while the meta group has no leader.
+		go func() {
+			if err := fr.load(ctx, fileRules, time.Minute); err != nil {
+				log.Error("rules file: not every rule could be stored", "err", err)
+			}
+		}()
+	} else if err := fr.load(ctx, fileRules, 0); err != nil {
 		return err
 	}
 	clients := maxClients(cfg.MaxClients, log)
@@ -76,7 +91,7 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 		MaxClients: clients, IdleTimeout: time.Duration(cfg.Timeout) * time.Second,
 		ConnMemory: &connMem, MaxBuffered: maxBuffered(cfg.MaxMemory), OpenClients: &open,
 	})
-	tc, err := tlsConfig(cfg)
+	tc, tf, err := tlsConfig(cfg)
 	if err != nil {
 		return err
 	}
@@ -104,6 +119,9 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 	if ready != nil {
 		ready(ln.Addr(), addrOf(hln))
 	}
+	rl := newReloader(reg, log)
+	addReloads(ctx, rl, cfg, fr, st, rls, tf)
+	go rl.run(ctx, hup)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	for _, store := range st.stores {
@@ -135,6 +153,28 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 	st.close(sctx, log)
 	log.Info("stopped")
 	return nil
+}
+
+// reloadRetry bounds how long a SIGHUP's reload of the rules file waits
+// for a cluster's meta group to have a leader.
+const reloadRetry = 10 * time.Second
+
+// addReloads registers with rl what a SIGHUP reloads: the --rules file,
+// --envoy-config and the TLS files, those that are given.
+func addReloads(ctx context.Context, rl *reloader, cfg Config, fr *fileRules, st *state, rls *rlsFront, tf *tlsFiles) {
+	if cfg.RulesFile != "" {
+		retry := time.Duration(0)
+		if st.cl != nil {
+			retry = reloadRetry
+		}
+		rl.add("rules", func() error { return fr.reload(ctx, retry) })
+	}
+	if rls.watcher != nil {
+		rl.add("envoy", rls.watcher.Reload)
+	}
+	if tf != nil {
+		rl.add("tls", tf.load)
+	}
 }
 
 // stepDown hands every lead of a cluster node to the other nodes while

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestLogFormatJSON: a process started with --log-format json (and one
+// with RLSERVER_LOG_FORMAT=json) writes only lines that each parse as a
+// JSON object with time, level and msg, from its start to its stop.
+func TestLogFormatJSON(t *testing.T) {
+	bin := buildBinary(t)
+	for _, viaEnv := range []bool{false, true} {
+		var p *proc
+		if viaEnv {
+			t.Setenv("RLSERVER_LOG_FORMAT", "json")
+			p = startProc(t, bin, t.TempDir())
+		} else {
+			p = startProc(t, bin, t.TempDir(), "--log-format", "json")
+		}
+		p.stop()
+		lines := strings.Split(strings.TrimSpace(p.logs.String()), "\n")
+		if len(lines) < 3 {
+			t.Fatalf("env %v: %d log lines, want the start and stop lines at least:\n%s", viaEnv, len(lines), p.logs)
+		}
+		msgs := map[string]bool{}
+		for _, line := range lines {
+			var m map[string]any
+			if err := json.Unmarshal([]byte(line), &m); err != nil {
+				t.Fatalf("env %v: a log line is not JSON (%v): %q", viaEnv, err, line)
+			}
+			for _, k := range []string{"time", "level", "msg"} {
+				if _, ok := m[k].(string); !ok {
+					t.Fatalf("env %v: line %q lacks %q", viaEnv, line, k)
+				}
+			}
+			msgs[m["msg"].(string)] = true
+		}
+		if !msgs["rlserver started"] || !msgs["stopped"] {
+			t.Fatalf("env %v: no start or stop line among %v", viaEnv, msgs)
+		}
+	}
+}
+
+// TestBadLogFormat: a bad --log-format exits 2 with one line naming it;
+// --help lists the flag with its default.
+func TestBadLogFormat(t *testing.T) {
+	bin := buildBinary(t)
+	out, err := exec.Command(bin, "--log-format", "xml", "--data-dir", t.TempDir()).CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 {
+		t.Fatalf("err = %v, want exit status 2; output %q", err, out)
+	}
+	if got := strings.TrimSpace(string(out)); got != `rlserver: --log-format "xml": want text or json` {
+		t.Fatalf("output %q", got)
+	}
+	help, err := exec.Command(bin, "--help").Output()
+	if err != nil || !strings.Contains(string(help), `--log-format (default "text", env RLSERVER_LOG_FORMAT)`) ||
+		!strings.Contains(string(help), "rlserver health") {
+		t.Fatalf("--help: %v\n%s", err, help)
+	}
+}
+
+// TestHealthSubcommand: `rlserver health` exits 0 against a ready node
+// (found by --http, and by RLSERVER_HTTP with an unspecified host), 1
+// when nothing listens there or what does is not HTTP, 2 on a bad flag.
+func TestHealthSubcommand(t *testing.T) {
+	bin := buildBinary(t)
+	p := startProc(t, bin, t.TempDir())
+	health := func(env []string, args ...string) (int, string) {
+		cmd := exec.Command(bin, append([]string{"health"}, args...)...)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			return exit.ExitCode(), string(out)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0, string(out)
+	}
+	_, port, _ := strings.Cut(p.http, ":")
+	free := freePort(t)
+	for _, c := range []struct {
+		env  []string
+		args []string
+		want int
+	}{
+		{nil, []string{"--http", p.http}, 0},
+		{[]string{"RLSERVER_HTTP=0.0.0.0:" + port}, nil, 0},
+		{nil, []string{"--http", free}, 1},
+		{[]string{"RLSERVER_HTTP=" + free}, []string{"--timeout", "2s"}, 1},
+		{nil, []string{"--http", p.resp, "--timeout", "2s"}, 1}, // not HTTP
+		{nil, []string{"--http", "nonsense"}, 2},
+	} {
+		if code, out := health(c.env, c.args...); code != c.want {
+			t.Errorf("health %v %v: exit %d, want %d: %s", c.env, c.args, code, c.want, out)
+		}
+	}
+	p.stop()
+	if code, out := health(nil, "--http", p.http); code != 1 {
+		t.Errorf("health after the node stopped: exit %d, want 1: %s", code, out)
+	}
+}
