@@ -1,0 +1,224 @@
+package shards
+
+import (
+	"context"
+	"sort"
+)
+
+// The hot-key sketch: which keys were checked most in the last minute.
+//
+// Each shard keeps its own, changed under the shard lock the check already
+// holds, so recording costs no lock and no shared cache line. It is a
+// Filtered Space-Saving sketch (Homem and Carvalho, 2010) per generation:
+// hotSlots monitored keys, each with its count and the count's error, and
+// an array of filter counters indexed by the key's hash. A check of a
+// monitored key adds one to its count. A check of any other key adds one
+// to its filter counter, unless that counter then reaches the smallest
+// monitored count: then the key takes the smallest one's slot, with the
+// filter counter as its count's error, and the evicted key's count goes to
+// its own filter counter. So every key that is not monitored was checked
+// at most its filter counter's value times, a monitored key at least its
+// count minus its error, and the noise of many cold keys is spread over
+// the filter counters instead of pushing the hot ones out: a key's error
+// is about the checks of the other keys of its shard divided by the
+// filter's size. A check of a cold key costs a scan of hotSlots hashes
+// (one cache line) and one counter.
+//
+// Time is cut in generations of hotGenNs; a shard keeps its current one
+// and the hotGens-1 before it (their monitored keys only), so a report
+// covers between (hotGens-1)·hotGenNs and hotGens·hotGenNs: the last 45
+// to 60 seconds.
+
+// HotWindowNs is how far back the hot keys look, at most: a minute.
+const HotWindowNs = hotGens * hotGenNs
+
+const (
+	hotGens   = 4
+	hotGenNs  = int64(15e9) // 15 s
+	hotSlots  = 8           // monitored keys per shard and generation
+	hotFilter = 16384       // filter counters per Store (at least 64 a shard)
+)
+
+// HotKey is one row of the hot keys: a key, the checks of it and how many
+// of those were denied. Checks never exceeds the true count of the window
+// and falls short of it by at most the checks made while the key was not
+// monitored (see the sketch); Denied counts the denials made while it was.
+type HotKey struct {
+	Key    string `json:"key"`
+	Checks uint64 `json:"checks"`
+	Denied uint64 `json:"denied"`
+}
+
+// hotTable is one generation's monitored keys.
+type hotTable struct {
+	hash   [hotSlots]uint64
+	count  [hotSlots]uint32 // upper bound of the key's checks; 0: the slot is free
+	over   [hotSlots]uint32 // how much count may exceed the true count
+	denied [hotSlots]uint32
+	keys   [hotSlots][]byte
+	epoch  int64 // the generation: time / hotGenNs
+}
+
+// hotSketch is a shard's hot-key sketch. Call its methods with the
+// shard's lock held.
+type hotSketch struct {
+	gens   [hotGens]hotTable
+	cur    int      // the current generation's index in gens
+	least  int      // the slot of the current generation's smallest count
+	filter []uint32 // the current generation's filter; nil: the sketch is off
+}
+
+// init sizes the filter for a Store of n shards.
+func (k *hotSketch) init(n int) {
+	k.filter = make([]uint32, max(64, hotFilter/n))
+}
+
+// record counts a check of key (whose hash is h) at time now, denied or
+// not. It does not allocate once the slots' key buffers have grown to the
+// keys' lengths.
+func (k *hotSketch) record(key []byte, h uint64, denied bool, now int64) {
+	if k.filter == nil {
+		return
+	}
+	t := &k.gens[k.cur]
+	if ep := now / hotGenNs; ep != t.epoch {
+		if ep < t.epoch { // the shard's clock never goes back; be safe
+			return
+		}
+		t = k.rotate(ep)
+	}
+	d := uint32(0)
+	if denied {
+		d = 1
+	}
+	for i := range t.hash {
+		if t.hash[i] == h && t.count[i] != 0 {
+			t.count[i]++
+			t.denied[i] += d
+			if i == k.least {
+				k.findLeast(t)
+			}
+			return
+		}
+	}
+	f := &k.filter[(h>>32)&uint64(len(k.filter)-1)]
+	m := k.least
+	if *f+1 < t.count[m] {
+		*f++
+		return
+	}
+	if t.count[m] != 0 { // the evicted key's checks go to its filter counter
+		g := &k.filter[(t.hash[m]>>32)&uint64(len(k.filter)-1)]
+		*g = max(*g, t.count[m])
+	}
+	t.hash[m], t.count[m], t.over[m], t.denied[m] = h, *f+1, *f, d
+	t.keys[m] = append(t.keys[m][:0], key...)
+	k.findLeast(t)
+}
+
+// findLeast points least at t's smallest count.
+func (k *hotSketch) findLeast(t *hotTable) {
+	m := 0
+	for i := 1; i < hotSlots; i++ {
+		if t.count[i] < t.count[m] {
+			m = i
+		}
+	}
+	k.least = m
+}
+
+// rotate starts generation ep and returns its table, which reuses the
+// oldest one's key buffers.
+func (k *hotSketch) rotate(ep int64) *hotTable {
+	k.cur = (k.cur + 1) % hotGens
+	t := &k.gens[k.cur]
+	keys := t.keys
+	*t = hotTable{epoch: ep}
+	for i := range keys {
+		t.keys[i] = keys[i][:0]
+	}
+	clear(k.filter)
+	k.least = 0
+	return t
+}
+
+// collect adds the shard's monitored keys of the generations within the
+// window that ends at now to acc.
+func (k *hotSketch) collect(now int64, acc map[string]*HotKey) {
+	ep := now / hotGenNs
+	for g := range k.gens {
+		t := &k.gens[g]
+		if t.epoch > ep || t.epoch <= ep-hotGens {
+			continue
+		}
+		for i := range t.hash {
+			if t.count[i] == 0 {
+				continue
+			}
+			r := acc[string(t.keys[i])]
+			if r == nil {
+				r = &HotKey{Key: string(t.keys[i])}
+				acc[r.Key] = r
+			}
+			r.Checks += uint64(t.count[i] - t.over[i])
+			r.Denied += uint64(t.denied[i])
+		}
+	}
+}
+
+// HotKeys returns the n keys checked most (Check, Throttle, CheckAll, a
+// transaction's checks; not peeks, nor changes applied from a log) in the
+// window of about a minute that ends at now, most checked first, ties by
+// key. ctx is unused: a
+// Store answers at once, and takes it so that a Store, a durable node and
+// a cluster answer the same interface. Safe for concurrent use; it holds
+// one shard's lock at a time.
+func (s *Store) HotKeys(ctx context.Context, n int, now int64) []HotKey {
+	acc := map[string]*HotKey{}
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		sh.hot.collect(now, acc)
+		sh.mu.Unlock()
+	}
+	return TopHotKeys(acc, n)
+}
+
+// TopHotKeys returns the n rows of acc with the most checks, most first,
+// ties by key; rows with no checks are left out.
+func TopHotKeys(acc map[string]*HotKey, n int) []HotKey {
+	out := make([]HotKey, 0, len(acc))
+	for _, r := range acc {
+		if r.Checks > 0 {
+			out = append(out, *r)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Checks != out[j].Checks {
+			return out[i].Checks > out[j].Checks
+		}
+		return out[i].Key < out[j].Key
+	})
+	if n >= 0 && len(out) > n {
+		out = out[:n]
+	}
+	return out
+}
+
+// MergeHotKeys sums lists of hot keys per key (the checks of one key made
+// on several nodes) and returns the n with the most checks.
+func MergeHotKeys(n int, lists ...[]HotKey) []HotKey {
+	acc := map[string]*HotKey{}
+	for _, l := range lists {
+		for _, r := range l {
+			a := acc[r.Key]
+			if a == nil {
+				a = &HotKey{Key: r.Key}
+				acc[r.Key] = a
+			}
+			a.Checks += r.Checks
+			a.Denied += r.Denied
+		}
+	}
+	return TopHotKeys(acc, n)
+}
