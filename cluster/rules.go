@@ -309,7 +309,7 @@ func (c *Cluster) firstSlot(g int) int {
 // that send them on goroutines of their own.
 func (c *Cluster) Blocks(name string) bool {
 	switch name {
-	case "rl.checkrules", "rl.rule.set", "rl.rule.del", "rl.cluster.join", "rl.cluster.leave":
+	case "rl.checkrules", "rl.rule.set", "rl.rule.del", "rl.cluster.join", "rl.cluster.leave", "rl.hotkeys":
 		return true
 	case "rl.check", "rl.peek", "rl.reset", "cl.throttle", "exec":
 		return c.cfg.Proxy // forwarded to another node

@@ -99,3 +99,25 @@ func TestConnCheckDoesNotAllocate(t *testing.T) {
 		t.Fatalf("%d allocations for %d checks", n, batches*depth)
 	}
 }
+
+// BenchmarkConnCheckHotKeys is BenchmarkConnCheck's pipelined case with
+// the hot-key sketch on and off, for an A/B comparison in one run
+// (-count 6, then benchstat): over 100,000 keys, nearly every check is of
+// a key the sketch does not monitor, its dearest case.
+func BenchmarkConnCheckHotKeys(b *testing.B) {
+	const depth, keys = 16, 100_000
+	for _, off := range []bool{false, true} {
+		b.Run(fmt.Sprintf("sketch=%v", !off), func(b *testing.B) {
+			_, addr := startServer(b, Config{Limiter: shards.NewStore(shards.Options{NoHotKeys: off})})
+			c := newPipelineClient(b, addr, depth, keys)
+			for range c.batches {
+				c.roundTrip(b, depth)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i += depth {
+				c.roundTrip(b, depth)
+			}
+		})
+	}
+}

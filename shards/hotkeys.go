@@ -29,6 +29,13 @@ import (
 // covers between (hotGens-1)·hotGenNs and hotGens·hotGenNs: the last 45
 // to 60 seconds.
 
+// Bounds of the number of hot keys asked for (RL.HOTKEYS's COUNT,
+// /v1/hotkeys's count).
+const (
+	DefaultHotKeys = 10
+	MaxHotKeys     = 1000 // more is taken as this
+)
+
 // HotWindowNs is how far back the hot keys look, at most: a minute.
 const HotWindowNs = hotGens * hotGenNs
 
