@@ -13,15 +13,19 @@ import (
 // hotSlots monitored keys, each with its count and the count's error, and
 // an array of filter counters indexed by the key's hash. A check of a
 // monitored key adds one to its count. A check of any other key adds one
-// to its filter counter, unless that counter then reaches the smallest
-// monitored count: then the key takes the smallest one's slot, with the
-// filter counter as its count's error, and the evicted key's count goes to
-// its own filter counter. So every key that is not monitored was checked
-// at most its filter counter's value times, a monitored key at least its
-// count minus its error, and the noise of many cold keys is spread over
-// the filter counters instead of pushing the hot ones out: a key's error
-// is about the checks of the other keys of its shard divided by the
-// filter's size. A check of a cold key costs a scan of hotSlots hashes
+// to its filter counter, unless that counter has reached twice the
+// smallest monitored count: then the key takes the smallest one's slot,
+// with the filter counter as its count's error, and the evicted key's
+// count goes to its own filter counter. So every key that is not
+// monitored was checked at most its filter counter's value times, a
+// monitored key at least its count minus its error, and the noise of many
+// cold keys is spread over the filter counters instead of pushing the hot
+// ones out: what a hot key's count misses is about twice the checks of
+// the other keys of its shard divided by the filter's size. (The original
+// admits at once when the filter counter reaches the smallest count; on
+// a stream of many equally cold keys that replaces a monitored key on one
+// check in six, each a copy of its name, and twice the smallest count
+// makes that rare.) A check of a cold key costs a scan of hotSlots hashes
 // (one cache line) and one counter.
 //
 // Time is cut in generations of hotGenNs; a shard keeps its current one
@@ -56,28 +60,40 @@ type HotKey struct {
 	Denied uint64 `json:"denied"`
 }
 
+// hotSketch is a shard's hot-key sketch. What a check touches — the
+// current generation's hashes and counts, its filter — is in the shard
+// itself, in three cache lines; the rest (errors, denials, key names, the
+// past generations) is behind rest. Call its methods with the shard's
+// lock held.
+type hotSketch struct {
+	hash   [hotSlots]uint64 // the current generation's monitored keys
+	count  [hotSlots]uint32 // upper bounds of their checks; 0: the slot is free
+	epoch  int64            // the current generation: time / hotGenNs
+	least  int              // the slot of the smallest count
+	filter []uint32         // the current generation's filter; nil: the sketch is off
+	rest   *hotRest
+}
+
+// hotRest is the part of a shard's sketch that checks rarely touch.
+type hotRest struct {
+	cur  hotTable              // the current generation's, but for hash and count
+	past [hotGens - 1]hotTable // the generations before it, in a ring
+	next int                   // the oldest of past
+}
+
 // hotTable is one generation's monitored keys.
 type hotTable struct {
-	hash   [hotSlots]uint64
 	count  [hotSlots]uint32 // upper bound of the key's checks; 0: the slot is free
 	over   [hotSlots]uint32 // how much count may exceed the true count
 	denied [hotSlots]uint32
 	keys   [hotSlots][]byte
-	epoch  int64 // the generation: time / hotGenNs
-}
-
-// hotSketch is a shard's hot-key sketch. Call its methods with the
-// shard's lock held.
-type hotSketch struct {
-	gens   [hotGens]hotTable
-	cur    int      // the current generation's index in gens
-	least  int      // the slot of the current generation's smallest count
-	filter []uint32 // the current generation's filter; nil: the sketch is off
+	epoch  int64
 }
 
 // init sizes the filter for a Store of n shards.
 func (k *hotSketch) init(n int) {
 	k.filter = make([]uint32, max(64, hotFilter/n))
+	k.rest = &hotRest{}
 }
 
 // record counts a check of key (whose hash is h) at time now, denied or
@@ -87,89 +103,117 @@ func (k *hotSketch) record(key []byte, h uint64, denied bool, now int64) {
 	if k.filter == nil {
 		return
 	}
-	t := &k.gens[k.cur]
-	if ep := now / hotGenNs; ep != t.epoch {
-		if ep < t.epoch { // the shard's clock never goes back; be safe
+	if ep := now / hotGenNs; ep != k.epoch {
+		if ep < k.epoch { // the shard's clock never goes back; be safe
 			return
 		}
-		t = k.rotate(ep)
+		k.rotate(ep)
 	}
-	d := uint32(0)
-	if denied {
-		d = 1
-	}
-	for i := range t.hash {
-		if t.hash[i] == h && t.count[i] != 0 {
-			t.count[i]++
-			t.denied[i] += d
+	for i := range k.hash {
+		if k.hash[i] == h && k.count[i] != 0 {
+			k.count[i]++
+			if denied {
+				k.rest.cur.denied[i]++
+			}
 			if i == k.least {
-				k.findLeast(t)
+				k.findLeast()
 			}
 			return
 		}
 	}
 	f := &k.filter[(h>>32)&uint64(len(k.filter)-1)]
 	m := k.least
-	if *f+1 < t.count[m] {
+	if uint64(*f) < 2*uint64(k.count[m]) {
 		*f++
 		return
 	}
-	if t.count[m] != 0 { // the evicted key's checks go to its filter counter
-		g := &k.filter[(t.hash[m]>>32)&uint64(len(k.filter)-1)]
-		*g = max(*g, t.count[m])
-	}
-	t.hash[m], t.count[m], t.over[m], t.denied[m] = h, *f+1, *f, d
-	t.keys[m] = append(t.keys[m][:0], key...)
-	k.findLeast(t)
+	k.admit(m, key, h, *f, denied)
 }
 
-// findLeast points least at t's smallest count.
-func (k *hotSketch) findLeast(t *hotTable) {
+// prefetch reads what a record of a key with hash h reads (the hashes,
+// the counts, the filter counter), for Store.Prefetch.
+func (k *hotSketch) prefetch(h uint64) uint64 {
+	if k.filter == nil {
+		return 0
+	}
+	return k.hash[hotSlots-1] + uint64(k.count[0]) + uint64(k.filter[(h>>32)&uint64(len(k.filter)-1)])
+}
+
+// admit gives slot m to key, whose filter counter says it may have been
+// checked f times before.
+func (k *hotSketch) admit(m int, key []byte, h uint64, f uint32, denied bool) {
+	if k.count[m] != 0 { // the evicted key's checks go to its filter counter
+		g := &k.filter[(k.hash[m]>>32)&uint64(len(k.filter)-1)]
+		*g = max(*g, k.count[m])
+	}
+	t := &k.rest.cur
+	k.hash[m], k.count[m], t.over[m], t.denied[m] = h, f+1, f, 0
+	if denied {
+		t.denied[m] = 1
+	}
+	t.keys[m] = append(t.keys[m][:0], key...)
+	k.findLeast()
+}
+
+// findLeast points least at the smallest count.
+func (k *hotSketch) findLeast() {
 	m := 0
 	for i := 1; i < hotSlots; i++ {
-		if t.count[i] < t.count[m] {
+		if k.count[i] < k.count[m] {
 			m = i
 		}
 	}
 	k.least = m
 }
 
-// rotate starts generation ep and returns its table, which reuses the
-// oldest one's key buffers.
-func (k *hotSketch) rotate(ep int64) *hotTable {
-	k.cur = (k.cur + 1) % hotGens
-	t := &k.gens[k.cur]
-	keys := t.keys
-	*t = hotTable{epoch: ep}
+// rotate starts generation ep: the current one replaces the oldest past
+// one, whose key buffers the new one reuses.
+func (k *hotSketch) rotate(ep int64) {
+	r := k.rest
+	old := &r.past[r.next]
+	keys := old.keys
+	*old = r.cur
+	old.count, old.epoch = k.count, k.epoch
+	r.next = (r.next + 1) % len(r.past)
+	r.cur = hotTable{}
 	for i := range keys {
-		t.keys[i] = keys[i][:0]
+		r.cur.keys[i] = keys[i][:0]
 	}
+	k.hash, k.count, k.epoch, k.least = [hotSlots]uint64{}, [hotSlots]uint32{}, ep, 0
 	clear(k.filter)
-	k.least = 0
-	return t
 }
 
 // collect adds the shard's monitored keys of the generations within the
 // window that ends at now to acc.
 func (k *hotSketch) collect(now int64, acc map[string]*HotKey) {
+	if k.rest == nil {
+		return
+	}
+	cur := k.rest.cur
+	cur.count, cur.epoch = k.count, k.epoch
+	cur.collect(now, acc)
+	for i := range k.rest.past {
+		k.rest.past[i].collect(now, acc)
+	}
+}
+
+// collect adds t's keys to acc if t is within the window that ends at now.
+func (t *hotTable) collect(now int64, acc map[string]*HotKey) {
 	ep := now / hotGenNs
-	for g := range k.gens {
-		t := &k.gens[g]
-		if t.epoch > ep || t.epoch <= ep-hotGens {
+	if t.epoch > ep || t.epoch <= ep-hotGens {
+		return
+	}
+	for i := range t.count {
+		if t.count[i] == 0 {
 			continue
 		}
-		for i := range t.hash {
-			if t.count[i] == 0 {
-				continue
-			}
-			r := acc[string(t.keys[i])]
-			if r == nil {
-				r = &HotKey{Key: string(t.keys[i])}
-				acc[r.Key] = r
-			}
-			r.Checks += uint64(t.count[i] - t.over[i])
-			r.Denied += uint64(t.denied[i])
+		r := acc[string(t.keys[i])]
+		if r == nil {
+			r = &HotKey{Key: string(t.keys[i])}
+			acc[r.Key] = r
 		}
+		r.Checks += uint64(t.count[i] - t.over[i])
+		r.Denied += uint64(t.denied[i])
 	}
 }
 
