@@ -304,7 +304,8 @@ func (c *Cluster) firstSlot(g int) int {
 
 // Blocks reports whether the command named name may wait on other nodes:
 // a rule check (whose counters other nodes may hold), a rule or membership
-// change (which the meta group's leader applies), and with Proxy every
+// change (which the meta group's leader applies), RL.HOTKEYS (which asks
+// every node), and with Proxy every
 // keyed command. The server runs connections
 // that send them on goroutines of their own.
 func (c *Cluster) Blocks(name string) bool {

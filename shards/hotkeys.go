@@ -90,15 +90,33 @@ type hotTable struct {
 	epoch  int64
 }
 
+// hotKeyRoom is the room for its key each slot of every generation
+// starts with, so that a key up to that long takes a slot without
+// allocating even the first time; a longer one grows the slot's buffer,
+// once.
+const hotKeyRoom = 32
+
 // init sizes the filter for a Store of n shards.
 func (k *hotSketch) init(n int) {
 	k.filter = make([]uint32, max(64, hotFilter/n))
 	k.rest = &hotRest{}
+	room := make([]byte, hotGens*hotSlots*hotKeyRoom)
+	next := func() []byte {
+		b := room[:0:hotKeyRoom]
+		room = room[hotKeyRoom:]
+		return b
+	}
+	for i := range hotSlots {
+		k.rest.cur.keys[i] = next()
+		for g := range k.rest.past {
+			k.rest.past[g].keys[i] = next()
+		}
+	}
 }
 
 // record counts a check of key (whose hash is h) at time now, denied or
-// not. It does not allocate once the slots' key buffers have grown to the
-// keys' lengths.
+// not. It allocates only when a key longer than hotKeyRoom takes a slot
+// whose buffer has not held one as long.
 func (k *hotSketch) record(key []byte, h uint64, denied bool, now int64) {
 	if k.filter == nil {
 		return

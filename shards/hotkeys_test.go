@@ -3,6 +3,7 @@ package shards
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -199,28 +200,40 @@ func TestMergeHotKeys(t *testing.T) {
 	}
 }
 
-// TestCheckWithSketchDoesNotAllocate: recording, also of keys that take
-// a monitored slot and of new generations, allocates nothing once the
-// slots' key buffers have grown.
+// TestCheckWithSketchDoesNotAllocate: recording allocates nothing, also
+// when keys take monitored slots and generations begin, from the first
+// minute on (the keys are within hotKeyRoom): 10,000 checks and throttles
+// over 50 s allocate no more with the sketch than without it (a GCRA
+// record that grows may take a new page either way).
 func TestCheckWithSketchDoesNotAllocate(t *testing.T) {
-	s := New(4)
-	p := engine.Params{Limit: 1 << 30, Window: 60e9}
-	ks := keys(1000)
-	now := hotNow
-	for r := 0; r < 3*hotGens; r++ { // every generation's buffers grow
-		for _, k := range ks {
-			s.Check(k, engine.Token, p, 1, now)
+	run := func(s *Store) uint64 {
+		p := engine.Params{Limit: 1 << 30, Window: 60e9}
+		ks := keys(1000)
+		cells := make([][]byte, len(ks))
+		for i, k := range ks { // the keys' state: the table grows
+			s.Check(k, engine.Token, p, 1, hotNow)
+			cells[i] = append([]byte("cell:"), k...)
+			s.Throttle(cells[i], 1000, 1000, 3600, 1, hotNow)
 		}
-		now += hotGenNs
+		// AllocsPerRun divides and rounds down, and warms up first:
+		// count every allocation of the whole run instead.
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		for i := 0; i < 5000; i++ { // 50 s: four generations begin
+			s.Check(ks[i%len(ks)], engine.Token, p, 1, hotNow+int64(i)*10e6)
+			s.Throttle(cells[i%len(cells)], 1000, 1000, 3600, 1, hotNow+int64(i)*10e6)
+		}
+		runtime.ReadMemStats(&after)
+		return after.Mallocs - before.Mallocs
 	}
-	i := 0
-	allocs := testing.AllocsPerRun(5000, func() {
-		s.Check(ks[i%len(ks)], engine.Token, p, 1, now+int64(i)*10e6) // a generation every 1,500 checks
-		s.Throttle(ks[(i+1)%len(ks)], 1000, 1000, 1, 1, now+int64(i)*10e6)
-		i++
-	})
-	if allocs != 0 {
-		t.Errorf("%.2f allocations per check, want 0", allocs)
+	on, off := ^uint64(0), ^uint64(0)
+	for range 3 { // the least of three: the runtime allocates a few now and then
+		on = min(on, run(New(4)))
+		off = min(off, run(NewStore(Options{Shards: 4, NoHotKeys: true})))
+	}
+	if on > off+2 {
+		t.Errorf("10,000 checks allocated %d times with the sketch, %d without", on, off)
 	}
 }
 
