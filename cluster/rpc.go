@@ -23,6 +23,8 @@ import (
 //	meta.apply  a meta command → metaReply, applied by the meta leader
 //	charge      chargeReq → chargeReply: a group's part of RL.CHECKRULES
 //	refund      chargeReq: give a charge back (see CheckRules)
+//	hotkeys     hotKeysReq → []hotKeyWire: the node's own hot keys
+//	            (see HotKeys)
 //
 // A handler's refusal that the caller should pass to a client is an error
 // whose text is Redis's (MOVED, TRYAGAIN, CLUSTERDOWN).
@@ -69,6 +71,8 @@ func (c *Cluster) handleRPC(ctx context.Context, method string, body []byte) ([]
 			return nil, err
 		}
 		return nil, c.awaitReady(ctx, req)
+	case "hotkeys":
+		return c.hotKeysRPC(body)
 	case "meta.join", "meta.leave":
 		return c.handleMembership(ctx, method, body)
 	case "meta.apply":

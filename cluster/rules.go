@@ -363,12 +363,13 @@ func (c *Cluster) firstSlot(g int) int {
 
 // Blocks reports whether the command named name may wait on other nodes:
 // a rule check (whose counters other nodes may hold), a rule or membership
-// change (which the meta group's leader applies), and with Proxy every
+// change (which the meta group's leader applies), RL.HOTKEYS (which asks
+// every node), and with Proxy every
 // keyed command. The server runs connections
 // that send them on goroutines of their own.
 func (c *Cluster) Blocks(name string) bool {
 	switch name {
-	case "rl.checkrules", "rl.rule.set", "rl.rule.del", "rl.block", "rl.unblock", "rl.cluster.join", "rl.cluster.leave":
+	case "rl.checkrules", "rl.rule.set", "rl.rule.del", "rl.block", "rl.unblock", "rl.cluster.join", "rl.cluster.leave", "rl.hotkeys":
 		return true
 	case "rl.check", "rl.peek", "rl.reset", "cl.throttle", "exec":
 		return c.cfg.Proxy // forwarded to another node

@@ -61,6 +61,9 @@ type Config struct {
 	// Status, when set, serves the live status page: GET /status and
 	// GET /v1/stats.
 	Status StatusPage
+	// HotKeys serves GET /v1/hotkeys; nil means Checker if it implements
+	// HotKeySource, else the endpoint is not served.
+	HotKeys HotKeySource
 	// TrustedProxies are the networks of the gateways whose
 	// X-Forwarded-For /v1/forward-auth honours (rlserver's
 	// --trusted-proxies); from any other peer the peer's address is the
@@ -171,6 +174,9 @@ func New(cfg Config) http.Handler {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.HotKeys == nil {
+		cfg.HotKeys, _ = cfg.Checker.(HotKeySource)
+	}
 	a := &api{cfg: cfg}
 	if cfg.Registerer != nil {
 		a.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -199,6 +205,10 @@ func New(cfg Config) http.Handler {
 	}
 	if cfg.Status != nil {
 		a.routeStatus(mux)
+	}
+	if cfg.HotKeys != nil {
+		a.handle(mux, "GET /v1/hotkeys", "hotkeys", a.hotKeys)
+		mux.Handle("/v1/hotkeys", methodNotAllowed("GET"))
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, errorBody{"no such endpoint: " + r.Method + " " + r.URL.Path})

@@ -64,6 +64,7 @@ func commandTable() (map[string]*command, []*command) {
 	list = append(list, multiCommands()...)
 	list = append(list, membershipCommands()...)
 	list = append(list, clusterCommands()...)
+	list = append(list, hotKeyCommands()...)
 	sort.Slice(list, func(i, j int) bool { return list[i].name < list[j].name })
 	m := make(map[string]*command, len(list))
 	for i, c := range list {

@@ -54,6 +54,9 @@ type Config struct {
 	// Rules serves RL.CHECKRULES and RL.RULE.*; nil means the Limiter if it
 	// implements RuleStore, else those commands answer an error.
 	Rules RuleStore
+	// HotKeys serves RL.HOTKEYS; nil means the Limiter if it implements
+	// HotKeySource, else the command answers an error.
+	HotKeys HotKeySource
 	// IOLoops is the number of event loops that serve plain TCP
 	// connections (see loop): 0 means one per GOMAXPROCS, a negative
 	// number none, and then every connection has a goroutine of its own,
@@ -115,10 +118,11 @@ type Server struct {
 	// it implements MemoryBound.
 	prefetcher Prefetcher
 	commitState
-	blocking Blocking // cfg.Limiter if it implements Blocking
-	cl       Cluster  // cfg.Limiter if it implements Cluster
-	nudger   Nudger   // cfg.Limiter if it implements Nudger
-	nudges   nudges   // when each client host was last nudged
+	blocking Blocking     // cfg.Limiter if it implements Blocking
+	hotKeys  HotKeySource // cfg.HotKeys, or cfg.Limiter if it implements HotKeySource
+	cl       Cluster      // cfg.Limiter if it implements Cluster
+	nudger   Nudger       // cfg.Limiter if it implements Nudger
+	nudges   nudges       // when each client host was last nudged
 	// txRules says that the rules live in the Limiter (Config.Rules was
 	// nil), so that EXEC's transaction covers rule checks too.
 	txRules  bool
@@ -207,6 +211,10 @@ func New(cfg Config) *Server {
 	s.prefetcher, _ = cfg.Limiter.(Prefetcher)
 	s.initCommitter()
 	s.blocking, _ = cfg.Limiter.(Blocking)
+	s.hotKeys = cfg.HotKeys
+	if s.hotKeys == nil {
+		s.hotKeys, _ = cfg.Limiter.(HotKeySource)
+	}
 	s.cl, _ = cfg.Limiter.(Cluster)
 	s.nudger, _ = cfg.Limiter.(Nudger)
 	s.txRules = txRules

@@ -63,6 +63,9 @@ type Options struct {
 	// that cannot take it. It is called on every such command: it must be
 	// cheap (an atomic load) and not allocate.
 	Refuse func() error
+	// NoHotKeys turns the hot-key sketch off (see HotKeys, which then
+	// answers nothing); for measuring what the sketch costs.
+	NoHotKeys bool
 }
 
 // limits are a Store's bounds: memory (see Options) and refusals.

@@ -37,8 +37,9 @@ type Op struct {
 	// allowance as RL.PEEK would.
 	Result engine.Result
 
-	shard int  // index of Key's shard
-	pass  bool // the op alone would allow the request
+	shard int    // index of Key's shard
+	hash  uint64 // Key's hash
+	pass  bool   // the op alone would allow the request
 }
 
 // cost returns what op charges in a check given cost.
@@ -104,11 +105,13 @@ func (s *Store) checkLocked(ops []Op, cost, now int64) (bool, error) {
 	for i := range ops {
 		switch op := &ops[i]; {
 		case op.cost(cost) == 0: // a peek: decide's result is the answer
+			continue
 		case op.pass && allowed:
 			s.commit(op, op.cost(cost), now)
 		case op.pass:
 			s.peek(op, now)
 		}
+		s.shards[ops[i].shard].hot.record(ops[i].Key, ops[i].hash, !ops[i].pass, now)
 	}
 	return allowed, nil
 }
@@ -116,7 +119,8 @@ func (s *Store) checkLocked(ops []Op, cost, now int64) (bool, error) {
 // prepare finds each op's shard and rejects duplicate keys.
 func (s *Store) prepare(ops []Op) error {
 	for i := range ops {
-		ops[i].shard = int(xxhash.Sum64(ops[i].Key) & s.mask)
+		ops[i].hash = xxhash.Sum64(ops[i].Key)
+		ops[i].shard = int(ops[i].hash & s.mask)
 		for j := 0; j < i; j++ {
 			if ops[j].shard == ops[i].shard && string(ops[j].Key) == string(ops[i].Key) {
 				return fmt.Errorf("%w: %q", ErrDuplicateKey, ops[i].Key)

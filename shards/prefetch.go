@@ -48,10 +48,11 @@ func (s *Store) Prefetch(keys [][]byte) uint64 {
 	}
 	var sink uint64
 	for i := 0; i < n; i++ {
-		t := &s.shards[hashes[i]&s.mask].tab
-		if len(t.slots) > 0 {
+		sh := &s.shards[hashes[i]&s.mask]
+		if t := &sh.tab; len(t.slots) > 0 {
 			sink += t.slots[home(tagOf(hashes[i]), len(t.slots))]
 		}
+		sink += sh.hot.prefetch(hashes[i])
 	}
 	var recs [maxPrefetch][]byte
 	for i := 0; i < n; i++ {

@@ -63,6 +63,7 @@ type shard struct {
 	evicted int64   // keys evicted (see evict)
 	lim     *limits // the Store's memory bound (see room)
 	rng     uint64  // xorshift state for choosing victims
+	hot     hotSketch
 }
 
 // tick returns max(now, latest time seen) and records it. Call with mu held.
@@ -159,6 +160,9 @@ func NewStore(o Options) *Store {
 	for i := range s.shards {
 		s.shards[i].rng = uint64(i+1) * 0x9e3779b97f4a7c15
 		s.shards[i].lim = &s.limits
+		if !o.NoHotKeys {
+			s.shards[i].hot.init(size)
+		}
 	}
 	return s
 }
@@ -184,8 +188,17 @@ func (s *Store) Check(key []byte, a engine.Algo, p engine.Params, cost, now int6
 }
 
 // check is Check on the key's shard, whose lock the caller holds; h is
-// the key's hash.
+// the key's hash. A check that charges is counted in the hot-key sketch.
 func (sh *shard) check(key []byte, h uint64, a engine.Algo, p engine.Params, cost, now int64) (engine.Result, error) {
+	r, err := sh.checkState(key, h, a, p, cost, now)
+	if err == nil && cost > 0 {
+		sh.hot.record(key, h, !r.Allowed, sh.clock)
+	}
+	return r, err
+}
+
+// checkState is check without the sketch.
+func (sh *shard) checkState(key []byte, h uint64, a engine.Algo, p engine.Params, cost, now int64) (engine.Result, error) {
 	now = sh.tick(now)
 	e := sh.lookup(key, tagOf(h))
 	if cost == 0 {
@@ -281,14 +294,26 @@ func (sh *shard) remove(key []byte, e *entry) {
 // Throttle runs CL.THROTTLE on key (GCRA state) at time now; see
 // engine.CellThrottle.
 func (s *Store) Throttle(key []byte, maxBurst, count, period, quantity, now int64) (engine.CellResult, error) {
-	sh := s.shardFor(key)
+	h := xxhash.Sum64(key)
+	sh := &s.shards[h&s.mask]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	return sh.throttle(key, maxBurst, count, period, quantity, now)
+	return sh.throttle(key, h, maxBurst, count, period, quantity, now)
 }
 
-// throttle is Throttle on the key's shard, whose lock the caller holds.
-func (sh *shard) throttle(key []byte, maxBurst, count, period, quantity, now int64) (engine.CellResult, error) {
+// throttle is Throttle on the key's shard, whose lock the caller holds; h
+// is the key's hash. A throttle that charges is counted in the hot-key
+// sketch.
+func (sh *shard) throttle(key []byte, h uint64, maxBurst, count, period, quantity, now int64) (engine.CellResult, error) {
+	res, err := sh.throttleState(key, maxBurst, count, period, quantity, now)
+	if err == nil && quantity != 0 {
+		sh.hot.record(key, h, res.Limited, sh.clock)
+	}
+	return res, err
+}
+
+// throttleState is throttle without the sketch.
+func (sh *shard) throttleState(key []byte, maxBurst, count, period, quantity, now int64) (engine.CellResult, error) {
 	if quantity != 0 {
 		if err := sh.lim.refused(); err != nil {
 			return engine.CellResult{}, err

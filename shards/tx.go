@@ -108,11 +108,11 @@ func (tx *Tx) Check(key []byte, a engine.Algo, p engine.Params, cost, now int64)
 
 // Throttle is Store.Throttle inside the transaction.
 func (tx *Tx) Throttle(key []byte, maxBurst, count, period, quantity, now int64) (engine.CellResult, error) {
-	sh, _, err := tx.shard(key)
+	sh, h, err := tx.shard(key)
 	if err != nil {
 		return engine.CellResult{}, err
 	}
-	return sh.throttle(key, maxBurst, count, period, quantity, now)
+	return sh.throttle(key, h, maxBurst, count, period, quantity, now)
 }
 
 // Reset is Store.Reset inside the transaction.

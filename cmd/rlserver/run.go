@@ -106,7 +106,7 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 	}
 	defer rls.stop()
 	hc := httpConfig(cfg, st, reg, srv, log)
-	hc.Status = startStatus(ctx, cfg, st, srv, statusHooks{Blocks: statusBlocks(st.lim)})
+	hc.Status = startStatus(ctx, cfg, st, srv, statusHooks{HotKeys: statusHotKeys(st.lim), Blocks: statusBlocks(st.lim)})
 	hs, hln, err := startHTTP(cfg.HTTP, rls.withJSON(httpapi.New(hc)), clients, &open, tc, log)
 	if err != nil {
 		ln.Close()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/httpapi"
 	"github.com/rlserver/rlserver/rules"
 	"github.com/rlserver/rlserver/server"
 	"github.com/rlserver/rlserver/statuspage"
@@ -48,6 +49,26 @@ func startStatus(ctx context.Context, cfg Config, st *state, srv *server.Server,
 		o.Cluster = func(ctx context.Context) *statuspage.Cluster { return clusterStatus(st.cl.Report(ctx, 0)) }
 	}
 	return statuspage.NewSource(o)
+}
+
+// statusHotKeys is the status page's hot-keys hook over lim's (nil if lim
+// keeps none): a cluster node's answer sums every node's, waiting at most
+// the second the cluster gives a node.
+func statusHotKeys(lim any) func(n int) []statuspage.HotKey {
+	hs, ok := lim.(httpapi.HotKeySource)
+	if !ok {
+		return nil
+	}
+	return func(n int) []statuspage.HotKey {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		all := hs.HotKeys(ctx, n, time.Now().UnixNano())
+		out := make([]statuspage.HotKey, len(all))
+		for i, k := range all {
+			out[i] = statuspage.HotKey{Key: k.Key, Checks: k.Checks, Denied: k.Denied}
+		}
+		return out
+	}
 }
 
 // statusBlocks is the status page's blocks hook over lim's blocks (nil if

@@ -72,7 +72,8 @@ func hammer(t *testing.T, rdb redis.UniversalClient, stop chan struct{}) *sync.W
 }
 
 const (
-	loginRule = `{"id":"login","target":"/login","tier":"*","key_type":"ip","algo":"fixed","limit":3,"window":"1m"}`
+	loginRule = `{"id":"login","target":"/login","tier":"*","key_type":"ip","algo":"fixed","limit":3,"window":"1m",` +
+		`"block":{"after":2,"within":"1m","for":"15m"}}`
 	trialRule = `{"id":"trial","target":"*","tier":"*","key_type":"ip","algo":"fixed","limit":1,"window":"1m","shadow":true}`
 )
 
@@ -80,8 +81,8 @@ const (
 // under a load of one key checked many times, most denied, and of rule
 // checks; its GET /status in headless chromium draws the checks and
 // denials of the last seconds as plots with a point per second, the
-// rule's denials and the shadow rule's would-be denials, "none" for the
-// hot keys and blocks (no hooks yet) and no cluster.
+// rule's denials and the shadow rule's would-be denials, the key first
+// among the hot keys, the identifiers the rule blocked, and no cluster.
 func TestStatusPageOfANode(t *testing.T) {
 	headless.Browser(t)
 	bin := buildBinary(t)
@@ -113,18 +114,44 @@ func TestStatusPageOfANode(t *testing.T) {
 		}
 	}
 	for _, want := range []string{`<dd id="mode">fast</dd>`, `<dd id="writes" class="good">ok</dd>`,
-		`<table id="hotkeys"><thead><tr><th>key</th><th>checks</th><th>denied</th></tr></thead><tbody><tr class="none">`,
-		`<table id="blocks"><thead><tr><th>identifier</th><th>time left</th><th>reason</th><th>rule</th></tr></thead><tbody><tr class="none">`,
 		`<p id="single" class="muted">`} {
 		if !strings.Contains(dom, want) {
 			t.Errorf("no %s in:\n%s", want, dom)
+		}
+	}
+	hotAndBlocked(t, dom)
+}
+
+// hotAndBlocked fails t unless the page in dom lists the key "hot" first
+// among the hot keys, with most of hammer's checks of it, and the four
+// identifiers that hammer's rule checks got blocked by the rule login.
+func hotAndBlocked(t *testing.T, dom string) {
+	t.Helper()
+	first := `<table id="hotkeys"><thead><tr><th>key</th><th>checks</th><th>denied</th></tr></thead><tbody><tr data-key="hot">`
+	if !strings.Contains(dom, first) {
+		t.Errorf("the hot keys do not start with the key hot:\n%s", dom)
+	}
+	row, _ := headless.Row(dom, "data-key", "hot")
+	checks, _ := headless.Cell(row, "checks")
+	denied, _ := headless.Cell(row, "denied")
+	c, err1 := headless.Number(checks)
+	d, err2 := headless.Number(denied)
+	if err1 != nil || err2 != nil || c < 100 || d < 1 || d > c {
+		t.Errorf("hot key row %q: checks %q, denied %q", row, checks, denied)
+	}
+	for w := 0; w < 4; w++ {
+		id := "ip=10.0.0." + string(rune('1'+w))
+		row, ok := headless.Row(dom, "data-identifier", id)
+		if !ok || !strings.Contains(row, "<td>login</td>") {
+			t.Errorf("%s not shown blocked by login: %q", id, row)
 		}
 	}
 }
 
 // TestStatusPageOfACluster: three real processes, four groups, a cluster
 // client's load; the page of one node (not the first) shows the three
-// nodes up and every group with the leader GET /cluster names, and once
+// nodes up, every group with the leader GET /cluster names, the hot key
+// and the blocks (made through any node, summed over all), and once
 // n3 is killed, n3 down and the others up. With
 // RLSERVER_STATUS_SCREENSHOT=file, a screenshot of that page is written
 // to file after 40 s of load (docs/status.png is one).
@@ -177,8 +204,9 @@ func TestStatusPageOfACluster(t *testing.T) {
 	if n := headless.Points(dom, "chart-checks"); n < 2 {
 		t.Errorf("chart-checks has %d points, want 2 or more", n)
 	}
+	hotAndBlocked(t, dom)
 	if shot != "" {
-		headless.Screenshot(t, page, shot, 1280, 1180)
+		headless.Screenshot(t, page, shot, 1280, 1480)
 		t.Logf("screenshot of %s written to %s", page, shot)
 	}
 
