@@ -43,35 +43,23 @@ func (c *Cluster) HotKeys(ctx context.Context, count int, now int64) []shards.Ho
 	lists := [][]shards.HotKey{c.localHotKeys(per, now)}
 	body, _ := json.Marshal(hotKeysReq{Count: per, Now: now})
 	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for id, addr := range c.peerAddrs() {
-		if id == c.cfg.NodeID {
-			continue
+	c.callPeers(ctx, c.peerAddrs(), "hotkeys", body, hotKeysTimeout, func(id string, b []byte, err error) {
+		var rows []hotKeyWire
+		if err == nil {
+			err = json.Unmarshal(b, &rows)
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			cctx, cancel := context.WithTimeout(ctx, hotKeysTimeout)
-			defer cancel()
-			b, err := c.mux.Call(cctx, addr, "hotkeys", body)
-			var rows []hotKeyWire
-			if err == nil {
-				err = json.Unmarshal(b, &rows)
-			}
-			if err != nil {
-				c.log.Debug("hot keys: a node did not answer; left out", "node", id, "err", err)
-				return
-			}
-			l := make([]shards.HotKey, len(rows))
-			for i, r := range rows {
-				l[i] = shards.HotKey{Key: string(r.Key), Checks: r.Checks, Denied: r.Denied}
-			}
-			mu.Lock()
-			lists = append(lists, l)
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
+		if err != nil {
+			c.log.Debug("hot keys: a node did not answer; left out", "node", id, "err", err)
+			return
+		}
+		l := make([]shards.HotKey, len(rows))
+		for i, r := range rows {
+			l[i] = shards.HotKey{Key: string(r.Key), Checks: r.Checks, Denied: r.Denied}
+		}
+		mu.Lock()
+		lists = append(lists, l)
+		mu.Unlock()
+	})
 	return shards.MergeHotKeys(count, lists...)
 }
 

@@ -527,6 +527,27 @@ func (r Report) GroupOf(slot int) *ReportGroup {
 	return nil
 }
 
+// callPeers calls method with body on every member of addrs (by id) but
+// this node, all at once, each call bounded by timeout, and hands each
+// answer or error to each on the call's goroutine; it returns when every
+// call has.
+func (c *Cluster) callPeers(ctx context.Context, addrs map[string]string, method string, body []byte,
+	timeout time.Duration, each func(id string, b []byte, err error)) {
+	var wg sync.WaitGroup
+	for id, addr := range addrs {
+		if id == c.cfg.NodeID {
+			continue
+		}
+		wg.Go(func() {
+			cctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			b, err := c.mux.Call(cctx, addr, method, body)
+			each(id, b, err)
+		})
+	}
+	wg.Wait()
+}
+
 // Report asks every member for its groups' status (with digests at
 // digestAt, if not 0) and puts the answers together.
 func (c *Cluster) Report(ctx context.Context, digestAt int64) Report {
@@ -535,31 +556,19 @@ func (c *Cluster) Report(ctx context.Context, digestAt int64) Report {
 	statuses := map[string]nodeStatus{c.cfg.NodeID: c.status(digestAt)}
 	errs := map[string]string{}
 	body, _ := json.Marshal(statusReq{Digest: digestAt})
-	var wg sync.WaitGroup
-	for id, addr := range addrs {
-		if id == c.cfg.NodeID {
-			continue
+	c.callPeers(ctx, addrs, "status", body, rpcTimeout, func(id string, b []byte, err error) {
+		var s nodeStatus
+		if err == nil {
+			err = json.Unmarshal(b, &s)
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			cctx, cancel := context.WithTimeout(ctx, rpcTimeout)
-			defer cancel()
-			b, err := c.mux.Call(cctx, addr, "status", body)
-			var s nodeStatus
-			if err == nil {
-				err = json.Unmarshal(b, &s)
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs[id] = err.Error()
-				return
-			}
-			statuses[id] = s
-		}()
-	}
-	wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			errs[id] = err.Error()
+			return
+		}
+		statuses[id] = s
+	})
 	v := c.View()
 	r := Report{Node: c.cfg.NodeID, OK: v.OK, Rules: c.RuleCount()}
 	if len(errs) > 0 {

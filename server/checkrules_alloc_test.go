@@ -13,25 +13,33 @@ import (
 	"github.com/rlserver/rlserver/shards"
 )
 
-// TestDispatchCheckRulesDoesNotAllocate: parsing, matching, the multi-key
-// check on live keys and the reply allocate nothing per RL.CHECKRULES.
-func TestDispatchCheckRulesDoesNotAllocate(t *testing.T) {
+// checkRulesConn returns a server on a store of three rules (c, in shadow
+// mode, of algo and limit per second), a connection of it, and an
+// RL.CHECKRULES that matches all three.
+func checkRulesConn(tb testing.TB, algo string, limit int64) (*Server, *conn, [][]byte) {
+	tb.Helper()
 	store := shards.New(0)
 	for _, r := range []rules.Rule{
 		{ID: "a", Target: "/api/*", Tier: "*", KeyType: "user", Algo: "sliding", Limit: 1 << 40, Window: "1m"},
 		{ID: "b", Target: "*", Tier: "free", KeyType: "ip", Algo: "gcra", Limit: 1000, Window: "1m"},
-		{ID: "c", Target: "/api/x", Tier: "*", KeyType: "ip", Algo: "log", Limit: 10000, Window: "1s", Shadow: true},
+		{ID: "c", Target: "/api/x", Tier: "*", KeyType: "ip", Algo: algo, Limit: limit, Window: "1s", Shadow: true},
 	} {
 		if _, err := store.SetRule(r); err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
 	}
 	s := New(Config{Limiter: store})
-	c := &conn{s: s, proto: 2, authed: true}
 	var argv [][]byte
 	for _, a := range strings.Fields("RL.CHECKRULES /api/x free user=u1 ip=1.2.3.4 COST 1") {
 		argv = append(argv, []byte(a))
 	}
+	return s, &conn{s: s, proto: 2, authed: true}, argv
+}
+
+// TestDispatchCheckRulesDoesNotAllocate: parsing, matching, the multi-key
+// check on live keys and the reply allocate nothing per RL.CHECKRULES.
+func TestDispatchCheckRulesDoesNotAllocate(t *testing.T) {
+	s, c, argv := checkRulesConn(t, "log", 10000)
 	now := int64(1_700_000_000e9)
 	for i := 0; i < 2000; i++ { // create the keys; grow the log to its steady size
 		now += 1e6
@@ -55,22 +63,7 @@ func TestDispatchCheckRulesDoesNotAllocate(t *testing.T) {
 // (one in shadow mode) on live keys, from parsed arguments to the
 // buffered reply, metrics counted (the per-rule counts included).
 func BenchmarkDispatchCheckRules(b *testing.B) {
-	store := shards.New(0)
-	for _, r := range []rules.Rule{
-		{ID: "a", Target: "/api/*", Tier: "*", KeyType: "user", Algo: "sliding", Limit: 1 << 40, Window: "1m"},
-		{ID: "b", Target: "*", Tier: "free", KeyType: "ip", Algo: "gcra", Limit: 1000, Window: "1m"},
-		{ID: "c", Target: "/api/x", Tier: "*", KeyType: "ip", Algo: "fixed", Limit: 10, Window: "1s", Shadow: true},
-	} {
-		if _, err := store.SetRule(r); err != nil {
-			b.Fatal(err)
-		}
-	}
-	s := New(Config{Limiter: store})
-	c := &conn{s: s, proto: 2, authed: true}
-	var argv [][]byte
-	for _, a := range strings.Fields("RL.CHECKRULES /api/x free user=u1 ip=1.2.3.4 COST 1") {
-		argv = append(argv, []byte(a))
-	}
+	s, c, argv := checkRulesConn(b, "fixed", 10)
 	now := int64(1_700_000_000e9)
 	b.ReportAllocs()
 	for b.Loop() {
