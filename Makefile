@@ -13,7 +13,7 @@ help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
 build: ## build a static bin/rlserver (and bin/data, the image's empty /data)
-	mkdir -p bin/data
+	@mkdir -p bin/data
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/rlserver ./cmd/rlserver
 
 run: build ## start one node: RESP on 127.0.0.1:6379, HTTP on 127.0.0.1:8080, data in ./data
