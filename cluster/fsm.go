@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -15,7 +16,9 @@ import (
 // fsm is the Raft FSM over the shard state, per hashicorp/raft's contract:
 // Apply is deterministic (an entry's records are applied with the entry's
 // time, never the local clock), Snapshot returns at once and Persist runs
-// alongside Apply, and Restore replaces all state.
+// alongside Apply, and Restore replaces all state. A Persist that a
+// rebuild or Restore overlapped fails (errStateReplaced): the store it read
+// was cleared and refilled under it.
 //
 // The entries that this node wrote while it leads the group (their origin
 // is the current one) are not applied: the applier collected their records
@@ -35,6 +38,11 @@ type fsm struct {
 	// onSnapshot is told how long a snapshot took and how many records
 	// and bytes it wrote, or its error.
 	onSnapshot func(d time.Duration, records, bytes int64, err error)
+
+	// gen counts the times the state was replaced (rebuild, Restore): a
+	// snapshot whose Persist overlapped one would miss keys that entries
+	// at or below its index set, and is not kept.
+	gen atomic.Uint64
 
 	applied   atomic.Uint64 // index of the last entry applied
 	lastNow   atomic.Int64  // the time of the latest entry applied
@@ -102,15 +110,23 @@ func (f *fsm) applyCommand(data []byte, skip uint64) error {
 // every entry after it carries whole key states, not increments: replaying
 // them over any newer state of a key ends in the state of the last one.
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
+	f.mu.Lock() // not in the middle of a rebuild
+	gen := f.gen.Load()
+	f.mu.Unlock()
 	f.sinceSnap.Store(0)
-	return &fsmSnapshot{f: f, now: f.lastNow.Load()}, nil
+	return &fsmSnapshot{f: f, now: f.lastNow.Load(), gen: gen}, nil
 }
+
+// errStateReplaced is Persist's error when the state was rebuilt or
+// restored while it was written.
+var errStateReplaced = errors.New("cluster: the state was replaced while the snapshot was written; it is not kept")
 
 // Restore replaces the whole state with the snapshot's.
 func (f *fsm) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.gen.Add(1)
 	now, _, err := snapshot.Read(rc, f.store)
 	if err != nil {
 		f.store.Clear()
@@ -124,6 +140,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 type fsmSnapshot struct {
 	f   *fsm
 	now int64
+	gen uint64 // the fsm's gen when the snapshot was taken
 }
 
 // Persist writes the state into sink, shard by shard.
@@ -131,6 +148,9 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 	start := time.Now()
 	w := &countingWriter{w: sink}
 	n, err := snapshot.Write(w, s.f.store, s.now)
+	if err == nil && s.f.gen.Load() != s.gen {
+		err = errStateReplaced
+	}
 	if err == nil {
 		err = sink.Close()
 	} else {
@@ -168,6 +188,7 @@ func (s *fsmSnapshot) Release() {}
 func (f *fsm) rebuild(logs raft.LogStore, snaps raft.SnapshotStore) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.gen.Add(1)
 	f.origin.Store(0)
 	applied := f.applied.Load()
 	f.store.Clear()
