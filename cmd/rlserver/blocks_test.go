@@ -178,12 +178,7 @@ func TestClusterBlocksSurviveFailover(t *testing.T) {
 	}
 	killed := time.Now()
 	procs[victim].kill()
-	var live []*proc
-	for i, p := range procs {
-		if i != victim {
-			live = append(live, p)
-		}
-	}
+	live := without(procs, victim)
 	for _, p := range live { // at once: a block is read locally, no leader needed
 		assertBlocked(t, p, want...)
 	}

@@ -175,12 +175,7 @@ func TestClusterKill9StrongForgetsNothing(t *testing.T) {
 	victim := mostLeader(t, procs)
 	killed := time.Now()
 	procs[victim].kill()
-	var live []*proc
-	for i, p := range procs {
-		if i != victim {
-			live = append(live, p)
-		}
-	}
+	live := without(procs, victim)
 	served := waitServedBy(t, live[0], procs[victim].resp, killed.Add(15*time.Second))
 	var liveAddrs []string
 	for _, p := range live {
@@ -227,12 +222,7 @@ func TestClusterKill9FastBounded(t *testing.T) {
 	})
 	victim := mostLeader(t, procs)
 	killed := l.crash(t, procs[victim], 3*time.Second)
-	var live []*proc
-	for i, p := range procs {
-		if i != victim {
-			live = append(live, p)
-		}
-	}
+	live := without(procs, victim)
 	var liveAddrs []string
 	for _, p := range live {
 		liveAddrs = append(liveAddrs, p.resp)
@@ -356,4 +346,10 @@ func hasNode(r cluster.Report, name string) bool {
 		}
 	}
 	return false
+}
+
+// without returns procs but the one at victim: the nodes left after it is
+// killed.
+func without(procs []*proc, victim int) []*proc {
+	return append(append([]*proc(nil), procs[:victim]...), procs[victim+1:]...)
 }
