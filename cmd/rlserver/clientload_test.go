@@ -96,16 +96,21 @@ func (l *goLoad) errCount() int {
 }
 
 // quiet waits until no error has come for d (at most max), so that the
-// errors of one phase are not counted in the next.
-func (l *goLoad) quiet(d, max time.Duration) {
+// errors of one phase are not counted in the next; it reports whether the
+// load went quiet before max.
+func (l *goLoad) quiet(d, max time.Duration) bool {
 	deadline := time.Now().Add(max)
 	n, since := l.errCount(), time.Now()
-	for time.Since(since) < d && time.Now().Before(deadline) {
+	for time.Since(since) < d {
+		if !time.Now().Before(deadline) {
+			return false
+		}
 		time.Sleep(20 * time.Millisecond)
 		if m := l.errCount(); m != n {
 			n, since = m, time.Now()
 		}
 	}
+	return true
 }
 
 func (l *goLoad) stop() loadResult {
@@ -192,15 +197,29 @@ func (p *phases) begin(name string) {
 
 // of returns the phase under way at t.
 func (p *phases) of(t time.Time) string {
+	name, _ := p.lookup(t)
+	return name
+}
+
+// into returns the phase under way at t and how far into it t is.
+func (p *phases) into(t time.Time) (string, time.Duration) {
+	name, start := p.lookup(t)
+	if start.IsZero() {
+		return name, 0
+	}
+	return name, t.Sub(start)
+}
+
+func (p *phases) lookup(t time.Time) (string, time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	name := "before"
+	name, start := "before", time.Time{}
 	for i, at := range p.at {
 		if !t.Before(at) {
-			name = p.names[i]
+			name, start = p.names[i], at
 		}
 	}
-	return name
+	return name, start
 }
 
 // assertNoErrorsAndCounted fails the test if any client saw an error, and

@@ -55,8 +55,11 @@ func TestContainerRestarts(t *testing.T) {
 			r, err := partReport(nd, "")
 			return err == nil && r.Serving && len(r.Errors) == 0
 		})
-		if kind == "kill" {
-			load.quiet(700*time.Millisecond, 5*time.Second)
+		// A kill's errors (EOF from docker's proxy on the pooled
+		// connections, TRYAGAIN in the election) must end before the next
+		// phase begins, or a stop would be blamed for them.
+		if kind == "kill" && !load.quiet(700*time.Millisecond, 20*time.Second) {
+			t.Errorf("the clients still saw errors 20 s after docker kill %s and its restart", nd.name)
 		}
 	}
 	time.Sleep(time.Second)
@@ -78,9 +81,9 @@ func TestContainerRestarts(t *testing.T) {
 	}
 	stopErrs := 0
 	for _, e := range res.errs {
-		if strings.HasPrefix(ph.of(e.at), "docker stop") {
+		if name, into := ph.into(e.at); strings.HasPrefix(name, "docker stop") {
 			if stopErrs++; stopErrs <= 5 {
-				t.Errorf("an error during %s: %s", ph.of(e.at), e.err)
+				t.Errorf("an error %v into %s: %s", into.Round(time.Millisecond), name, e.err)
 			}
 		}
 	}
