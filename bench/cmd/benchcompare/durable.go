@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -260,7 +261,8 @@ func (r *report) durableRef(rn Run) (inMemory, aof *Run) {
 func (r *report) durableTable(b *strings.Builder) {
 	var rows []Run
 	for _, rn := range r.Runs {
-		if rn.Log != nil || rn.Label == labelToken || rn.Label == labelToken+allCores || strings.HasPrefix(rn.Server, "redis-aof") {
+		base, _ := strings.CutSuffix(rn.Label, allCores)
+		if slices.Contains([]string{labelToken, labelFast, labelStrong, labelEverysec, labelAlways, labelLuaAOF}, base) {
 			rows = append(rows, rn)
 		}
 	}

@@ -178,8 +178,9 @@ func (r *report) markdown() string {
 		fmt.Fprintf(&b, "| %s | %s |\n", k, m[k])
 	}
 	o := r.Options
-	if o["sections"] == "" { // a results.json from before -only
-		o["sections"] = "all"
+	secs := o["sections"]
+	if secs == "" { // a results.json from before -only
+		secs = "all"
 	}
 	fmt.Fprintf(&b, "\nThe client (rlbench, Go, or redis-benchmark) and both servers share the same cores, so every "+
 		"figure is given beside a reference measured in the same run: each workload ran %s rounds of %s (after %s of "+
@@ -197,7 +198,7 @@ func (r *report) markdown() string {
 		"in-memory ones and with two more redis-servers with their own durability: `--appendonly yes --appendfsync "+
 		"everysec` (*AOF everysec*) and `--appendfsync always` (*AOF always*), each with its own directory and "+
 		"`--save ''`. Sections run: %s.\n\n",
-		o["rounds"], o["duration"], o["warmup"], o["connections"], o["keys"], o["procs"], o["client_procs"], o["procs"], o["sections"])
+		o["rounds"], o["duration"], o["warmup"], o["connections"], o["keys"], o["procs"], o["client_procs"], o["procs"], secs)
 	b.WriteString("## Targets\n\n| target | goal | measured | met |\n|---|---|---|---|\n")
 	for _, t := range r.Targets {
 		met := "yes"
