@@ -8,12 +8,17 @@
 // reference Lua limiters (read from luaref/*.lua). It repeats the headline
 // pair with redis-benchmark, so that anyone can reproduce a figure with a
 // standard tool, and measures memory per key with a million keys per
-// algorithm. Every figure is reported beside a reference measured in the
-// same run, because the client and the servers share the machine's cores.
+// algorithm. Durable rlservers (fast and strong, one core and every core)
+// run beside redis-servers with AOF (everysec and always), and a last
+// section reads the CPU of idle servers: a three-node cluster, a durable
+// node, an in-memory node and redis-server. Every figure is reported
+// beside a reference measured in the same run, because the client and the
+// servers share the machine's cores. -only runs some sections.
 //
 //	make bench-compare     # builds bin/rlserver, then runs this; writes bench/out
 //	make bench-compare BENCHOUT=bench/results   # replaces the committed results
 //	go run ./bench/cmd/benchcompare -rlserver bin/rlserver -out bench/out
+//	BENCHFLAGS='-only durable,idle' make bench-compare   # those sections only
 package main
 
 import (
