@@ -214,7 +214,7 @@ func (r *report) p999Target(sfx string, p int) {
 	v := a.P999 / b.P999
 	r.Targets = append(r.Targets, Target{
 		Name: fmt.Sprintf("p99.9 latency, durable fast vs in memory, RL.CHECK token, -P %d, %s, rlbench", p, r.flagsName(sfx)),
-		Goal: "≤ 2×", Measured: fmt.Sprintf("%.2f× (%.0f vs %.0f µs)", v, a.P999, b.P999), Value: v, Met: v <= 2})
+		Goal: "≤ 2×", Measured: ratioText(v, 2) + fmt.Sprintf(" (%.0f vs %.0f µs)", a.P999, b.P999), Value: v, Met: v <= 2})
 }
 
 // luaAOFTargets are informative rows: durable fast RL.CHECK token beside

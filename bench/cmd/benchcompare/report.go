@@ -105,7 +105,7 @@ func (r *report) evaluate() {
 			return
 		}
 		v := a.RPS / b.RPS
-		r.Targets = append(r.Targets, Target{Name: name, Goal: goal, Measured: fmt.Sprintf("%.2f× (%.0f vs %.0f rps)", v, a.RPS, b.RPS),
+		r.Targets = append(r.Targets, Target{Name: name, Goal: goal, Measured: ratioText(v, min) + fmt.Sprintf(" (%.0f vs %.0f rps)", a.RPS, b.RPS),
 			Value: v, Met: v >= min})
 	}
 	for _, p := range []int{16, 1} {
@@ -113,7 +113,7 @@ func (r *report) evaluate() {
 		if a, b := r.rb("RL.CHECK token", p), r.rb("INCR", p); a != nil && b != nil && b.RPS > 0 {
 			v := a.RPS / b.RPS
 			r.Targets = append(r.Targets, Target{Name: fmt.Sprintf("RL.CHECK token vs Redis INCR, -P %d, redis-benchmark", p),
-				Goal: "≥ 1.0×", Measured: fmt.Sprintf("%.2f× (%.0f vs %.0f rps)", v, a.RPS, b.RPS), Value: v, Met: v >= 1})
+				Goal: "≥ 1.0×", Measured: ratioText(v, 1) + fmt.Sprintf(" (%.0f vs %.0f rps)", a.RPS, b.RPS), Value: v, Met: v >= 1})
 		}
 	}
 	rbRatio := func(name, goal string, a, b *RBRun, min float64) {
@@ -121,7 +121,7 @@ func (r *report) evaluate() {
 			return
 		}
 		v := a.RPS / b.RPS
-		r.Targets = append(r.Targets, Target{Name: name, Goal: goal, Measured: fmt.Sprintf("%.2f× (%.0f vs %.0f rps)", v, a.RPS, b.RPS),
+		r.Targets = append(r.Targets, Target{Name: name, Goal: goal, Measured: ratioText(v, min) + fmt.Sprintf(" (%.0f vs %.0f rps)", a.RPS, b.RPS),
 			Value: v, Met: v >= min})
 	}
 	for _, a := range []struct {
@@ -145,7 +145,7 @@ func (r *report) evaluate() {
 	for _, a := range []string{"fixed", "token", "gcra"} {
 		if m := r.mem(a); m != nil && m.Ratio > 0 {
 			r.Targets = append(r.Targets, Target{Name: "bytes per key, " + a + " vs " + m.RedisScript, Goal: "≤ 0.5×",
-				Measured: fmt.Sprintf("%.2f× (%.1f vs %.1f B)", m.Ratio, m.RLBytes, m.RedisBytes), Value: m.Ratio, Met: m.Ratio <= 0.5})
+				Measured: ratioText(m.Ratio, 0.5) + fmt.Sprintf(" (%.1f vs %.1f B)", m.RLBytes, m.RedisBytes), Value: m.Ratio, Met: m.Ratio <= 0.5})
 		}
 	}
 	r.durableTargets(ratio, rbRatio)
@@ -154,6 +154,16 @@ func (r *report) evaluate() {
 		r.Targets = append(r.Targets, Target{Name: "allocations per RL.CHECK over the real connection path", Goal: "0",
 			Measured: fmt.Sprintf("%g allocs/op", r.Allocs.Allocs), Value: r.Allocs.Allocs, Met: r.Allocs.OK})
 	}
+}
+
+// ratioText formats a ratio with two decimals, or three when two would
+// round it onto its goal (0.998× would read 1.00× against a goal of 1×,
+// and not be met).
+func ratioText(v, goal float64) string {
+	if s := fmt.Sprintf("%.2f", v); s != fmt.Sprintf("%.2f", goal) || v == goal {
+		return s + "×"
+	}
+	return fmt.Sprintf("%.3f×", v)
 }
 
 func (r *report) write(dir string) error {

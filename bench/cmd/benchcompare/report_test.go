@@ -186,3 +186,14 @@ func TestDurableReportRewrite(t *testing.T) {
 		}
 	}
 }
+
+func TestRatioText(t *testing.T) {
+	for _, c := range []struct {
+		v, goal float64
+		want    string
+	}{{0.998, 1, "0.998×"}, {1.004, 1, "1.004×"}, {1.02, 1, "1.02×"}, {1, 1, "1.00×"}, {0.95, 1, "0.95×"}, {2.004, 2, "2.004×"}, {0.5004, 0.5, "0.500×"}, {1.5, 2, "1.50×"}} {
+		if got := ratioText(c.v, c.goal); got != c.want {
+			t.Errorf("ratioText(%v, %v) = %s, want %s", c.v, c.goal, got, c.want)
+		}
+	}
+}
