@@ -113,7 +113,7 @@ func run(o options) error {
 		return err
 	}
 	rep := &report{Machine: describeMachine(o), Options: o.summary(secs)}
-	if err := measureAll(o, secs, dir, logf, rep); err != nil {
+	if err := measureAll(o, secs, dir, logf, rep, start); err != nil {
 		return err
 	}
 	rep.Elapsed = time.Since(start).Round(time.Second).String()
@@ -124,7 +124,10 @@ func run(o options) error {
 // measureAll runs the chosen sections into rep. The reference rlserver
 // keeps its state in memory (--data-dir ""), as the Redis beside it runs
 // without persistence; the durable ones face Redis with AOF.
-func measureAll(o options, secs sections, dir string, logf io.Writer, rep *report) error {
+func measureAll(o options, secs sections, dir string, logf io.Writer, rep *report, start time.Time) error {
+	header := func(format string, args ...any) { // with the time so far, to see what each section costs
+		fmt.Printf("== [%s] %s\n", time.Since(start).Round(time.Second), fmt.Sprintf(format, args...))
+	}
 	f, err := startFleet(o, secs, dir, logf)
 	if err != nil {
 		return err
@@ -133,7 +136,7 @@ func measureAll(o options, secs sections, dir string, logf io.Writer, rep *repor
 	ctx := context.Background()
 	if ws := pairedWorkloads(f, secs); len(ws) > 0 {
 		for _, pipeline := range []int{16, 1} {
-			fmt.Printf("== throughput, %d connections, pipeline %d, %d rounds\n", o.conns, pipeline, o.rounds)
+			header("throughput, %d connections, pipeline %d, %d rounds", o.conns, pipeline, o.rounds)
 			runs, err := throughput(ctx, o, ws, pipeline)
 			if err != nil {
 				return err
@@ -142,32 +145,32 @@ func measureAll(o options, secs sections, dir string, logf io.Writer, rep *repor
 		}
 	}
 	if o.redisBenchmark != "" && (secs[secThroughput] || secs[secDurable]) {
-		fmt.Println("== redis-benchmark")
+		header("redis-benchmark")
 		if rep.RedisBenchmark, err = redisBenchmarks(o, f, secs); err != nil {
 			return err
 		}
 	}
 	if secs[secMemory] && o.memKeys > 0 {
-		fmt.Printf("== memory, %d keys per algorithm\n", o.memKeys)
+		header("memory, %d keys per algorithm", o.memKeys)
 		if rep.Memory, err = memory(ctx, o, f.rl, f.redis, f.shas); err != nil {
 			return err
 		}
 	}
 	f.stop() // the servers of the sections below are their own
 	if secs[secRestart] && o.memKeys > 0 {
-		fmt.Printf("== restart of a durable rlserver with %d keys\n", o.memKeys)
+		header("restart of a durable rlserver with %d keys", o.memKeys)
 		if rep.Restart, err = restartBench(ctx, o, dir, logf); err != nil {
 			return err
 		}
 	}
 	if secs[secIdle] && o.idle > 0 {
-		fmt.Printf("== idle CPU over %v\n", o.idle)
+		header("idle CPU over %v", o.idle)
 		if rep.Idle, err = idleBench(o, dir, logf); err != nil {
 			return err
 		}
 	}
 	if secs[secAllocs] {
-		fmt.Println("== allocations per check (go test)")
+		header("allocations per check (go test)")
 		rep.Allocs = allocBenchmark()
 	}
 	return nil
