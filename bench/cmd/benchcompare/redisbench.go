@@ -66,12 +66,14 @@ func redisBenchmarks(o options, f *fleet, secs sections) ([]RBRun, error) {
 	return out, nil
 }
 
-// rbSpecs lists the redis-benchmark runs of the chosen sections. Each
-// runs at -P 16 with 1,000,000 requests and at -P 1 with 200,000 (the Lua
-// scripts with 300,000 and 100,000). redis-benchmark cannot send the
-// current time: the scripts get a fixed clock, now, which admits as much
-// as a moving one over so few calls per key (3 to 10, limit 100) and does
-// the same work per call.
+// rbSpecs lists the redis-benchmark runs of the chosen sections: -n is
+// 1,000,000 at -P 16 and 200,000 at -P 1, fewer for the slower servers
+// (the Lua scripts; strong mode and AOF always, which wait for fsyncs), so
+// that no run takes much longer than the others; the rows compared with
+// each other get the same -n. redis-benchmark cannot send the current
+// time: the scripts get a fixed clock, now, which admits as much as a
+// moving one over so few calls per key (3 to 10, limit 100) and does the
+// same work per call.
 func rbSpecs(f *fleet, secs sections, now int64) []rbSpec {
 	check := "RL.CHECK key:__rand_int__ token 100 60"
 	incr := "INCR key:__rand_int__"
@@ -79,41 +81,39 @@ func rbSpecs(f *fleet, secs sections, now int64) []rbSpec {
 		return fmt.Sprintf("EVALSHA %s 1 key:__rand_int__ 100 60000000 %d 1 0", f.shas[a], now)
 	}
 	var specs []rbSpec
-	add := func(label string, s *server, cmd string, depths ...int) {
-		for _, p := range depths {
-			n := map[int]int{16: 1000000, 1: 200000}[p]
-			if strings.HasPrefix(cmd, "EVALSHA") {
-				n = map[int]int{16: 300000, 1: 100000}[p]
-			}
-			if s != nil {
-				specs = append(specs, rbSpec{label, s, p, n, cmd})
-			}
+	// add adds s's runs: -n n16 at -P 16, and -n n1 at -P 1 unless n1 is 0.
+	add := func(label string, s *server, cmd string, n16, n1 int) {
+		if s != nil {
+			specs = append(specs, rbSpec{label, s, 16, n16, cmd})
+		}
+		if s != nil && n1 > 0 {
+			specs = append(specs, rbSpec{label, s, 1, n1, cmd})
 		}
 	}
 	if secs[secThroughput] || secs[secDurable] {
-		add(labelToken, f.rl, check, 16, 1)
-		add(labelToken+allCores, f.rlAll, check, 16, 1)
+		add(labelToken, f.rl, check, 1000000, 200000)
+		add(labelToken+allCores, f.rlAll, check, 1000000, 200000)
 	}
 	if secs[secThroughput] {
-		add("INCR", f.redis, incr, 16, 1)
-		add(labelToken+", goroutine per connection", f.rlGo, check, 16, 1)
+		add("INCR", f.redis, incr, 1000000, 200000)
+		add(labelToken+", goroutine per connection", f.rlGo, check, 1000000, 200000)
 		for _, a := range []string{"token", "log"} {
 			if _, ok := f.shas[a]; ok {
-				add("EVALSHA "+a+".lua", f.redis, lua(a), 16)
+				add("EVALSHA "+a+".lua", f.redis, lua(a), 300000, 0)
 			}
 		}
-		add("RL.CHECK log", f.rl, "RL.CHECK key:__rand_int__ log 100 60", 16)
+		add("RL.CHECK log", f.rl, "RL.CHECK key:__rand_int__ log 100 60", 1000000, 0)
 	}
 	if secs[secDurable] {
-		add(labelFast, f.fast, check, 16, 1)
-		add(labelFast+allCores, f.fastAll, check, 16, 1)
-		add(labelEverysec, f.aofEverysec, incr, 16, 1)
+		add(labelFast, f.fast, check, 1000000, 200000)
+		add(labelFast+allCores, f.fastAll, check, 1000000, 200000)
+		add(labelEverysec, f.aofEverysec, incr, 1000000, 200000)
 		if _, ok := f.shas["token"]; ok {
-			add(labelLuaAOF, f.aofEverysec, lua("token"), 16, 1)
+			add(labelLuaAOF, f.aofEverysec, lua("token"), 300000, 100000)
 		}
-		add(labelStrong, f.strong, check, 16, 1)
-		add(labelStrong+allCores, f.strongAll, check, 16, 1)
-		add(labelAlways, f.aofAlways, incr, 16, 1)
+		add(labelStrong, f.strong, check, 300000, 50000)
+		add(labelStrong+allCores, f.strongAll, check, 300000, 50000)
+		add(labelAlways, f.aofAlways, incr, 300000, 50000)
 	}
 	return specs
 }

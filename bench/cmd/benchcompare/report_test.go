@@ -77,7 +77,13 @@ func TestWorkloadsBySection(t *testing.T) {
 	}
 	for _, sp := range specs {
 		lua := strings.HasPrefix(sp.cmd, "EVALSHA")
-		if wantN := map[bool]map[int]int{false: {16: 1000000, 1: 200000}, true: {16: 300000, 1: 100000}}[lua][sp.pipeline]; sp.n != wantN {
+		kind := map[bool]string{false: "fast", true: "lua"}[lua]
+		if strings.Contains(sp.label, "strong") || sp.label == labelAlways {
+			kind = "fsync"
+		}
+		wantN := map[string]map[int]int{"fast": {16: 1000000, 1: 200000}, "lua": {16: 300000, 1: 100000},
+			"fsync": {16: 300000, 1: 50000}}[kind][sp.pipeline]
+		if sp.n != wantN {
 			t.Errorf("%s -P %d: -n %d, want %d", sp.label, sp.pipeline, sp.n, wantN)
 		}
 		if lua && !strings.HasSuffix(sp.cmd, " 42 1 0") {
