@@ -37,7 +37,7 @@ test-short: ## the tests without the race detector
 bench: ## Go benchmarks of the hot path (engine, shards, server)
 	$(GO) test -run '^$$' -bench . -benchmem ./engine ./shards ./server
 
-bench-compare: build ## rlserver vs redis-server side by side (needs redis-server, redis-benchmark); writes $(BENCHOUT)/
+bench-compare: build ## rlserver vs redis-server side by side (needs redis-server, redis-benchmark); writes $(BENCHOUT)/; BENCHFLAGS='-only durable,idle' runs only those sections
 	$(GO) run ./bench/cmd/benchcompare -rlserver bin/rlserver -luaref luaref -out $(BENCHOUT) $(BENCHFLAGS)
 
 bench-cluster: build ## three-node cluster vs a single durable node, fast and strong, rlbench -cluster and redis-benchmark --cluster (about 2.5 min); writes bench/results/cluster.{md,json,png}

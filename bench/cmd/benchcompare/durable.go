@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -154,66 +155,158 @@ func dirSize(dir string) int64 {
 	return n
 }
 
+// flagsName names the rlserver flags of the rows with label suffix sfx.
+func (r *report) flagsName(sfx string) string {
+	if sfx == allCores || r.Options["procs"] == "0" {
+		return "default flags"
+	}
+	return "--procs " + r.Options["procs"]
+}
+
 // durableTargets adds the durability goals: a durable node's throughput
-// as a ratio to the in-memory one, and its restart time.
+// as a ratio to the in-memory one and to Redis with AOF (fast to
+// everysec, strong to always), its p99.9 latency beside the in-memory
+// one's, and its restart time.
 func (r *report) durableTargets(ratio func(string, string, *Run, *Run, float64), rbRatio func(string, string, *RBRun, *RBRun, float64)) {
 	for _, m := range []struct {
-		mode string
-		min  float64
-	}{{"fast", 0.9}, {"strong", 0.5}} {
+		mode, label string
+		min         float64
+	}{{"fast", labelFast, 0.9}, {"strong", labelStrong, 0.5}} {
 		goal := fmt.Sprintf("≥ %g×", m.min)
 		for _, p := range []int{16, 1} {
-			label := "RL.CHECK token, durable " + m.mode
 			ratio(fmt.Sprintf("durable %s vs in memory, RL.CHECK token, -P %d, rlbench", m.mode, p), goal,
-				r.run(label, p), r.run("RL.CHECK token", p), m.min)
+				r.run(m.label, p), r.run(labelToken, p), m.min)
 			rbRatio(fmt.Sprintf("durable %s vs in memory, RL.CHECK token, -P %d, redis-benchmark", m.mode, p), goal,
-				r.rb(label, p), r.rb("RL.CHECK token", p), m.min)
+				r.rb(m.label, p), r.rb(labelToken, p), m.min)
 		}
 	}
+	for _, m := range []struct{ mode, label, ref, aof string }{
+		{"fast", labelFast, labelEverysec, "everysec"}, {"strong", labelStrong, labelAlways, "always"}} {
+		for _, sfx := range []string{"", allCores} {
+			for _, p := range []int{16, 1} {
+				name := fmt.Sprintf("durable %s RL.CHECK token vs Redis INCR with AOF %s, -P %d, %s", m.mode, m.aof, p, r.flagsName(sfx))
+				ratio(name+", rlbench", "≥ 1.0×", r.run(m.label+sfx, p), r.run(m.ref, p), 1)
+				rbRatio(name+", redis-benchmark", "≥ 1.0×", r.rb(m.label+sfx, p), r.rb(m.ref, p), 1)
+			}
+		}
+	}
+	for _, sfx := range []string{"", allCores} {
+		for _, p := range []int{16, 1} {
+			r.p999Target(sfx, p)
+		}
+	}
+	r.luaAOFTargets()
 	if x := r.Restart; x != nil {
-		r.Targets = append(r.Targets, Target{fmt.Sprintf("restart to serving with %d live keys, after SIGTERM / kill -9", x.Keys),
-			"≤ 3 s", fmt.Sprintf("%.2f s / %.2f s", x.AfterSIGTERM, x.AfterKill9), max(x.AfterSIGTERM, x.AfterKill9),
-			x.AfterSIGTERM <= 3 && x.AfterKill9 <= 3})
+		r.Targets = append(r.Targets, Target{Name: fmt.Sprintf("restart to serving with %d live keys, after SIGTERM / kill -9", x.Keys),
+			Goal: "≤ 3 s", Measured: fmt.Sprintf("%.2f s / %.2f s", x.AfterSIGTERM, x.AfterKill9),
+			Value: max(x.AfterSIGTERM, x.AfterKill9), Met: x.AfterSIGTERM <= 3 && x.AfterKill9 <= 3})
 	}
 }
 
-// durableTable writes the durable rows beside the in-memory reference,
-// with what the log did.
+// p999Target: durable fast's p99.9 latency at most twice the in-memory
+// rlserver's with the same flags (rlbench; redis-benchmark reports no
+// p99.9).
+func (r *report) p999Target(sfx string, p int) {
+	a, b := r.run(labelFast+sfx, p), r.run(labelToken+sfx, p)
+	if a == nil || b == nil || b.P999 <= 0 {
+		return
+	}
+	v := a.P999 / b.P999
+	r.Targets = append(r.Targets, Target{
+		Name: fmt.Sprintf("p99.9 latency, durable fast vs in memory, RL.CHECK token, -P %d, %s, rlbench", p, r.flagsName(sfx)),
+		Goal: "≤ 2×", Measured: ratioText(v, 2) + fmt.Sprintf(" (%.0f vs %.0f µs)", a.P999, b.P999), Value: v, Met: v <= 2})
+}
+
+// luaAOFTargets are informative rows: durable fast RL.CHECK token beside
+// Redis running the token bucket script with AOF everysec.
+func (r *report) luaAOFTargets() {
+	add := func(tool string, p int, a, b float64) {
+		if a > 0 && b > 0 {
+			r.Targets = append(r.Targets, Target{
+				Name: fmt.Sprintf("durable fast RL.CHECK token vs Redis EVALSHA token.lua with AOF everysec, -P %d, %s, %s", p, r.flagsName(""), tool),
+				Goal: "—", Measured: fmt.Sprintf("%.2f× (%.0f vs %.0f rps)", a/b, a, b), Value: a / b, Informative: true})
+		}
+	}
+	for _, p := range []int{16, 1} {
+		if a, b := r.run(labelFast, p), r.run(labelLuaAOF, p); a != nil && b != nil {
+			add("rlbench", p, a.RPS, b.RPS)
+		}
+		if a, b := r.rb(labelFast, p), r.rb(labelLuaAOF, p); a != nil && b != nil {
+			add("redis-benchmark", p, a.RPS, b.RPS)
+		}
+	}
+}
+
+// durableRef returns the rows a durable or AOF row is compared with: the
+// same workload without persistence, and (for rlserver) Redis INCR with
+// the matching AOF policy.
+func (r *report) durableRef(rn Run) (inMemory, aof *Run) {
+	base, _ := strings.CutSuffix(rn.Label, allCores)
+	sfx := strings.TrimPrefix(rn.Label, base)
+	switch base {
+	case labelFast:
+		return r.run(labelToken+sfx, rn.Pipeline), r.run(labelEverysec, rn.Pipeline)
+	case labelStrong:
+		return r.run(labelToken+sfx, rn.Pipeline), r.run(labelAlways, rn.Pipeline)
+	case labelEverysec, labelAlways:
+		return r.run("INCR", rn.Pipeline), nil
+	case labelLuaAOF:
+		return r.run("EVALSHA token.lua", rn.Pipeline), nil
+	}
+	return nil, nil
+}
+
+// durableTable writes the durable rows beside the in-memory reference
+// and Redis with AOF, with what rlserver's log did.
 func (r *report) durableTable(b *strings.Builder) {
 	var rows []Run
 	for _, rn := range r.Runs {
-		if rn.Log != nil || (rn.Label == "RL.CHECK token" && rn.Server == "rlserver") {
+		base, _ := strings.CutSuffix(rn.Label, allCores)
+		if slices.Contains([]string{labelToken, labelFast, labelStrong, labelEverysec, labelAlways, labelLuaAOF}, base) {
 			rows = append(rows, rn)
 		}
 	}
 	if len(rows) > 0 {
-		b.WriteString("\n## Durability: RL.CHECK token on durable rlservers, rlbench\n\n")
-		b.WriteString("The log's rates are over each run (warm-up included); a check that changes a key writes its " +
-			"state (a record) into the entry of its flush interval.\n\n")
-		b.WriteString("| server | -P | rps | × in memory | p50 µs | p99 µs | server CPU µs/req | entries/s | fsyncs/s | checks/entry | bytes/check |\n")
-		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		b.WriteString("\n## Durability: durable rlservers and Redis with AOF, rlbench\n\n")
+		b.WriteString("*× in memory* compares a row with the same workload on a server without persistence (rlserver " +
+			"with the same flags, Redis with `--appendonly no`); *× Redis AOF* compares durable fast with Redis INCR " +
+			"under `--appendfsync everysec` (each loses at most about a second in a crash) and durable strong with " +
+			"`--appendfsync always` (nothing acknowledged is lost). The log's rates are over each run (warm-up " +
+			"included); a check that changes a key writes its state (a record) into the entry of its flush interval.\n\n")
+		b.WriteString("| workload | server | -P | rps | × in memory | × Redis AOF | p50 µs | p99 µs | p99.9 µs | server CPU µs/req | entries/s | fsyncs/s | checks/entry | bytes/check |\n")
+		b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, rn := range rows {
-			x := ""
-			if ref := r.run("RL.CHECK token", rn.Pipeline); ref != nil && ref.RPS > 0 {
-				x = fmt.Sprintf("%.2f", rn.RPS/ref.RPS)
+			x := func(ref *Run) string {
+				if ref == nil || ref.RPS <= 0 {
+					return ""
+				}
+				return fmt.Sprintf("%.2f", rn.RPS/ref.RPS)
 			}
-			l := LogRates{}
-			if rn.Log != nil {
-				l = *rn.Log
+			mem, aof := r.durableRef(rn)
+			log := " | | | |"
+			if l := rn.Log; l != nil {
+				log = fmt.Sprintf(" %.0f | %.0f | %.1f | %.1f |", l.EntriesPerSec, l.FsyncsPerSec, l.ChecksPerEntry, l.BytesPerCheck)
 			}
-			fmt.Fprintf(b, "| %s | %d | %.0f | %s | %.0f | %.0f | %.2f | %.0f | %.0f | %.1f | %.1f |\n", rn.Server, rn.Pipeline,
-				rn.RPS, x, rn.P50, rn.P99, rn.CPUPerReq, l.EntriesPerSec, l.FsyncsPerSec, l.ChecksPerEntry, l.BytesPerCheck)
+			fmt.Fprintf(b, "| %s | %s | %d | %.0f | %s | %s | %.0f | %.0f | %.0f | %.2f |%s\n", rn.Label, rn.Server,
+				rn.Pipeline, rn.RPS, x(mem), x(aof), rn.P50, rn.P99, rn.P999, rn.CPUPerReq, log)
 		}
 	}
-	if x := r.Restart; x != nil {
-		fmt.Fprintf(b, "\n## Restart with %d live keys\n\n", x.Keys)
-		b.WriteString("A durable rlserver (fast mode) loaded with one token check per key (`key:%012d`, 100 per day), " +
-			"stopped, and started again on the same directory: the time from starting the process to its first " +
-			"PING answer, which comes once the snapshot is restored and the log after it replayed. Then every key " +
-			"is checked once more (a longer log) and the process is killed with SIGKILL.\n\n")
-		b.WriteString("| keys | data directory after SIGTERM | bytes/key | restart after SIGTERM | restart after kill -9 | keys after kill -9 |\n")
-		b.WriteString("|---:|---:|---:|---:|---:|---:|\n")
-		fmt.Fprintf(b, "| %d | %.1f MB | %.0f | %.2f s | %.2f s | %d |\n", x.Keys, float64(x.DiskBytes)/1e6, x.BytesPerKey,
-			x.AfterSIGTERM, x.AfterKill9, x.KeysAfterKill)
+	r.restartTable(b)
+}
+
+// restartTable writes the restart measurement.
+func (r *report) restartTable(b *strings.Builder) {
+	x := r.Restart
+	if x == nil {
+		return
 	}
+	fmt.Fprintf(b, "\n## Restart with %d live keys\n\n", x.Keys)
+	b.WriteString("A durable rlserver (fast mode) loaded with one token check per key (`key:%012d`, 100 per day), " +
+		"stopped, and started again on the same directory: the time from starting the process to its first " +
+		"PING answer, which comes once the snapshot is restored and the log after it replayed. Then every key " +
+		"is checked once more (a longer log) and the process is killed with SIGKILL.\n\n")
+	b.WriteString("| keys | data directory after SIGTERM | bytes/key | restart after SIGTERM | restart after kill -9 | keys after kill -9 |\n")
+	b.WriteString("|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(b, "| %d | %.1f MB | %.0f | %.2f s | %.2f s | %d |\n", x.Keys, float64(x.DiskBytes)/1e6, x.BytesPerKey,
+		x.AfterSIGTERM, x.AfterKill9, x.KeysAfterKill)
 }

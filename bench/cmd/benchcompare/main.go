@@ -8,12 +8,17 @@
 // reference Lua limiters (read from luaref/*.lua). It repeats the headline
 // pair with redis-benchmark, so that anyone can reproduce a figure with a
 // standard tool, and measures memory per key with a million keys per
-// algorithm. Every figure is reported beside a reference measured in the
-// same run, because the client and the servers share the machine's cores.
+// algorithm. Durable rlservers (fast and strong, one core and every core)
+// run beside redis-servers with AOF (everysec and always), and a last
+// section reads the CPU of idle servers: a three-node cluster, a durable
+// node, an in-memory node and redis-server. Every figure is reported
+// beside a reference measured in the same run, because the client and the
+// servers share the machine's cores. -only runs some sections.
 //
 //	make bench-compare     # builds bin/rlserver, then runs this; writes bench/out
 //	make bench-compare BENCHOUT=bench/results   # replaces the committed results
 //	go run ./bench/cmd/benchcompare -rlserver bin/rlserver -out bench/out
+//	BENCHFLAGS='-only durable,idle' make bench-compare   # those sections only
 package main
 
 import (
@@ -21,9 +26,11 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 )
 
@@ -40,9 +47,10 @@ type options struct {
 	keys           uint64
 	memKeys        int64
 	profile        bool
-	goTest         bool
-	durable        bool
 	procs          int
+	idle           time.Duration
+	idleSettle     time.Duration
+	only           string
 	clientProcs    int
 	from           string
 }
@@ -62,10 +70,13 @@ func main() {
 	flag.Uint64Var(&o.keys, "r", 100000, "key space of the throughput runs")
 	flag.Int64Var(&o.memKeys, "mem-keys", 1000000, "keys per algorithm for the memory measurement (0 skips it)")
 	flag.BoolVar(&o.profile, "profile", true, "save CPU profiles of rlserver during the RL.CHECK token runs")
-	flag.BoolVar(&o.goTest, "alloc-test", true, "run the server's allocation benchmark with go test")
-	flag.BoolVar(&o.durable, "durable", true, "also run RL.CHECK token on durable rlservers (fast and strong) and time a restart with -mem-keys keys")
 	flag.IntVar(&o.procs, "procs", 1, "rlserver's --procs for the comparison (1: one core, as Redis runs commands); "+
-		"a second rlserver with every core runs the RL.CHECK token rows too")
+		"a second rlserver with every core (the default flags) runs the RL.CHECK token rows too, in memory and durable")
+	flag.DurationVar(&o.idle, "idle", 20*time.Second, "window over which the idle section reads the idle servers' CPU")
+	flag.DurationVar(&o.idleSettle, "idle-settle", 3*time.Second, "time the idle servers are left alone before that window")
+	flag.StringVar(&o.only, "only", "", "run only these sections, comma-separated, of "+strings.Join(allSections, ",")+
+		` ("": all). throughput: in memory vs Redis INCR and EVALSHA; durable: durable rlservers vs Redis with AOF; `+
+		"memory: bytes per key; restart: a durable rlserver's restart with -mem-keys keys; idle: idle CPU; allocs: go test's allocations per check")
 	flag.StringVar(&o.from, "from", "", "rewrite results.md and chart.png from this results.json instead of measuring")
 	flag.IntVar(&o.clientProcs, "client-procs", 1, "GOMAXPROCS of the load generator (1: one core, as redis-benchmark; 0: all)")
 	flag.Parse()
@@ -97,88 +108,76 @@ func run(o options) error {
 	}
 	defer logf.Close()
 
-	rep := &report{Machine: describeMachine(o), Options: o.summary()}
-	// The reference rlserver keeps its state in memory (--data-dir ""),
-	// as the Redis beside it runs without persistence; the durable ones
-	// are variants.
-	rl, err := startRLServer("rlserver", o.rlserver, dir, o.procs, logf, "--data-dir", "")
+	secs, err := parseSections(o.only)
 	if err != nil {
 		return err
 	}
-	defer rl.stop()
-	// Other configurations of rlserver, run on the RL.CHECK token rows.
-	var variants []variant
-	if o.procs != 0 {
-		rlAll, err := startRLServer("rlserver-all", o.rlserver, dir, 0, logf, "--data-dir", "")
-		if err != nil {
-			return err
-		}
-		defer rlAll.stop()
-		variants = append(variants, variant{", all cores", rlAll})
-	}
-	rlGo, err := startRLServer("rlserver-gor", o.rlserver, dir, o.procs, logf, "--io-loops", "-1", "--data-dir", "")
-	if err != nil {
+	rep := &report{Machine: describeMachine(o), Options: o.summary(secs)}
+	if err := measureAll(o, secs, dir, logf, rep, start); err != nil {
 		return err
-	}
-	defer rlGo.stop()
-	variants = append(variants, variant{", goroutine per connection", rlGo})
-	if o.durable {
-		for _, mode := range []string{"fast", "strong"} {
-			d, err := startRLServer("rlserver-"+mode, o.rlserver, dir, o.procs, logf, "--consistency", mode)
-			if err != nil {
-				return err
-			}
-			defer d.stop()
-			variants = append(variants, variant{", durable " + mode, d})
-		}
-	}
-	rd, err := startRedis(o.redisServer, dir, logf)
-	if err != nil {
-		return err
-	}
-	defer rd.stop()
-	scripts, err := loadScripts(rd, o.luaref)
-	if err != nil {
-		return err
-	}
-	ctx := context.Background()
-	for _, pipeline := range []int{16, 1} {
-		fmt.Printf("== throughput, %d connections, pipeline %d, %d rounds\n", o.conns, pipeline, o.rounds)
-		runs, err := throughput(ctx, o, rl, variants, rd, scripts, pipeline)
-		if err != nil {
-			return err
-		}
-		rep.Runs = append(rep.Runs, runs...)
-	}
-	if o.redisBenchmark != "" {
-		fmt.Println("== redis-benchmark")
-		if rep.RedisBenchmark, err = redisBenchmarks(o, rl, variants, rd, scripts); err != nil {
-			return err
-		}
-	}
-	if o.memKeys > 0 {
-		fmt.Printf("== memory, %d keys per algorithm\n", o.memKeys)
-		if rep.Memory, err = memory(ctx, o, rl, rd, scripts); err != nil {
-			return err
-		}
-	}
-	if o.durable && o.memKeys > 0 {
-		fmt.Printf("== restart of a durable rlserver with %d keys\n", o.memKeys)
-		if rep.Restart, err = restartBench(ctx, o, dir, logf); err != nil {
-			return err
-		}
-	}
-	if o.goTest {
-		fmt.Println("== allocations per check (go test)")
-		rep.Allocs = allocBenchmark()
 	}
 	rep.Elapsed = time.Since(start).Round(time.Second).String()
 	rep.evaluate()
 	return rep.write(o.out)
 }
 
-func (o options) summary() map[string]string {
-	return map[string]string{
+// measureAll runs the chosen sections into rep. The reference rlserver
+// keeps its state in memory (--data-dir ""), as the Redis beside it runs
+// without persistence; the durable ones face Redis with AOF.
+func measureAll(o options, secs sections, dir string, logf io.Writer, rep *report, start time.Time) error {
+	header := func(format string, args ...any) { // with the time so far, to see what each section costs
+		fmt.Printf("== [%s] %s\n", time.Since(start).Round(time.Second), fmt.Sprintf(format, args...))
+	}
+	f, err := startFleet(o, secs, dir, logf)
+	if err != nil {
+		return err
+	}
+	defer f.stop()
+	ctx := context.Background()
+	if ws := pairedWorkloads(f, secs); len(ws) > 0 {
+		for _, pipeline := range []int{16, 1} {
+			header("throughput, %d connections, pipeline %d, %d rounds", o.conns, pipeline, o.rounds)
+			runs, err := throughput(ctx, o, ws, pipeline)
+			if err != nil {
+				return err
+			}
+			rep.Runs = append(rep.Runs, runs...)
+		}
+	}
+	if o.redisBenchmark != "" && (secs[secThroughput] || secs[secDurable]) {
+		header("redis-benchmark")
+		if rep.RedisBenchmark, err = redisBenchmarks(o, f, secs); err != nil {
+			return err
+		}
+	}
+	if secs[secMemory] && o.memKeys > 0 {
+		header("memory, %d keys per algorithm", o.memKeys)
+		if rep.Memory, err = memory(ctx, o, f.rl, f.redis, f.shas); err != nil {
+			return err
+		}
+	}
+	f.stop() // the servers of the sections below are their own
+	if secs[secRestart] && o.memKeys > 0 {
+		header("restart of a durable rlserver with %d keys", o.memKeys)
+		if rep.Restart, err = restartBench(ctx, o, dir, logf); err != nil {
+			return err
+		}
+	}
+	if secs[secIdle] && o.idle > 0 {
+		header("idle CPU over %v", o.idle)
+		if rep.Idle, err = idleBench(o, dir, logf); err != nil {
+			return err
+		}
+	}
+	if secs[secAllocs] {
+		header("allocations per check (go test)")
+		rep.Allocs = allocBenchmark()
+	}
+	return nil
+}
+
+func (o options) summary(secs sections) map[string]string {
+	return map[string]string{"sections": secs.String(), "idle": o.idle.String(),
 		"connections": fmt.Sprint(o.conns), "keys": fmt.Sprint(o.keys),
 		"duration": o.duration.String(), "warmup": o.warmup.String(), "rounds": fmt.Sprint(o.rounds),
 		"mem_keys": fmt.Sprint(o.memKeys), "procs": fmt.Sprint(o.procs), "client_procs": fmt.Sprint(o.clientProcs),

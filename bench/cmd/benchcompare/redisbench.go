@@ -32,30 +32,11 @@ type rbSpec struct {
 	cmd      string
 }
 
-// redisBenchmarks runs the headline comparisons with redis-benchmark, so
-// that they can be reproduced with the standard tool alone.
-func redisBenchmarks(o options, rl *server, variants []variant, rd *server, shas map[string]string) ([]RBRun, error) {
-	check := "RL.CHECK key:__rand_int__ token 100 60"
-	incr := "INCR key:__rand_int__"
-	specs := []rbSpec{
-		{"RL.CHECK token", rl, 16, 1000000, check}, {"INCR", rd, 16, 1000000, incr},
-		{"RL.CHECK token", rl, 1, 200000, check}, {"INCR", rd, 1, 200000, incr},
-	}
-	for _, v := range variants {
-		specs = append(specs, rbSpec{"RL.CHECK token" + v.suffix, v.srv, 16, 1000000, check},
-			rbSpec{"RL.CHECK token" + v.suffix, v.srv, 1, 200000, check})
-	}
-	// redis-benchmark cannot send the current time: the scripts get a
-	// fixed clock, which admits as much as a moving one over so few calls
-	// per key (3 to 10, limit 100) and does the same work per call.
-	now := time.Now().UnixMicro()
-	for _, a := range []string{"token", "log"} {
-		if sha, ok := shas[a]; ok {
-			specs = append(specs, rbSpec{"EVALSHA " + a + ".lua", rd, 16, 300000,
-				fmt.Sprintf("EVALSHA %s 1 key:__rand_int__ 100 60000000 %d 1 0", sha, now)})
-		}
-	}
-	specs = append(specs, rbSpec{"RL.CHECK log", rl, 16, 1000000, "RL.CHECK key:__rand_int__ log 100 60"})
+// redisBenchmarks runs the headline comparisons of the chosen sections
+// with redis-benchmark, so that they can be reproduced with the standard
+// tool alone.
+func redisBenchmarks(o options, f *fleet, secs sections) ([]RBRun, error) {
+	specs := rbSpecs(f, secs, time.Now().UnixMicro())
 	samples := make([][]RBRun, len(specs))
 	for round := 0; round < o.rounds; round++ {
 		for k := range specs {
@@ -68,7 +49,7 @@ func redisBenchmarks(o options, rl *server, variants []variant, rd *server, shas
 				return nil, err
 			}
 			samples[i] = append(samples[i], r)
-			fmt.Printf("  round %d  %-18s %-8s P%-2d %9.0f rps  p50 %.3f ms  p99 %.3f ms  cpu %.2f µs/req\n",
+			fmt.Printf("  round %d  %-42s %-19s P%-2d %9.0f rps  p50 %.3f ms  p99 %.3f ms  cpu %.2f µs/req\n",
 				round+1, r.Label, r.Server, r.Pipeline, r.RPS, r.P50ms, r.P99ms, r.CPUPerReq)
 		}
 	}
@@ -83,6 +64,58 @@ func redisBenchmarks(o options, rl *server, variants []variant, rd *server, shas
 		out[i] = r
 	}
 	return out, nil
+}
+
+// rbSpecs lists the redis-benchmark runs of the chosen sections: -n is
+// 1,000,000 at -P 16 and 200,000 at -P 1, fewer for the slower servers
+// (the Lua scripts; strong mode and AOF always, which wait for fsyncs), so
+// that no run takes much longer than the others; the rows compared with
+// each other get the same -n. redis-benchmark cannot send the current
+// time: the scripts get a fixed clock, now, which admits as much as a
+// moving one over so few calls per key (3 to 10, limit 100) and does the
+// same work per call.
+func rbSpecs(f *fleet, secs sections, now int64) []rbSpec {
+	check := "RL.CHECK key:__rand_int__ token 100 60"
+	incr := "INCR key:__rand_int__"
+	lua := func(a string) string {
+		return fmt.Sprintf("EVALSHA %s 1 key:__rand_int__ 100 60000000 %d 1 0", f.shas[a], now)
+	}
+	var specs []rbSpec
+	// add adds s's runs: -n n16 at -P 16, and -n n1 at -P 1 unless n1 is 0.
+	add := func(label string, s *server, cmd string, n16, n1 int) {
+		if s != nil {
+			specs = append(specs, rbSpec{label, s, 16, n16, cmd})
+		}
+		if s != nil && n1 > 0 {
+			specs = append(specs, rbSpec{label, s, 1, n1, cmd})
+		}
+	}
+	if secs[secThroughput] || secs[secDurable] {
+		add(labelToken, f.rl, check, 1000000, 200000)
+		add(labelToken+allCores, f.rlAll, check, 1000000, 200000)
+	}
+	if secs[secThroughput] {
+		add("INCR", f.redis, incr, 1000000, 200000)
+		add(labelToken+", goroutine per connection", f.rlGo, check, 1000000, 200000)
+		for _, a := range []string{"token", "log"} {
+			if _, ok := f.shas[a]; ok {
+				add("EVALSHA "+a+".lua", f.redis, lua(a), 300000, 0)
+			}
+		}
+		add("RL.CHECK log", f.rl, "RL.CHECK key:__rand_int__ log 100 60", 1000000, 0)
+	}
+	if secs[secDurable] {
+		add(labelFast, f.fast, check, 1000000, 200000)
+		add(labelFast+allCores, f.fastAll, check, 1000000, 200000)
+		add(labelEverysec, f.aofEverysec, incr, 1000000, 200000)
+		if _, ok := f.shas["token"]; ok {
+			add(labelLuaAOF, f.aofEverysec, lua("token"), 300000, 100000)
+		}
+		add(labelStrong, f.strong, check, 300000, 50000)
+		add(labelStrong+allCores, f.strongAll, check, 300000, 50000)
+		add(labelAlways, f.aofAlways, incr, 300000, 50000)
+	}
+	return specs
 }
 
 func redisBenchmark(o options, sp rbSpec) (RBRun, error) {

@@ -2,13 +2,13 @@ package main
 
 import (
 	"fmt"
-	"github.com/rlserver/rlserver/bench/nodes"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 
 	"github.com/rlserver/rlserver/bench/chart"
+	"github.com/rlserver/rlserver/bench/nodes"
 )
 
 // report is everything one run measured.
@@ -20,6 +20,7 @@ type report struct {
 	Memory         []Mem             `json:"memory"`
 	Allocs         *AllocResult      `json:"allocs,omitempty"`
 	Restart        *Restart          `json:"restart,omitempty"`
+	Idle           []Idle            `json:"idle,omitempty"`
 	Targets        []Target          `json:"targets"`
 	Elapsed        string            `json:"elapsed"`
 }
@@ -31,6 +32,9 @@ type Target struct {
 	Measured string  `json:"measured"`
 	Value    float64 `json:"value"`
 	Met      bool    `json:"met"`
+	// Informative rows have no goal: shown for comparison, neither met
+	// nor missed.
+	Informative bool `json:"informative,omitempty"`
 }
 
 // AllocResult is the server's allocation benchmark, from go test.
@@ -101,14 +105,15 @@ func (r *report) evaluate() {
 			return
 		}
 		v := a.RPS / b.RPS
-		r.Targets = append(r.Targets, Target{name, goal, fmt.Sprintf("%.2f× (%.0f vs %.0f rps)", v, a.RPS, b.RPS), v, v >= min})
+		r.Targets = append(r.Targets, Target{Name: name, Goal: goal, Measured: ratioText(v, min) + fmt.Sprintf(" (%.0f vs %.0f rps)", a.RPS, b.RPS),
+			Value: v, Met: v >= min})
 	}
 	for _, p := range []int{16, 1} {
 		ratio(fmt.Sprintf("RL.CHECK token vs Redis INCR, -P %d, rlbench", p), "≥ 1.0×", r.run("RL.CHECK token", p), r.run("INCR", p), 1)
 		if a, b := r.rb("RL.CHECK token", p), r.rb("INCR", p); a != nil && b != nil && b.RPS > 0 {
 			v := a.RPS / b.RPS
-			r.Targets = append(r.Targets, Target{fmt.Sprintf("RL.CHECK token vs Redis INCR, -P %d, redis-benchmark", p), "≥ 1.0×",
-				fmt.Sprintf("%.2f× (%.0f vs %.0f rps)", v, a.RPS, b.RPS), v, v >= 1})
+			r.Targets = append(r.Targets, Target{Name: fmt.Sprintf("RL.CHECK token vs Redis INCR, -P %d, redis-benchmark", p),
+				Goal: "≥ 1.0×", Measured: ratioText(v, 1) + fmt.Sprintf(" (%.0f vs %.0f rps)", a.RPS, b.RPS), Value: v, Met: v >= 1})
 		}
 	}
 	rbRatio := func(name, goal string, a, b *RBRun, min float64) {
@@ -116,7 +121,8 @@ func (r *report) evaluate() {
 			return
 		}
 		v := a.RPS / b.RPS
-		r.Targets = append(r.Targets, Target{name, goal, fmt.Sprintf("%.2f× (%.0f vs %.0f rps)", v, a.RPS, b.RPS), v, v >= min})
+		r.Targets = append(r.Targets, Target{Name: name, Goal: goal, Measured: ratioText(v, min) + fmt.Sprintf(" (%.0f vs %.0f rps)", a.RPS, b.RPS),
+			Value: v, Met: v >= min})
 	}
 	for _, a := range []struct {
 		algo string
@@ -129,24 +135,35 @@ func (r *report) evaluate() {
 			r.rb("RL.CHECK "+a.algo, 16), r.rb("EVALSHA "+a.algo+".lua", 16), a.min)
 	}
 	if a, b := r.run("RL.CHECK token", 1), r.run("INCR", 1); a != nil && b != nil {
-		r.Targets = append(r.Targets, Target{"p99 latency, RL.CHECK token vs INCR, -P 1, rlbench", "≤ INCR's",
-			fmt.Sprintf("%.0f µs vs %.0f µs", a.P99, b.P99), a.P99 / b.P99, a.P99 <= b.P99})
+		r.Targets = append(r.Targets, Target{Name: "p99 latency, RL.CHECK token vs INCR, -P 1, rlbench", Goal: "≤ INCR's",
+			Measured: fmt.Sprintf("%.0f µs vs %.0f µs", a.P99, b.P99), Value: a.P99 / b.P99, Met: a.P99 <= b.P99})
 	}
 	if a, b := r.rb("RL.CHECK token", 1), r.rb("INCR", 1); a != nil && b != nil {
-		r.Targets = append(r.Targets, Target{"p99 latency, RL.CHECK token vs INCR, -P 1, redis-benchmark", "≤ INCR's",
-			fmt.Sprintf("%.3f ms vs %.3f ms", a.P99ms, b.P99ms), a.P99ms / b.P99ms, a.P99ms <= b.P99ms})
+		r.Targets = append(r.Targets, Target{Name: "p99 latency, RL.CHECK token vs INCR, -P 1, redis-benchmark", Goal: "≤ INCR's",
+			Measured: fmt.Sprintf("%.3f ms vs %.3f ms", a.P99ms, b.P99ms), Value: a.P99ms / b.P99ms, Met: a.P99ms <= b.P99ms})
 	}
 	for _, a := range []string{"fixed", "token", "gcra"} {
 		if m := r.mem(a); m != nil && m.Ratio > 0 {
-			r.Targets = append(r.Targets, Target{"bytes per key, " + a + " vs " + m.RedisScript, "≤ 0.5×",
-				fmt.Sprintf("%.2f× (%.1f vs %.1f B)", m.Ratio, m.RLBytes, m.RedisBytes), m.Ratio, m.Ratio <= 0.5})
+			r.Targets = append(r.Targets, Target{Name: "bytes per key, " + a + " vs " + m.RedisScript, Goal: "≤ 0.5×",
+				Measured: ratioText(m.Ratio, 0.5) + fmt.Sprintf(" (%.1f vs %.1f B)", m.RLBytes, m.RedisBytes), Value: m.Ratio, Met: m.Ratio <= 0.5})
 		}
 	}
 	r.durableTargets(ratio, rbRatio)
+	r.idleTargets()
 	if r.Allocs != nil {
-		r.Targets = append(r.Targets, Target{"allocations per RL.CHECK over the real connection path", "0",
-			fmt.Sprintf("%g allocs/op", r.Allocs.Allocs), r.Allocs.Allocs, r.Allocs.OK})
+		r.Targets = append(r.Targets, Target{Name: "allocations per RL.CHECK over the real connection path", Goal: "0",
+			Measured: fmt.Sprintf("%g allocs/op", r.Allocs.Allocs), Value: r.Allocs.Allocs, Met: r.Allocs.OK})
 	}
+}
+
+// ratioText formats a ratio with two decimals, or three when two would
+// round it onto its goal (0.998× would read 1.00× against a goal of 1×,
+// and not be met).
+func ratioText(v, goal float64) string {
+	if s := fmt.Sprintf("%.2f", v); s != fmt.Sprintf("%.2f", goal) || v == goal {
+		return s + "×"
+	}
+	return fmt.Sprintf("%.3f×", v)
 }
 
 func (r *report) write(dir string) error {
@@ -171,6 +188,10 @@ func (r *report) markdown() string {
 		fmt.Fprintf(&b, "| %s | %s |\n", k, m[k])
 	}
 	o := r.Options
+	secs := o["sections"]
+	if secs == "" { // a results.json from before -only
+		secs = "all"
+	}
 	fmt.Fprintf(&b, "\nThe client (rlbench, Go, or redis-benchmark) and both servers share the same cores, so every "+
 		"figure is given beside a reference measured in the same run: each workload ran %s rounds of %s (after %s of "+
 		"warm-up), alternating between the servers and reversing the order every other round, and the tables give "+
@@ -181,14 +202,20 @@ func (r *report) markdown() string {
 		"with GOMAXPROCS=%s, redis-benchmark is single-threaded). The rows marked *all cores* are a second "+
 		"rlserver with the default `--procs 0`, which competes with the client for both cores; the rows marked "+
 		"*goroutine per connection* a third, with `--io-loops -1`: connections served by a goroutine each instead "+
-		"of event loops. These keep their state in memory (`--data-dir \"\"`), as Redis runs here without "+
-		"persistence; the rows marked *durable fast* and *durable strong* are rlservers with a data directory "+
-		"(`--consistency fast`, the default, and `strong`), compared with the in-memory one.\n\n",
-		o["rounds"], o["duration"], o["warmup"], o["connections"], o["keys"], o["procs"], o["client_procs"])
+		"of event loops. These keep their state in memory (`--data-dir \"\"`), as the reference Redis runs here "+
+		"without persistence; the rows marked *durable fast* and *durable strong* are rlservers with a data directory "+
+		"(`--consistency fast`, the default, and `strong`), with `--procs %s` and with every core, compared with the "+
+		"in-memory ones and with two more redis-servers with their own durability: `--appendonly yes --appendfsync "+
+		"everysec` (*AOF everysec*) and `--appendfsync always` (*AOF always*), each with its own directory and "+
+		"`--save ''`. Sections run: %s.\n\n",
+		o["rounds"], o["duration"], o["warmup"], o["connections"], o["keys"], o["procs"], o["client_procs"], o["procs"], secs)
 	b.WriteString("## Targets\n\n| target | goal | measured | met |\n|---|---|---|---|\n")
 	for _, t := range r.Targets {
 		met := "yes"
-		if !t.Met {
+		switch {
+		case t.Informative:
+			met = "(informative)"
+		case !t.Met:
 			met = "**no**"
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", t.Name, t.Goal, t.Measured, met)
@@ -199,6 +226,7 @@ func (r *report) markdown() string {
 	r.redisBenchmarkTable(&b)
 	r.memoryTable(&b)
 	r.durableTable(&b)
+	r.idleTable(&b)
 	if r.Allocs != nil {
 		fmt.Fprintf(&b, "\n## Allocations per check\n\n`%s`\n\n```\n%s\n```\n", r.Allocs.Command, r.Allocs.Output)
 	}
@@ -240,12 +268,19 @@ func (r *report) throughputTable(b *strings.Builder, p int) {
 			cmd := rn.Command
 			if strings.HasPrefix(cmd, "EVALSHA ") {
 				f := strings.Fields(cmd)
-				f[1] = "<sha1 of luaref/" + strings.TrimSuffix(strings.TrimPrefix(rn.Label, "EVALSHA "), ".lua") + ".lua>"
+				f[1] = "<sha1 of luaref/" + luaName(rn.Label) + ">"
 				cmd = strings.Join(f, " ")
 			}
 			fmt.Fprintf(b, "- %s: `%s`\n", rn.Label, cmd)
 		}
 	}
+}
+
+// luaName is the script of an EVALSHA row: "token.lua" for
+// "EVALSHA token.lua, AOF everysec".
+func luaName(label string) string {
+	name, _, _ := strings.Cut(strings.TrimPrefix(label, "EVALSHA "), ",")
+	return name
 }
 
 func (r *report) redisBenchmarkTable(b *strings.Builder) {
@@ -261,7 +296,7 @@ func (r *report) redisBenchmarkTable(b *strings.Builder) {
 			f := strings.Fields(args)
 			for i := range f {
 				if len(f[i]) == 40 {
-					f[i] = "<sha1 of luaref/" + strings.TrimPrefix(x.Label, "EVALSHA ") + ">"
+					f[i] = "<sha1 of luaref/" + luaName(x.Label) + ">"
 				}
 			}
 			args = strings.Join(f, " ")
@@ -301,7 +336,7 @@ func (r *report) chart(f *os.File) error {
 			return chart.Bar{Color: chart.LightBlue}
 		case "rlserver-gor":
 			return chart.Bar{Color: chart.Grey}
-		case "rlserver-fast", "rlserver-strong":
+		case "rlserver-fast", "rlserver-strong", "rlserver-fast-all", "rlserver-strong-all":
 			return chart.Bar{Color: chart.Green}
 		}
 		return chart.Bar{Color: chart.Red}

@@ -2,10 +2,10 @@ package main
 
 import (
 	"fmt"
-	"github.com/rlserver/rlserver/bench/nodes"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/bench/load"
+	"github.com/rlserver/rlserver/bench/nodes"
 )
 
 // server is a child process speaking RESP on addr.
@@ -79,11 +80,16 @@ func startRLServer(name, bin, dir string, procs int, logw io.Writer, extra ...st
 	})
 }
 
-func startRedis(bin, dir string, logw io.Writer) (*server, error) {
-	return startServer("redis", dir, logw, func(port, _ int) []string {
-		return []string{bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "",
-			"--appendonly", "no", "--protected-mode", "no", "--daemonize", "no", "--dir", dir,
-			"--loglevel", "warning"}
+// startRedis starts redis-server under name, with dir (made here) as its
+// working and --dir directory, without RDB snapshots; extra sets its
+// persistence (--appendonly ...).
+func startRedis(name, bin, dir string, logw io.Writer, extra ...string) (*server, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	return startServer(name, dir, logw, func(port, _ int) []string {
+		return append([]string{bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "",
+			"--protected-mode", "no", "--daemonize", "no", "--dir", dir, "--loglevel", "warning"}, extra...)
 	})
 }
 

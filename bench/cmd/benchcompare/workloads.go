@@ -69,30 +69,63 @@ func luaCmd(sha string, limit, windowSec int) string {
 	return fmt.Sprintf("EVALSHA %s 1 key:%s %d %d %s 1 0", sha, load.RandInt, limit, windowSec*1_000_000, load.NowMicros)
 }
 
-// variant is another configuration of rlserver, run on the RL.CHECK token
-// rows only; suffix is added to their labels.
-type variant struct {
-	suffix string
-	srv    *server
+// Labels of the rows the targets and tables look up.
+const (
+	allCores      = ", all cores"
+	labelToken    = "RL.CHECK token"
+	labelFast     = "RL.CHECK token, durable fast"
+	labelStrong   = "RL.CHECK token, durable strong"
+	labelEverysec = "INCR, AOF everysec"
+	labelAlways   = "INCR, AOF always"
+	labelLuaAOF   = "EVALSHA token.lua, AOF everysec"
+)
+
+// pairedWorkloads lists the workloads of the chosen sections in the order
+// a round runs them, each rlserver workload next to its Redis counterpart.
+func pairedWorkloads(f *fleet, secs sections) []workload {
+	check := fmt.Sprintf("RL.CHECK key:%s token 100 60", load.RandInt)
+	incr := "INCR key:" + load.RandInt
+	var ws []workload
+	add := func(label string, s *server, cmd string) {
+		if s != nil {
+			ws = append(ws, workload{label, s, cmd})
+		}
+	}
+	if secs[secThroughput] || secs[secDurable] {
+		add(labelToken, f.rl, check)
+		add(labelToken+allCores, f.rlAll, check)
+	}
+	if secs[secThroughput] {
+		add(labelToken+", goroutine per connection", f.rlGo, check)
+		ws = append(ws, f.inMemoryWorkloads()...)
+	}
+	if secs[secDurable] {
+		add(labelFast, f.fast, check)
+		add(labelFast+allCores, f.fastAll, check)
+		add(labelEverysec, f.aofEverysec, incr)
+		if sha, ok := f.shas["token"]; ok {
+			add(labelLuaAOF, f.aofEverysec, luaCmd(sha, 100, 60))
+		}
+		add(labelStrong, f.strong, check)
+		add(labelStrong+allCores, f.strongAll, check)
+		add(labelAlways, f.aofAlways, incr)
+	}
+	return ws
 }
 
-// pairedWorkloads lists the workloads in the order a round runs them, each
-// rlserver workload next to its Redis counterpart.
-func pairedWorkloads(rl *server, variants []variant, rd *server, shas map[string]string) []workload {
+// inMemoryWorkloads are Redis INCR and, per algorithm, RL.CHECK beside
+// EVALSHA of its reference script, then CL.THROTTLE.
+func (f *fleet) inMemoryWorkloads() []workload {
 	rlCheck := func(a string) workload {
-		return workload{"RL.CHECK " + a, rl, fmt.Sprintf("RL.CHECK key:%s %s 100 60", load.RandInt, a)}
+		return workload{"RL.CHECK " + a, f.rl, fmt.Sprintf("RL.CHECK key:%s %s 100 60", load.RandInt, a)}
 	}
 	lua := func(a string) []workload {
-		if sha, ok := shas[a]; ok {
-			return []workload{{"EVALSHA " + a + ".lua", rd, luaCmd(sha, 100, 60)}}
+		if sha, ok := f.shas[a]; ok {
+			return []workload{{"EVALSHA " + a + ".lua", f.redis, luaCmd(sha, 100, 60)}}
 		}
 		return nil
 	}
-	ws := []workload{rlCheck("token")}
-	for _, v := range variants {
-		ws = append(ws, workload{"RL.CHECK token" + v.suffix, v.srv, rlCheck("token").Cmd})
-	}
-	ws = append(ws, workload{"INCR", rd, "INCR key:" + load.RandInt})
+	ws := []workload{{"INCR", f.redis, "INCR key:" + load.RandInt}}
 	ws = append(ws, lua("token")...)
 	for _, a := range algos {
 		if a != "token" {
@@ -100,13 +133,12 @@ func pairedWorkloads(rl *server, variants []variant, rd *server, shas map[string
 			ws = append(ws, lua(a)...)
 		}
 	}
-	return append(ws, workload{"CL.THROTTLE", rl, "CL.THROTTLE key:" + load.RandInt + " 99 100 60 1"})
+	return append(ws, workload{"CL.THROTTLE", f.rl, "CL.THROTTLE key:" + load.RandInt + " 99 100 60 1"})
 }
 
 // throughput runs every workload o.rounds times at one pipeline depth,
 // alternating servers, and returns the medians.
-func throughput(ctx context.Context, o options, rl *server, variants []variant, rd *server, shas map[string]string, pipeline int) ([]Run, error) {
-	ws := pairedWorkloads(rl, variants, rd, shas)
+func throughput(ctx context.Context, o options, ws []workload, pipeline int) ([]Run, error) {
 	results := make([][]*load.Result, len(ws))
 	cpu := make([][]float64, len(ws))
 	logs := make([][]*LogRates, len(ws))
@@ -118,7 +150,7 @@ func throughput(ctx context.Context, o options, rl *server, variants []variant, 
 			}
 			w := ws[i]
 			var prof string
-			if o.profile && round == 0 && w.Label == "RL.CHECK token" {
+			if o.profile && round == 0 && w.Label == labelToken {
 				prof = filepath.Join(o.out, fmt.Sprintf("profile-token-P%d.txt", pipeline))
 			}
 			before, durable := readLogStats(w.Server)
@@ -132,7 +164,7 @@ func throughput(ctx context.Context, o options, rl *server, variants []variant, 
 			}
 			results[i] = append(results[i], res)
 			cpu[i] = append(cpu[i], perReq)
-			fmt.Printf("  round %d  %-22s %-8s %9.0f rps  p50 %7.1f µs  p99 %8.1f µs  cpu %5.2f µs/req\n",
+			fmt.Printf("  round %d  %-42s %-19s %9.0f rps  p50 %7.1f µs  p99 %8.1f µs  cpu %5.2f µs/req\n",
 				round+1, w.Label, w.Server.name, res.RPS, res.Latency.P50, res.Latency.P99, perReq)
 		}
 	}
