@@ -54,6 +54,7 @@ func OpenDB(dir string, o Options) (*pebble.DB, error) {
 	if fs == nil {
 		fs = vfs.Default
 	}
+	fs = pacedFS{FS: fs, pause: Pause}
 	events := eventListener(logger)
 	if o.WALs != nil && !o.ReadOnly {
 		fs = newWALFS(fs, dir, o.WALs)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/rlserver/rlserver/raftlog"
 )
 
 // chunkSink is the raft.SnapshotSink of one snapshot. Write stores the data in
@@ -73,6 +74,7 @@ func (k *chunkSink) flush() error {
 	}
 	k.rec.chunks++
 	k.buf = k.buf[:0]
+	raftlog.Pause() // encoding the next chunk is CPU-bound: see raftlog.Pause
 	return nil
 }
 
