@@ -109,6 +109,7 @@ const memTableSize = 32 << 20
 // loaded node's CPU, and twice the disk writes).
 func tune(opts *pebble.Options) {
 	opts.MemTableSize = memTableSize
+	opts.TargetFileSizes[0] = memTableSize
 	opts.Experimental.ValueSeparationPolicy = func() pebble.ValueSeparationPolicy {
 		return pebble.ValueSeparationPolicy{Enabled: true, MinimumSize: 1 << 10, MaxBlobReferenceDepth: 10,
 			RewriteMinimumAge: time.Minute, TargetGarbageRatio: 0.5}

@@ -1,6 +1,7 @@
 package raftlog
 
 import (
+	"runtime"
 	"strings"
 	"time"
 
@@ -28,11 +29,16 @@ const (
 	PauseFor = 20 * time.Microsecond
 )
 
-// Pause is a yield for background work that may keep the only P busy:
-// unlike runtime.Gosched, which lets the goroutines already queued run but
-// not the ones whose connections became ready, a sleep lets the P go idle
-// and poll the network.
-func Pause() { time.Sleep(PauseFor) }
+// Pause is a yield for background work that may keep the only P busy.
+// runtime.Gosched queues the caller behind every goroutine already
+// runnable (a sleep alone does not: a sleeper whose timer expired while
+// others ran is readied into the P's next slot, ahead of the queue), and
+// the sleep then lets the P go idle and poll the network, which Gosched
+// alone never makes it do.
+func Pause() {
+	runtime.Gosched()
+	time.Sleep(PauseFor)
+}
 
 // pacedFS is the database's filesystem with writes to table and blob files
 // paced (see PaceBytes); the WAL, MANIFEST and everything else are not.
