@@ -54,6 +54,7 @@ func OpenDB(dir string, o Options) (*pebble.DB, error) {
 	if fs == nil {
 		fs = vfs.Default
 	}
+	fs = pacedFS{FS: fs, pause: Pause}
 	events := eventListener(logger)
 	if o.WALs != nil && !o.ReadOnly {
 		fs = newWALFS(fs, dir, o.WALs)
@@ -108,6 +109,7 @@ const memTableSize = 32 << 20
 // loaded node's CPU, and twice the disk writes).
 func tune(opts *pebble.Options) {
 	opts.MemTableSize = memTableSize
+	opts.TargetFileSizes[0] = memTableSize
 	opts.Experimental.ValueSeparationPolicy = func() pebble.ValueSeparationPolicy {
 		return pebble.ValueSeparationPolicy{Enabled: true, MinimumSize: 1 << 10, MaxBlobReferenceDepth: 10,
 			RewriteMinimumAge: time.Minute, TargetGarbageRatio: 0.5}

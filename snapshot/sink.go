@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/rlserver/rlserver/raftlog"
 )
 
 // chunkSink is the raft.SnapshotSink of one snapshot. Write stores the data in
@@ -21,7 +22,9 @@ type chunkSink struct {
 	rec   record // meta.Size, chunks and crc grow with the writes
 	buf   []byte // the chunk being filled; cap ChunkSize
 	done  bool   // Close or Cancel was called
-	err   error  // a chunk that failed to commit: the sink cannot close
+	// unpaced counts the bytes written since the last raftlog.Pause.
+	unpaced int
+	err     error // a chunk that failed to commit: the sink cannot close
 }
 
 // ID returns the snapshot's ID: term-index-number, where the number is
@@ -45,6 +48,12 @@ func (k *chunkSink) Write(p []byte) (int, error) {
 		k.rec.crc = crc32.Update(k.rec.crc, storeCRC, p[:c])
 		k.rec.meta.Size += int64(c)
 		p, n = p[c:], n+c
+		if k.unpaced += c; k.unpaced >= raftlog.PaceBytes {
+			// Persist encodes the state as fast as the CPU goes: let the
+			// event loops in between (see raftlog.Pause).
+			k.unpaced = 0
+			raftlog.Pause()
+		}
 		if len(k.buf) == cap(k.buf) {
 			if err := k.flush(); err != nil {
 				return n, err
