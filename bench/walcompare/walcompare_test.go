@@ -1,4 +1,7 @@
-package raftlog
+// Package walcompare measures hashicorp/raft-wal against raftlog, our
+// Pebble log. It is a module of its own, so that raft-wal and what it
+// needs stay out of rlserver's module graph.
+package walcompare
 
 import (
 	"fmt"
@@ -14,13 +17,14 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/hashicorp/raft"
 	wal "github.com/hashicorp/raft-wal"
+	"github.com/rlserver/rlserver/raftlog"
 )
 
 // The benchmarks of this file compare this package's log (one Pebble
 // database per node, every group's log in it, one WAL and its fsyncs
 // shared) with hashicorp/raft-wal (a directory of segment files and a
 // bbolt meta store per log, so one fsync stream per group), on the real
-// disk. raftlog/DESIGN.md ("Why not raft-wal") has the figures and the
+// disk. ../../raftlog/DESIGN.md ("Why not raft-wal") has the figures and the
 // commands.
 
 // logStores is one kind of log store: open returns n logs (each with its
@@ -42,11 +46,22 @@ func comparedStores() []logStores {
 
 // openPebbleLogs opens one database in dir holding n groups' logs.
 func openPebbleLogs(b *testing.B, dir string, n int) []logAndStable {
-	db := openOn(b, vfs.Default, dir)
-	b.Cleanup(func() { mustClose(b, db) })
+	db, err := raftlog.OpenDB(dir, raftlog.Options{FS: vfs.Default})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if err := db.Close(); err != nil {
+			b.Error(err)
+		}
+	})
 	logs := make([]logAndStable, n)
 	for i := range logs {
-		logs[i] = mustNew(b, db, uint32(i+1))
+		s, err := raftlog.New(db, uint32(i+1))
+		if err != nil {
+			b.Fatal(err)
+		}
+		logs[i] = s
 	}
 	return logs
 }
