@@ -557,8 +557,10 @@ func (a *applier) commitLoop(g *group, inflight <-chan pending, done chan<- stru
 				a.failed.Store(nil)
 				cleared = true
 			}
-			if a.recompute() || cleared {
-				a.notify() // unless stored did already
+			// A standalone group's stored has notified already; a
+			// cluster's waiters may wait for this group alone (drain).
+			if a.recompute() || cleared || !g.standalone {
+				a.notify()
 			}
 		}
 	}
