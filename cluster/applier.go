@@ -28,12 +28,14 @@ import (
 // lost window: Committed answers ErrLostLead for them, since their changes
 // may never reach the log, until the waiters have moved past it.
 //
-// A flush happens every flush interval and whenever someone waits (Kick):
-// in fast mode replies do not wait (unless the log lags, see Lagging), so
-// entries follow the interval and up to maxInflight are pipelined; in
-// strong mode every batch of replies waits for its epoch and kicks, one
-// entry is in flight at a time, and gather makes each carry as many
-// waiting batches as it can (group commit).
+// A flush happens every flush interval while the stores change (the
+// applier sleeps while they do not: run) and whenever someone waits
+// (Kick): in fast mode replies do not wait (unless the log lags, see
+// Lagging), so entries follow the interval and up to maxInflight are
+// pipelined; in strong mode every batch of replies waits for its epoch and
+// kicks, one entry is in flight at a time, and gather makes each carry as
+// many waiting batches as it can (group commit). A standalone node learns
+// that an entry is in the log from its log store (stored), not from raft.
 type applier struct {
 	interval time.Duration
 	strong   bool
@@ -43,17 +45,20 @@ type applier struct {
 	quit     <-chan struct{} // closed when the node shuts down
 	reuse    bool            // entries' buffers may be reused once committed
 
+	sealed uint64 // the last epoch sealed, under gate
+
 	// Group commit in strong mode (gather): kicks counts Kick calls (one
 	// per waiting batch of replies); sealedKicks is its value when the
 	// last epoch was sealed, and lastKicks the kicks of the epoch before.
 	kicks       atomic.Uint64
 	sealedKicks uint64
 	lastKicks   uint64
-	sealed      uint64 // the last epoch sealed
 
 	open      atomic.Uint64
 	committed atomic.Uint64
 	kick      chan struct{}
+	changed   chan struct{} // a store's first change since its last collection
+	onChange  func()        // noteChange, made once
 	stop      chan struct{}
 	done      chan struct{}
 
@@ -124,13 +129,15 @@ const applyTimeout = 10 * time.Second
 func newApplier(interval time.Duration, clock func() int64, m *metrics, log *slog.Logger, quit <-chan struct{}, reuse bool) *applier {
 	a := &applier{
 		interval: interval, clock: clock, metrics: m, log: log, quit: quit, reuse: reuse,
-		kick: make(chan struct{}, 1),
-		stop: make(chan struct{}),
-		done: make(chan struct{}),
+		kick:    make(chan struct{}, 1),
+		changed: make(chan struct{}, 1),
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
 	}
 	if reuse {
 		a.bufs = make(chan []byte, maxInflight+2)
 	}
+	a.onChange = a.noteChange
 	a.open.Store(1)
 	ch := make(chan struct{})
 	a.gen.Store(&ch)
@@ -140,52 +147,58 @@ func newApplier(interval time.Duration, clock func() int64, m *metrics, log *slo
 }
 
 // run flushes every interval and on kicks until stop, then flushes what is
-// left and waits for it to commit.
+// left and waits for it to commit. While nothing changes it sleeps: after
+// a flush that found no change in any group it stops its ticker until a
+// store reports a change (changed, through shards.Store.OnChange) or
+// someone kicks, and the next flush is one interval after that change, as
+// it would have been had the ticker run.
 func (a *applier) run() {
 	t := time.NewTicker(a.interval)
 	defer t.Stop()
+	ticking := true
 	for {
+		var tick <-chan time.Time
+		var changed chan struct{}
+		if ticking {
+			tick = t.C
+		} else {
+			changed = a.changed
+		}
 		select {
 		case <-a.stop:
-			a.flush()
-			a.gate.Lock()
-			groups := a.groups
-			a.groups = nil
-			for _, g := range groups {
-				g.active = false
-				a.retired = append(a.retired, g.inflight)
-			}
-			a.closeRetired()
-			a.publish()
-			a.gate.Unlock()
-			for _, g := range groups {
-				<-g.loopDone
-			}
-			close(a.done)
+			a.finish()
 			return
-		case <-t.C:
+		case <-tick:
 		case <-a.kick:
+		case <-changed:
+			t.Reset(a.interval)
+			ticking = true
+			continue
 		}
-		if a.strong {
-			a.gather()
+		if a.strong && !a.gather() {
+			a.finish()
+			return
 		}
-		a.flush()
+		// Before the flush: a change after it signals again (see run).
+		select {
+		case <-a.changed:
+		default:
+		}
+		if idle := a.flush(); idle && ticking {
+			t.Stop()
+			ticking = false
+		} else if !idle && !ticking {
+			t.Reset(a.interval)
+			ticking = true
+		}
 	}
 }
 
-// maxGather bounds how long gather waits for waiters to come back.
-const maxGather = 200 * time.Microsecond
-
-// gather is strong mode's group commit. It waits for the entry in flight
-// to commit — raft writes one at a time anyway — and then, briefly, for as
-// many new waiting batches as that commit released (the kicks of its
-// epoch): those connections are sending their next requests, and an epoch
-// sealed before they arrive would carry only the batches that came during
-// the write, halving what each fsync carries.
-func (a *applier) gather() {
-	if a.committed.Load() >= a.sealed {
-		return // nothing in flight: a lone waiter goes at once
-	}
+// waitInflight is strong mode's group commit: it waits for the entry in
+// flight to commit before the next is sealed (raft writes one at a time
+// anyway), so that the next carries every batch that came meanwhile. It
+// returns false if the applier is stopping.
+func (a *applier) waitInflight() bool {
 	for a.committed.Load() < a.sealed && a.failed.Load() == nil {
 		ch := *a.gen.Load()
 		if a.committed.Load() >= a.sealed {
@@ -194,14 +207,36 @@ func (a *applier) gather() {
 		select {
 		case <-ch:
 		case <-a.stop:
-			return
+			return false
 		}
+	}
+	return true
+}
+
+// maxGather bounds how long gather waits for waiters to come back.
+const maxGather = 200 * time.Microsecond
+
+// gather is strong mode's group commit. It waits for the entry in flight
+// to commit (waitInflight) — raft writes one at a time anyway — and then,
+// briefly, for as many new waiting batches as that commit released (the
+// kicks of its epoch): those connections are sending their next requests,
+// and an epoch sealed before they arrive would carry only the batches that
+// came during the write, halving what each fsync carries. (Sealing at
+// once, or as soon as the event loops have nothing more to read, measured
+// worse: a client's next requests trickle in, and the loops run dry
+// between them; DESIGN.md.) It returns false if the applier is stopping.
+func (a *applier) gather() bool {
+	if a.committed.Load() >= a.sealed {
+		return true // nothing in flight: a lone waiter goes at once
+	}
+	if !a.waitInflight() {
+		return false
 	}
 	deadline, want := time.Now().Add(maxGather), a.kicks.Load()+a.lastKicks
 	for a.kicks.Load() < want {
 		wait := time.Until(deadline)
 		if wait <= 0 {
-			return
+			return true
 		}
 		t := time.NewTimer(wait)
 		select {
@@ -211,16 +246,46 @@ func (a *applier) gather() {
 		}
 		t.Stop()
 	}
+	return true
+}
+
+// finish flushes what is left, retires every group and waits for their
+// commit loops, for run's stop.
+func (a *applier) finish() {
+	a.flush()
+	a.gate.Lock()
+	groups := a.groups
+	a.groups = nil
+	for _, g := range groups {
+		g.active = false
+		a.retired = append(a.retired, g.inflight)
+	}
+	a.closeRetired()
+	a.publish()
+	a.gate.Unlock()
+	for _, g := range groups {
+		<-g.loopDone
+	}
+	close(a.done)
+}
+
+// noteChange is the stores' OnChange: it wakes run if it sleeps.
+func (a *applier) noteChange() {
+	select {
+	case a.changed <- struct{}{}:
+	default:
+	}
 }
 
 // flush seals the open epoch and hands each active group's changes to its
 // raft, unless a standalone node's log is refusing entries (the changes
-// wait in the journal meanwhile).
-func (a *applier) flush() {
+// wait in the journal meanwhile). It reports whether it found no change
+// to write (idle).
+func (a *applier) flush() (idle bool) {
 	a.gate.Lock()
 	if a.failed.Load() != nil {
 		a.gate.Unlock()
-		return
+		return false
 	}
 	epoch := a.open.Add(1) - 1
 	k := a.kicks.Load()
@@ -228,8 +293,10 @@ func (a *applier) flush() {
 	a.closeRetired()
 	groups := a.groups
 	ps := make([]pending, len(groups))
+	idle = true
 	for i, g := range groups {
 		ps[i] = a.collect(g, epoch)
+		idle = idle && ps[i].records == 0
 	}
 	if len(groups) == 0 {
 		a.advance(epoch)
@@ -243,6 +310,7 @@ func (a *applier) flush() {
 	for i, g := range groups {
 		g.inflight <- ps[i] // bounded: back-pressure
 	}
+	return idle
 }
 
 // collect seals g's changes of epoch into an entry and hands it to raft.
@@ -277,6 +345,8 @@ func (a *applier) activate(g *group) {
 	g.loopDone = make(chan struct{})
 	a.groups = append(a.groups[:len(a.groups):len(a.groups)], g)
 	a.publish()
+	g.store.OnChange(a.onChange)
+	a.noteChange() // a flush soon, whatever the journal holds
 	go a.commitLoop(g, g.inflight, g.loopDone)
 }
 
@@ -357,31 +427,63 @@ func (a *applier) publish() {
 }
 
 // recompute sets committed to the least epoch committed by every active
-// group, or to the sealed epoch if no group is active.
-func (a *applier) recompute() {
+// group, or to the sealed epoch if no group is active, and reports whether
+// it moved.
+func (a *applier) recompute() bool {
 	groups := *a.current.Load()
 	if len(groups) == 0 {
 		a.gate.Lock()
-		if len(a.groups) == 0 {
-			a.advance(a.sealed)
-		}
-		a.gate.Unlock()
-		return
+		defer a.gate.Unlock()
+		return len(a.groups) == 0 && a.advance(a.sealed)
 	}
 	least := groups[0].committed.Load()
 	for _, g := range groups[1:] {
 		least = min(least, g.committed.Load())
 	}
-	a.advance(least)
+	return a.advance(least)
 }
 
-// advance raises committed to epoch (it never moves back).
-func (a *applier) advance(epoch uint64) {
+// advance raises committed to epoch (it never moves back) and reports
+// whether it moved.
+func (a *applier) advance(epoch uint64) bool { return raise(&a.committed, epoch) }
+
+// raise sets v to epoch if that is more, and reports whether it did.
+func raise(v *atomic.Uint64, epoch uint64) bool {
 	for {
-		c := a.committed.Load()
-		if epoch <= c || a.committed.CompareAndSwap(c, epoch) {
-			return
+		c := v.Load()
+		if epoch <= c {
+			return false
 		}
+		if v.CompareAndSwap(c, epoch) {
+			return true
+		}
+	}
+}
+
+// stored is a standalone group's log store's report (syncedLogs) that
+// logs were stored, synced: the entries this run wrote among them are in
+// the log, and so is every earlier one (raft stores them in order), which
+// for a group whose only voter is this node is to say committed. Their
+// epochs are committed from now on, without waiting for raft to tell the
+// entries' futures (after its FSM goroutine has seen them): two goroutine
+// hand-offs fewer between the fsync and the replies of strong mode. It
+// runs in raft's goroutine and never blocks.
+func (a *applier) stored(g *group, logs []*raft.Log) {
+	origin := g.fsm.origin.Load()
+	var top uint64
+	for _, l := range logs {
+		if l.Type != raft.LogCommand {
+			continue
+		}
+		if e, err := decodeHeader(l.Data); err == nil && e.origin == origin {
+			top = max(top, e.epoch)
+		}
+	}
+	if top == 0 || !raise(&g.committed, top) || len(*a.current.Load()) == 0 {
+		return
+	}
+	if a.recompute() {
+		a.notify()
 	}
 }
 
@@ -446,15 +548,20 @@ func (a *applier) commitLoop(g *group, inflight <-chan pending, done chan<- stru
 			a.recycle(p.data)
 		}
 		if !failed {
-			g.committed.Store(p.epoch)
+			raise(&g.committed, p.epoch)
+			cleared := false
 			if g.standalone && a.failed.Load() != nil && len(inflight) == 0 {
 				// Every entry sealed before the log refused one is in it
 				// now (flush seals nothing while failed is set).
 				a.log.Info("the log takes entries again; serving")
 				a.failed.Store(nil)
+				cleared = true
 			}
-			a.recompute()
-			a.notify()
+			// A standalone group's stored has notified already; a
+			// cluster's waiters may wait for this group alone (drain).
+			if a.recompute() || cleared || !g.standalone {
+				a.notify()
+			}
 		}
 	}
 }
@@ -485,6 +592,7 @@ func (a *applier) retry(g *group, p pending, err error) bool {
 		if a.space != nil && a.space() != nil {
 			continue
 		}
+		nudge(g.raft) // it stepped down when its log refused the entry
 		if err := g.raft.Apply(p.data, applyTimeout).Error(); err == nil {
 			break
 		} else if errors.Is(err, raft.ErrRaftShutdown) {

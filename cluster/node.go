@@ -188,13 +188,15 @@ type snapInfo struct {
 func Open(ctx context.Context, cfg Config) (*Node, error) {
 	cfg = withDefaults(cfg)
 	n := &Node{cfg: cfg, store: cfg.Store, log: cfg.Logger, clock: cfg.Clock, shutdownCh: make(chan struct{})}
-	g := newGroup(groupID, cfg.Store, cfg.Logs, cfg.Snapshots, cfg.Logger)
+	logs := &syncedLogs{LogStore: cfg.Logs}
+	g := newGroup(groupID, cfg.Store, logs, cfg.Snapshots, cfg.Logger)
 	g.standalone = true
 	g.fsm.fail, g.fsm.onSnapshot = n.fail, n.snapshotDone
 	n.g, n.fsm = g, g.fsm
 	n.metrics = newMetrics(cfg.Registerer, n.fsm.applied.Load, n.refusing, cfg.LogStats)
 	n.app = newApplier(cfg.FlushInterval, cfg.Clock, n.metrics, cfg.Logger, n.shutdownCh, cfg.ReuseEntries)
 	n.app.strong = cfg.Consistency == Strong
+	logs.stored = func(ls []*raft.Log) { n.app.stored(g, ls) }
 	if cfg.Disk != nil {
 		n.app.space = cfg.Disk.Room
 	}
@@ -228,13 +230,16 @@ func withDefaults(cfg Config) Config {
 }
 
 // raftConfig tunes raft for a group whose only voter is this node: there
-// is no network, so the timeouts only delay the first election.
+// is no network, so the timeouts only delay an election, and elections
+// are not waited for (nudge). They are long because the leader checks its
+// lease every LeaderLeaseTimeout (at most HeartbeatTimeout), which an idle
+// node would otherwise wake up for twenty times a second at 50ms.
 func raftConfig(cfg Config) *raft.Config {
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.NodeID)
-	rc.HeartbeatTimeout = 50 * time.Millisecond
-	rc.ElectionTimeout = 50 * time.Millisecond
-	rc.LeaderLeaseTimeout = 50 * time.Millisecond
+	rc.HeartbeatTimeout = standaloneTimeout
+	rc.ElectionTimeout = standaloneTimeout
+	rc.LeaderLeaseTimeout = standaloneTimeout / 2
 	rc.CommitTimeout = 5 * time.Millisecond
 	rc.MaxAppendEntries = 256
 	rc.BatchApplyCh = true
@@ -243,6 +248,49 @@ func raftConfig(cfg Config) *raft.Config {
 	rc.TrailingLogs = cfg.TrailingLogs
 	rc.Logger = newRaftLogger(cfg.Logger, nil)
 	return rc
+}
+
+// syncedLogs is a standalone node's log store: it reports the entries
+// StoreLogs stored (synced) to the applier (applier.stored) before it
+// returns to raft.
+type syncedLogs struct {
+	raft.LogStore
+	stored func([]*raft.Log)
+}
+
+// StoreLog stores l as StoreLogs does.
+func (s *syncedLogs) StoreLog(l *raft.Log) error { return s.StoreLogs([]*raft.Log{l}) }
+
+// StoreLogs stores logs and, if they are, reports them.
+func (s *syncedLogs) StoreLogs(logs []*raft.Log) error {
+	if err := s.LogStore.StoreLogs(logs); err != nil {
+		return err
+	}
+	if s.stored != nil {
+		s.stored(logs)
+	}
+	return nil
+}
+
+// standaloneTimeout is a standalone node's raft timeouts (raftConfig).
+const standaloneTimeout = time.Second
+
+// nudge has a follower look for its leader now rather than when its
+// heartbeat timer fires: raft resets a follower's timer to fire at once
+// when ReloadConfig shortens HeartbeatTimeout, so nudge shortens it by a
+// millisecond and sets it back. A standalone node that is not leading (at
+// start, or after its log refused a write) then elects itself at once.
+func nudge(r *raft.Raft) {
+	if r.State() != raft.Follower {
+		return
+	}
+	rc := r.ReloadableConfig()
+	hb := rc.HeartbeatTimeout
+	rc.HeartbeatTimeout = hb - time.Millisecond
+	if r.ReloadConfig(rc) == nil { // an error leaves the timer as it was
+		rc.HeartbeatTimeout = hb
+		r.ReloadConfig(rc)
+	}
 }
 
 // bootstrap makes this node the only voter of a group with no state.
@@ -270,6 +318,7 @@ func (n *Node) waitReady(ctx context.Context) error {
 		if err := n.brokenErr(); err != nil {
 			return err
 		}
+		nudge(n.raft)
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("waiting to lead the raft group: %w", ctx.Err())

@@ -356,3 +356,42 @@ func contains(kv []string, k, v string) bool {
 	}
 	return false
 }
+
+// TestIdleApplierSleeps: a fast node whose store does not change seals no
+// epochs (its applier sleeps instead of flushing every interval), and the
+// first change after that is committed all the same, with no kick, as the
+// ticker would have (the store's OnChange wakes the applier).
+func TestIdleApplierSleeps(t *testing.T) {
+	st, clock := memStorage(), newClock()
+	n := open(t, st, clock, func(c *Config) { c.FlushInterval = 2 * time.Millisecond })
+	defer closeNode(t, n)
+	committed := func(what string) {
+		t.Helper()
+		seq := n.Pending()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			ok, err := n.Committed(seq)
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			if ok {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not committed within 10s without a kick", what)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	n.Check([]byte("a"), engine.Fixed, hour, 1, clock.now())
+	committed("the first change")
+	for range 3 {
+		n.Check([]byte("b"), engine.Fixed, hour, 1, clock.now())
+		committed("a change after a quiet spell")
+		before := n.app.open.Load()
+		time.Sleep(200 * time.Millisecond) // 100 flush intervals
+		if after := n.app.open.Load(); after > before+2 {
+			t.Fatalf("an idle node sealed %d epochs in 100 flush intervals", after-before)
+		}
+	}
+}

@@ -36,8 +36,13 @@ import (
 // Free space is read with statfs every poll interval, and by Allow before
 // every write the node makes (about 3µs: under 1% of the synced write it
 // precedes), so that a disk filled at once by another process is seen
-// before the next write, not a poll later. A Space is safe for concurrent
-// use.
+// before the next write, not a poll later. A node that writes nothing for
+// idleReadings polls in a row (and is not refusing) is idle: the poller
+// then reads only every idlePolls intervals, and marks the reading stale,
+// so that the first Err after that takes a reading itself before it
+// answers (and wakes the poller): a check is judged by a reading taken
+// after it came, never by one an idle second old. A Space is safe for
+// concurrent use.
 type Space struct {
 	dir     string
 	ballast string // the ballast file's path
@@ -47,6 +52,8 @@ type Space struct {
 	total    atomic.Int64          // of the filesystem
 	since    atomic.Int64          // bytes reported by Allow since the last reading
 	refusal  atomic.Pointer[error] // set while free < MinFree (see Err)
+	stale    atomic.Bool           // idle: Err reads before it answers (see Space)
+	writes   atomic.Uint64         // Allow calls, for the poller to tell an idle node
 	floorErr error                 // Allow's refusal
 	hasBall  atomic.Bool           // the ballast file exists
 	refused  atomic.Uint64         // writes Allow refused
@@ -59,6 +66,7 @@ type Space struct {
 	noBall  bool       // the ballast could not be created: say so once
 	stop    chan struct{}
 	done    chan struct{}
+	woken   chan struct{} // Err took a stale reading's place: poll at the pace again
 	closeMu sync.Once
 }
 
@@ -114,7 +122,7 @@ func OpenSpace(dir string, o SpaceOptions) (*Space, error) {
 	if o.Usage == nil {
 		o.Usage = statfs
 	}
-	s := &Space{dir: dir, ballast: filepath.Join(dir, BallastFile), o: o, stop: make(chan struct{}), done: make(chan struct{})}
+	s := &Space{dir: dir, ballast: filepath.Join(dir, BallastFile), o: o, stop: make(chan struct{}), done: make(chan struct{}), woken: make(chan struct{}, 1)}
 	s.floorErr = fmt.Errorf("%w: a write would leave less than %s free on %s (an eighth of --min-free-disk)", ErrDiskFull, mib(s.floor()), dir)
 	if fi, err := os.Stat(s.ballast); err == nil && fi.Mode().IsRegular() {
 		s.hasBall.Store(true)
@@ -159,8 +167,12 @@ func (s *Space) resumeAt() int64 { return s.o.MinFree + s.o.MinFree/8 }
 // less than MinFree is free, an error wrapping ErrDiskFull whose text
 // begins with "MISCONF", Redis's word for a server that cannot persist,
 // so that the server passes it on to clients as it is. It is one
-// atomic load and allocates nothing: it is asked on every check.
+// atomic load and allocates nothing: it is asked on every check (two
+// loads; and the first check after the node was idle takes a reading).
 func (s *Space) Err() error {
+	if s.stale.Load() {
+		s.freshen()
+	}
 	if e := s.refusal.Load(); e != nil {
 		return *e
 	}
@@ -174,6 +186,7 @@ func (s *Space) Err() error {
 // returns an error wrapping ErrDiskFull, and the write must not be made,
 // if n bytes would leave less than the floor free; else nil.
 func (s *Space) Allow(n int64) error {
+	s.writes.Add(1)
 	if s.room(n) {
 		return nil
 	}
@@ -197,6 +210,22 @@ func (s *Space) Room() error {
 	return s.floorErr
 }
 
+// freshen takes a reading in place of the idle poller's stale one, and
+// has the poller read at its pace again. Callers that find the reading
+// stale wait for the one that takes it.
+func (s *Space) freshen() {
+	s.mu.Lock()
+	if s.stale.Load() {
+		s.refreshLocked(0, false) // an error keeps the last reading: see refresh
+		s.stale.Store(false)
+		select {
+		case s.woken <- struct{}{}:
+		default:
+		}
+	}
+	s.mu.Unlock()
+}
+
 // room reads the free space and reports whether at least the floor is
 // left after n more bytes; if so, it counts them until the next reading.
 func (s *Space) room(n int64) bool {
@@ -211,25 +240,46 @@ func (s *Space) room(n int64) bool {
 	return true
 }
 
-// poll reads the free space every Poll until Close.
+// poll reads the free space every Poll until Close; every idlePolls
+// Polls while the node is idle (see Space).
 func (s *Space) poll() {
 	defer close(s.done)
-	t := time.NewTicker(s.o.Poll)
+	t := time.NewTimer(s.o.Poll)
 	defer t.Stop()
-	failing := false
+	failing, quiet, writes := false, 0, s.writes.Load()
 	for {
 		select {
 		case <-s.stop:
 			return
 		case <-t.C:
+		case <-s.woken:
+			quiet = 0
 		}
 		err := s.refresh(0, true)
 		if err != nil && !failing {
 			s.o.Logger.Warn("cannot read the free disk space; the last reading stands", "dir", s.dir, "err", err)
 		}
 		failing = err != nil
+		if w := s.writes.Load(); w != writes || s.refusal.Load() != nil || failing {
+			quiet, writes = 0, w
+		} else {
+			quiet++
+		}
+		next := s.o.Poll
+		if quiet >= idleReadings {
+			s.stale.Store(true)
+			next *= idlePolls
+		}
+		t.Reset(next)
 	}
 }
+
+// idleReadings is how many polls in a row without a write make a node
+// idle; idlePolls how many Polls apart an idle node's poller reads.
+const (
+	idleReadings = 10
+	idlePolls    = 10
+)
 
 // refresh reads the free space, deletes the ballast below the floor (and,
 // when polling, creates it again once there is room for it), and sets or
@@ -238,6 +288,11 @@ func (s *Space) poll() {
 func (s *Space) refresh(pending int64, polling bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.refreshLocked(pending, polling)
+}
+
+// refreshLocked is refresh with mu held.
+func (s *Space) refreshLocked(pending int64, polling bool) error {
 	free, err := s.read(pending)
 	if err != nil {
 		return err

@@ -275,3 +275,37 @@ func BenchmarkSpaceErr(b *testing.B) {
 		}
 	}
 }
+
+// TestIdleSpaceReadsOnFirstErr: a Space that sees no write for
+// idleReadings polls slows its poller down and marks its reading stale;
+// the first Err after that reads the disk itself, so a disk filled while
+// the node was idle is refused at the next check, not a slow poll later.
+func TestIdleSpaceReadsOnFirstErr(t *testing.T) {
+	d := &fakeDisk{dir: t.TempDir()}
+	d.avail.Store(64 * mb)
+	const poll = 20 * time.Millisecond
+	s, err := OpenSpace(d.dir, SpaceOptions{MinFree: 16 * mb, Poll: poll, Usage: d.usage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for !s.stale.Load() {
+		if time.Now().After(deadline) {
+			t.Fatal("the poller did not go idle within 10s of no writes")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	reads := d.reads.Load()
+	time.Sleep(3 * poll)
+	if n := d.reads.Load() - reads; n > 1 {
+		t.Errorf("an idle poller read the disk %d times in 3 polls", n)
+	}
+	d.avail.Store(8 * mb) // filled while idle
+	if err := s.Err(); !errors.Is(err, ErrDiskFull) {
+		t.Fatalf("the first Err after the disk filled: %v, want a refusal", err)
+	}
+	if s.stale.Load() {
+		t.Fatal("still stale after Err read the disk")
+	}
+}

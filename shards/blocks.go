@@ -102,6 +102,7 @@ func (s *Store) putBlock(b rules.Block, now int64, note bool) {
 	if t.journal {
 		t.changes = appendBlockSet(t.changes, b)
 		t.nchanges++
+		t.note.changed()
 	}
 }
 
@@ -116,6 +117,7 @@ func (s *Store) dropBlock(identifier string, now int64, note bool) bool {
 	if ok && note && t.journal {
 		t.changes = appendBlockDel(t.changes, identifier)
 		t.nchanges++
+		t.note.changed()
 	}
 	return ok
 }

@@ -2,6 +2,7 @@ package shards
 
 import (
 	"encoding/binary"
+	"sync/atomic"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/rlserver/rlserver/engine"
@@ -51,10 +52,48 @@ const dirtyBit = 0x80
 func (s *Store) EnableJournal() {
 	s.journal = true
 	s.rules.journal = true
+	s.rules.note = &s.note
 	for i := range s.shards {
 		s.shards[i].journal = true
+		s.shards[i].note = &s.note
 	}
 }
+
+// OnChange sets fn to be called when the journal receives its first change
+// since the last AppendChanges began, so that a collector can sleep while
+// nothing changes instead of polling. fn is called with a shard's lock
+// held: it must not block nor call back into the Store. A later call
+// replaces fn; nil removes it.
+func (s *Store) OnChange(fn func()) {
+	if fn == nil {
+		s.note.fn.Store(nil)
+		return
+	}
+	s.note.fn.Store(&fn)
+}
+
+// changeNote tells a collector that the journal is no longer empty
+// (OnChange): pending is set by the first change after AppendChanges
+// cleared it, and only that change calls fn.
+type changeNote struct {
+	pending atomic.Bool
+	fn      atomic.Pointer[func()]
+}
+
+// changed records that the journal received a change, calling fn if it is
+// the first since the last collection began. Safe on a nil receiver.
+func (c *changeNote) changed() {
+	if c == nil || c.pending.Load() || c.pending.Swap(true) {
+		return
+	}
+	if fn := c.fn.Load(); fn != nil {
+		(*fn)()
+	}
+}
+
+// empty reports whether the shard's journal holds nothing. Call with mu
+// held.
+func (sh *shard) empty() bool { return len(sh.jbuf) == 0 && len(sh.jkeys) == 0 }
 
 // noteSet records that key now holds e (its state and expiry final),
 // eagerly or lazily (marking e so that the record written next carries
@@ -62,6 +101,9 @@ func (s *Store) EnableJournal() {
 func (sh *shard) noteSet(key []byte, e *entry) {
 	if !sh.journal {
 		return
+	}
+	if sh.empty() {
+		sh.note.changed()
 	}
 	if e.algo != engine.Log && !sh.lazy {
 		if !sh.based {
@@ -82,6 +124,9 @@ func (sh *shard) noteSet(key []byte, e *entry) {
 // noteDelete records that key, whose entry e is about to be removed, is
 // gone. Call it with mu held.
 func (sh *shard) noteDelete(key []byte, e *entry) {
+	if sh.journal && sh.empty() {
+		sh.note.changed()
+	}
 	switch {
 	case !sh.journal:
 	case sh.lazy:
@@ -113,6 +158,9 @@ func appendKey(dst, key []byte) []byte {
 func (s *Store) AppendChanges(dst []byte) ([]byte, int) {
 	s.jmu.Lock()
 	defer s.jmu.Unlock()
+	// Before collecting: a change noted from here on is either collected
+	// below or calls OnChange's fn again.
+	s.note.pending.Store(false)
 	n := 0
 	if s.flushed {
 		dst = append(dst, recFlushAll)

@@ -436,3 +436,48 @@ func TestJournalEvictions(t *testing.T) {
 		t.Fatalf("after %d evictions: replica %d keys, leader %d, or another digest", s.Evicted(), r.Len(), s.Len())
 	}
 }
+
+// TestOnChangeOncePerCollection: OnChange's fn runs at the journal's first
+// change after a collection began — a check, a reset of a key in another
+// shard, a rule change, a flush — and not again until the next collection.
+func TestOnChangeOncePerCollection(t *testing.T) {
+	s := journaled(4)
+	calls := 0
+	s.OnChange(func() { calls++ })
+	now := int64(1_700_000_000e9)
+	p := engine.Params{Limit: 100, Window: 60e9}
+	changes := []func(){
+		func() { s.Check([]byte("a"), engine.Token, p, 1, now) },
+		func() {
+			for i := range 64 { // some land in another shard than "a"
+				s.Check(fmt.Appendf(nil, "k%d", i), engine.Token, p, 1, now)
+			}
+			s.Reset([]byte("a"), now)
+		},
+		func() {
+			if _, err := s.SetRule(rules.Rule{ID: "r", Target: "*", Tier: "*", KeyType: "ip", Algo: "fixed", Limit: 1, Window: "1s"}); err != nil {
+				t.Fatal(err)
+			}
+		},
+		func() { s.Flush() },
+	}
+	for i, change := range changes {
+		change()
+		change()
+		if calls != i+1 {
+			t.Fatalf("change %d: fn ran %d times in all, want %d", i, calls, i+1)
+		}
+		if _, n := s.AppendChanges(nil); n == 0 {
+			t.Fatalf("change %d: nothing collected", i)
+		}
+	}
+	s.AppendChanges(nil)
+	if calls != len(changes) {
+		t.Fatalf("a collection with nothing to collect ran fn: %d calls", calls)
+	}
+	s.OnChange(nil)
+	s.Check([]byte("b"), engine.Token, p, 1, now)
+	if calls != len(changes) {
+		t.Fatalf("fn ran after OnChange(nil)")
+	}
+}

@@ -20,6 +20,7 @@ type ruleTable struct {
 	journal  bool
 	changes  []byte
 	nchanges int
+	note     *changeNote // the Store's, set with journal
 
 	blocks blockTable // see blocks.go
 }
@@ -69,6 +70,7 @@ func (s *Store) putRule(r rules.Rule, onlyNew, note bool) (bool, error) {
 	if note && t.journal {
 		t.changes = appendRuleSet(t.changes, c.Rule)
 		t.nchanges++
+		t.note.changed()
 	}
 	return added, nil
 }
@@ -94,6 +96,7 @@ func (t *ruleTable) remove(id string, note bool) bool {
 		if note && t.journal {
 			t.changes = appendRuleDel(t.changes, id)
 			t.nchanges++
+			t.note.changed()
 		}
 	}
 	return ok

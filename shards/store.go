@@ -51,18 +51,19 @@ type entry struct {
 type shard struct {
 	mu      sync.Mutex
 	tab     table
-	clock   int64   // the latest time seen, ns
-	scratch entry   // returned by get
-	journal bool    // record changes (see journal.go)
-	jbuf    []byte  // eager records since the last collection
-	jbase   int64   // the time jbuf's relative records are relative to
-	based   bool    // jbuf holds jbase's record
-	nrec    int     // records in jbuf
-	lazy    bool    // jbuf is full: record by listing keys
-	jkeys   []byte  // the keys listed since the last collection
-	evicted int64   // keys evicted (see evict)
-	lim     *limits // the Store's memory bound (see room)
-	rng     uint64  // xorshift state for choosing victims
+	clock   int64       // the latest time seen, ns
+	scratch entry       // returned by get
+	journal bool        // record changes (see journal.go)
+	note    *changeNote // the Store's, set with journal
+	jbuf    []byte      // eager records since the last collection
+	jbase   int64       // the time jbuf's relative records are relative to
+	based   bool        // jbuf holds jbase's record
+	nrec    int         // records in jbuf
+	lazy    bool        // jbuf is full: record by listing keys
+	jkeys   []byte      // the keys listed since the last collection
+	evicted int64       // keys evicted (see evict)
+	lim     *limits     // the Store's memory bound (see room)
+	rng     uint64      // xorshift state for choosing victims
 	hot     hotSketch
 }
 
@@ -135,6 +136,7 @@ type Store struct {
 	journal bool
 	jmu     sync.Mutex
 	flushed bool
+	note    changeNote // OnChange
 }
 
 // DefaultShards is the shard count New uses for n <= 0.
@@ -407,6 +409,9 @@ func (s *Store) Flush() error {
 	defer s.jmu.Unlock()
 	s.clearKeys()
 	s.flushed = s.journal
+	if s.journal {
+		s.note.changed()
+	}
 	return nil
 }
 

@@ -228,5 +228,8 @@ func (tx *Tx) Flush() error {
 		tx.s.shards[i].clear()
 	}
 	tx.s.flushed = tx.s.journal
+	if tx.s.journal {
+		tx.s.note.changed()
+	}
 	return nil
 }
