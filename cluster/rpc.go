@@ -25,6 +25,9 @@ import (
 //	refund      chargeReq: give a charge back (see CheckRules)
 //	hotkeys     hotKeysReq → []hotKeyWire: the node's own hot keys
 //	            (see HotKeys)
+//	raft.hb     a tick of the sender's raft heartbeats to this node
+//	            (binary, see pulse.go), answered whatever the node's
+//	            lifecycle: its rafts run from start to stop
 //
 // A handler's refusal that the caller should pass to a client is an error
 // whose text is Redis's (MOVED, TRYAGAIN, CLUSTERDOWN).
@@ -36,6 +39,9 @@ const rpcTimeout = 2 * time.Second
 // while the node is open (lifecycle): never while its groups are being
 // made or stopped.
 func (c *Cluster) handleRPC(ctx context.Context, method string, body []byte) ([]byte, error) {
+	if method == pulseMethod { // raft's, served whenever a raft runs here
+		return c.pulse.answer(body)
+	}
 	if err := c.life.enter(); err != nil {
 		return nil, err
 	}
