@@ -98,8 +98,10 @@ type Cluster struct {
 	clock func() int64
 	mux   *transport.Mux
 	pulse *pulse // this node's raft heartbeats, coalesced per peer node
-	meta  *metaFSM
-	metaR *raft.Raft
+	// lastMark is the status mark last computed (statusMark).
+	lastMark atomic.Pointer[heardMark]
+	meta     *metaFSM
+	metaR    *raft.Raft
 	// blockDenied counts the rules checks this node denied by a block.
 	blockDenied atomic.Uint64
 	// groups holds this node's replica of each data group, by id (nil for
@@ -179,7 +181,8 @@ func OpenCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("raft listener on %s: %w", cfg.RaftAddr, err)
 	}
-	c.pulse = newPulse(c.mux.Call, pulsePeriod(cfg.HeartbeatTimeout), cfg.HeartbeatTimeout, time.Now)
+	c.pulse = newPulse(cfg.NodeID, c.mux.Call, pulsePeriod(cfg.HeartbeatTimeout), cfg.HeartbeatTimeout, time.Now)
+	c.pulse.mark, c.pulse.marked = c.statusMark, c.heardMark
 	c.mux.Handle(c.handleRPC)
 	err = c.startGroups(layout)
 	layout.Bootstrapped = err == nil
@@ -410,7 +413,7 @@ func (c *Cluster) transport(id uint32) raft.Transport {
 // heartbeats waiting for it: raft's own heartbeat interval (a tenth of the
 // heartbeat timeout), so that a follower hears its leader as often as
 // before, in one message for all the groups.
-func pulsePeriod(heartbeat time.Duration) time.Duration { return heartbeat / 10 }
+func pulsePeriod(heartbeat time.Duration) time.Duration { return heartbeat / 5 }
 
 // quietFresh is how recently a follower's replica must have answered a
 // heartbeat for an idle append to be answered in its stead: three ticks,

@@ -47,6 +47,12 @@ type pulse struct {
 	timeout time.Duration // a tick's call waits this long for its answer
 	now     func() time.Time
 	done    chan struct{}
+	// self names this node in ticks and answers; mark, if set, returns
+	// this node's status mark, sent with them, and marked hears another
+	// node's (see Cluster.statusMark).
+	self   string
+	mark   func() uint64
+	marked func(node string, mark uint64)
 
 	mu       sync.Mutex
 	stopped  bool
@@ -62,11 +68,28 @@ type beatHandler struct {
 	epoch uint64
 }
 
-// newPulse returns a pulse that ticks at most every period and makes its
-// calls with call.
-func newPulse(call caller, period, timeout time.Duration, now func() time.Time) *pulse {
-	return &pulse{call: call, period: period, timeout: timeout, now: now, done: make(chan struct{}),
+// newPulse returns node self's pulse, which ticks at most every period
+// and makes its calls with call.
+func newPulse(self string, call caller, period, timeout time.Duration, now func() time.Time) *pulse {
+	return &pulse{self: self, call: call, period: period, timeout: timeout, now: now, done: make(chan struct{}),
 		peers: map[raft.ServerAddress]*pulsePeer{}, handlers: map[uint32]beatHandler{}}
+}
+
+// appendMark appends this node's name and status mark (0: none).
+func (p *pulse) appendMark(out []byte) []byte {
+	var m uint64
+	if p.mark != nil {
+		m = p.mark()
+	}
+	return binary.AppendUvarint(appendBytes(out, []byte(p.self)), m)
+}
+
+// readMark reads a node's name and status mark and passes them on.
+func (p *pulse) readMark(d *decoder) {
+	node, m := d.bytes(), d.uvarint()
+	if d.err == nil && m != 0 && p.marked != nil {
+		p.marked(string(node), m)
+	}
 }
 
 // stop ends the ticks: heartbeats waiting and to come fail.
@@ -249,10 +272,12 @@ func (p *pulse) run(pp *pulsePeer) {
 // tick makes one call carrying batch and answers each of its heartbeats.
 func (p *pulse) tick(pp *pulsePeer, batch []*beat) {
 	ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
-	reply, err := p.call(ctx, string(pp.addr), pulseMethod, encodeBeats(batch))
+	reply, err := p.call(ctx, string(pp.addr), pulseMethod, encodeBeats(p.appendMark(nil), batch))
 	cancel()
 	if err == nil {
-		err = decodeAnswers(reply, batch)
+		d := decoder{b: reply}
+		p.readMark(&d)
+		err = decodeAnswers(&d, batch)
 	}
 	at := p.now()
 	pp.mu.Lock()
@@ -278,11 +303,13 @@ func (p *pulse) tick(pp *pulsePeer, batch []*beat) {
 // answer runs one peer's tick (the body of a raft.hb call) through this
 // node's groups' heartbeat handlers and returns their answers.
 func (p *pulse) answer(body []byte) ([]byte, error) {
-	beats, err := decodeBeats(body)
+	d := decoder{b: body}
+	p.readMark(&d)
+	beats, err := decodeBeats(&d)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]byte, 0, 1+len(beats)*32)
+	out := p.appendMark(make([]byte, 0, 32+len(beats)*32))
 	out = binary.AppendUvarint(out, uint64(len(beats)))
 	for _, b := range beats {
 		out = p.answerOne(out, b)
@@ -339,11 +366,11 @@ type beatIn struct {
 	req   *raft.AppendEntriesRequest
 }
 
-// encodeBeats returns the body of a tick: a count, then each heartbeat's
-// group, protocol version, term, leader id, leader address and the older
-// leader field (uvarints, and uvarint-length bytes).
-func encodeBeats(batch []*beat) []byte {
-	out := binary.AppendUvarint(nil, uint64(len(batch)))
+// encodeBeats appends the heartbeats of a tick to out: a count, then each
+// heartbeat's group, protocol version, term, leader id, leader address
+// and the older leader field (uvarints, and uvarint-length bytes).
+func encodeBeats(out []byte, batch []*beat) []byte {
+	out = binary.AppendUvarint(out, uint64(len(batch)))
 	for _, b := range batch {
 		r := b.req
 		out = binary.AppendUvarint(out, uint64(b.group))
@@ -363,9 +390,8 @@ func appendBytes(out, b []byte) []byte {
 // maxBeats bounds the heartbeats of one tick: one per group.
 const maxBeats = maxGroups + 1
 
-// decodeBeats parses a tick's body.
-func decodeBeats(body []byte) ([]beatIn, error) {
-	d := decoder{b: body}
+// decodeBeats parses a tick's heartbeats, the rest of its body.
+func decodeBeats(d *decoder) ([]beatIn, error) {
 	n := d.uvarint()
 	if n > maxBeats {
 		return nil, fmt.Errorf("%w: %d heartbeats", errBadBeats, n)
@@ -389,8 +415,7 @@ func decodeBeats(body []byte) ([]beatIn, error) {
 
 // decodeAnswers parses a tick's reply into its heartbeats: each gets its
 // response and epoch, or errNoReplica.
-func decodeAnswers(reply []byte, batch []*beat) error {
-	d := decoder{b: reply}
+func decodeAnswers(d *decoder, batch []*beat) error {
 	if n := d.uvarint(); n != uint64(len(batch)) || d.err != nil {
 		return errBadBeats
 	}
