@@ -415,10 +415,11 @@ func (c *Cluster) transport(id uint32) raft.Transport {
 // before, in one message for all the groups.
 func pulsePeriod(heartbeat time.Duration) time.Duration { return heartbeat / 5 }
 
-// quietFresh is how recently a follower's replica must have answered a
-// heartbeat for an idle append to be answered in its stead: three ticks,
-// well within the leader's lease.
-func quietFresh(heartbeat time.Duration) time.Duration { return 3 * pulsePeriod(heartbeat) }
+// quietFresh is how recently a follower's node must have answered a tick
+// for an idle append to be answered in its stead: a tick and a half (the
+// ticks go every period while any group leads there), 90 ms at the
+// defaults, well within the leader's lease (250 ms).
+func quietFresh(heartbeat time.Duration) time.Duration { return 3 * pulsePeriod(heartbeat) / 2 }
 
 // noPipeline is raft's NetworkTransport without append pipelines: a leader
 // replicates with one AppendEntries round trip at a time (each carrying up
