@@ -148,7 +148,7 @@ func (p *pulse) peer(addr raft.ServerAddress) (*pulsePeer, error) {
 	}
 	pp := p.peers[addr]
 	if pp == nil {
-		pp = &pulsePeer{addr: addr, wake: make(chan struct{}, 1), groups: map[uint32]beatSeen{}}
+		pp = &pulsePeer{addr: addr, wake: make(chan struct{}, 1), inflight: make(chan struct{}, ticksInFlight), groups: map[uint32]beatSeen{}}
 		p.peers[addr] = pp
 		go p.run(pp)
 	}
@@ -159,6 +159,8 @@ func (p *pulse) peer(addr raft.ServerAddress) (*pulsePeer, error) {
 type pulsePeer struct {
 	addr raft.ServerAddress
 	wake chan struct{} // a heartbeat is waiting
+
+	inflight chan struct{} // one token per tick waiting for its answer
 
 	mu      sync.Mutex
 	pending []*beat
@@ -182,6 +184,7 @@ type beat struct {
 // group's answer.
 type beatSeen struct {
 	at    time.Time
+	sent  time.Time // of the tick that brought it
 	epoch uint64
 	resp  raft.AppendEntriesResponse
 	heard time.Time
@@ -236,7 +239,8 @@ func (p *pulse) heartbeat(group uint32, addr raft.ServerAddress, req *raft.Appen
 }
 
 // run sends pp's ticks: whenever heartbeats wait, at most one call per
-// period, carrying all of them.
+// period, carrying all of them; a tick does not wait for the previous
+// one's answer.
 func (p *pulse) run(pp *pulsePeer) {
 	var last time.Time
 	var pace *time.Timer
@@ -262,15 +266,28 @@ func (p *pulse) run(pp *pulsePeer) {
 		batch := pp.pending
 		pp.pending = nil
 		pp.mu.Unlock()
-		if len(batch) > 0 {
-			last = p.now()
-			p.tick(pp, batch)
+		if len(batch) == 0 {
+			continue
 		}
+		select { // a slow tick delays no other: up to ticksInFlight overlap
+		case pp.inflight <- struct{}{}:
+		case <-p.done:
+			return
+		}
+		last = p.now()
+		go func() {
+			defer func() { <-pp.inflight }()
+			p.tick(pp, batch, last)
+		}()
 	}
 }
 
-// tick makes one call carrying batch and answers each of its heartbeats.
-func (p *pulse) tick(pp *pulsePeer, batch []*beat) {
+// ticksInFlight bounds the ticks to one node that wait for their answers.
+const ticksInFlight = 4
+
+// tick makes one call carrying batch, sent at sent, and answers each of
+// its heartbeats.
+func (p *pulse) tick(pp *pulsePeer, batch []*beat, sent time.Time) {
 	ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
 	reply, err := p.call(ctx, string(pp.addr), pulseMethod, encodeBeats(p.appendMark(nil), batch))
 	cancel()
@@ -281,15 +298,18 @@ func (p *pulse) tick(pp *pulsePeer, batch []*beat) {
 	}
 	at := p.now()
 	pp.mu.Lock()
-	if err == nil {
+	if err == nil && at.After(pp.heard) {
 		pp.heard = at
 	}
 	for _, b := range batch {
 		if err != nil {
 			b.err = err
 		}
+		if old, ok := pp.groups[b.group]; ok && old.sent.After(sent) {
+			continue // a later tick answered already
+		}
 		if b.err == nil && b.resp.Success {
-			pp.groups[b.group] = beatSeen{at: at, epoch: b.epoch, resp: b.resp}
+			pp.groups[b.group] = beatSeen{at: at, sent: sent, epoch: b.epoch, resp: b.resp}
 		} else {
 			delete(pp.groups, b.group)
 		}
