@@ -275,9 +275,10 @@ func (p *pulse) run(pp *pulsePeer) {
 			return
 		}
 		last = p.now()
+		sent := last
 		go func() {
 			defer func() { <-pp.inflight }()
-			p.tick(pp, batch, last)
+			p.tick(pp, batch, sent)
 		}()
 	}
 }
