@@ -25,6 +25,9 @@ import (
 //	refund      chargeReq: give a charge back (see CheckRules)
 //	hotkeys     hotKeysReq → []hotKeyWire: the node's own hot keys
 //	            (see HotKeys)
+//	raft.hb     a tick of the sender's raft heartbeats to this node
+//	            (binary, see pulse.go), answered whatever the node's
+//	            lifecycle: its rafts run from start to stop
 //
 // A handler's refusal that the caller should pass to a client is an error
 // whose text is Redis's (MOVED, TRYAGAIN, CLUSTERDOWN).
@@ -36,6 +39,9 @@ const rpcTimeout = 2 * time.Second
 // while the node is open (lifecycle): never while its groups are being
 // made or stopped.
 func (c *Cluster) handleRPC(ctx context.Context, method string, body []byte) ([]byte, error) {
+	if method == pulseMethod { // raft's, served whenever a raft runs here
+		return c.pulse.answer(body)
+	}
 	if err := c.life.enter(); err != nil {
 		return nil, err
 	}
@@ -119,6 +125,9 @@ type nodeStatus struct {
 	Stopping  bool `json:"stopping,omitempty"`
 	// DiskLow: its disk refuses state changes; it takes no lead.
 	DiskLow bool `json:"disk_low,omitempty"`
+	// Mark: the node's status mark when it made this report (0 from a
+	// node without marks); see statusMark.
+	Mark uint64 `json:"mark,omitempty"`
 }
 
 // groupStatus is one hosted group as this node sees it.
@@ -140,7 +149,7 @@ type groupStatus struct {
 // status returns this node's groups; with at > 0, each with its state's
 // digest at that time.
 func (c *Cluster) status(at int64) nodeStatus {
-	s := nodeStatus{ID: c.cfg.NodeID, Accepting: c.accepting.Load(), Stopping: c.stopping.Load(), DiskLow: c.diskLow()}
+	s := nodeStatus{ID: c.cfg.NodeID, Mark: c.computeMark(), Accepting: c.accepting.Load(), Stopping: c.stopping.Load(), DiskLow: c.diskLow()}
 	for _, g := range c.hostedGroups() {
 		if g == nil {
 			continue
@@ -272,23 +281,35 @@ func (r chargeReq) toOps() []shards.Op {
 	return ops
 }
 
-// peerTable is the last status each other node reported.
+// peerTable is the last status each other node reported, and the status
+// mark each last sent with a heartbeat tick.
 type peerTable struct {
 	mu    sync.Mutex
 	byID  map[string]*peerInfo
+	marks map[string]heardMark
 	addrs map[string]string // id → raft address
 }
 
 type peerInfo struct {
 	status nodeStatus
-	seen   time.Time // of the last answer
+	seen   time.Time // of the last answer, or of a tick whose mark is the status's
+	polled time.Time // of the last answer
+}
+
+// heardMark is a node's status mark as its last tick told it.
+type heardMark struct {
+	mark uint64
+	at   time.Time
 }
 
 // connected reports whether the node answered within the last two
 // seconds.
 func (p *peerInfo) connected() bool { return p != nil && time.Since(p.seen) < 2*time.Second }
 
-// poll asks every other node for its status every heartbeat timeout.
+// poll asks the other nodes for their status, each when its status may
+// have changed: every heartbeat timeout, unless its heartbeat ticks tell
+// that its status mark is still the one of the status it last reported
+// (then every slowPoll heartbeat timeouts).
 func (c *Cluster) poll() {
 	t := time.NewTicker(c.cfg.HeartbeatTimeout)
 	defer t.Stop()
@@ -299,8 +320,9 @@ func (c *Cluster) poll() {
 		case <-t.C:
 		}
 		var wg sync.WaitGroup
+		now := time.Now()
 		for id, addr := range c.peerAddrs() {
-			if id == c.cfg.NodeID {
+			if id == c.cfg.NodeID || !c.mayHaveChanged(id, now) {
 				continue
 			}
 			wg.Add(1)
@@ -311,6 +333,38 @@ func (c *Cluster) poll() {
 		}
 		wg.Wait()
 		c.noteRemoteLeaders()
+	}
+}
+
+// slowPoll is how many heartbeat timeouts a node whose status did not
+// change goes unasked (for what marks leave out: its key counts).
+const slowPoll = 10
+
+// mayHaveChanged reports whether node id's status may differ from the one
+// it last reported: it never reported one, or one without a mark, or its
+// ticks brought no mark lately, or another mark, or its report is older
+// than slowPoll heartbeat timeouts.
+func (c *Cluster) mayHaveChanged(id string, now time.Time) bool {
+	c.peers.mu.Lock()
+	defer c.peers.mu.Unlock()
+	p, m := c.peers.byID[id], c.peers.marks[id]
+	hb := c.cfg.HeartbeatTimeout
+	return p == nil || p.status.Mark == 0 || m.mark != p.status.Mark || now.Sub(m.at) > 2*hb ||
+		now.Sub(p.polled) > slowPoll*hb
+}
+
+// heardMark records node's status mark, heard with a heartbeat tick; one
+// that is still its last report's counts as hearing from it.
+func (c *Cluster) heardMark(node string, mark uint64) {
+	now := time.Now()
+	c.peers.mu.Lock()
+	defer c.peers.mu.Unlock()
+	if c.peers.marks == nil {
+		c.peers.marks = map[string]heardMark{}
+	}
+	c.peers.marks[node] = heardMark{mark: mark, at: now}
+	if p := c.peers.byID[node]; p != nil && p.status.Mark == mark && now.Sub(p.seen) > c.cfg.HeartbeatTimeout {
+		c.peers.byID[node] = &peerInfo{status: p.status, seen: now, polled: p.polled}
 	}
 }
 
@@ -325,12 +379,66 @@ func (c *Cluster) pollOne(id, addr string) {
 	if json.Unmarshal(b, &s) != nil {
 		return
 	}
+	now := time.Now()
 	c.peers.mu.Lock()
 	if c.peers.byID == nil {
 		c.peers.byID = map[string]*peerInfo{}
 	}
-	c.peers.byID[id] = &peerInfo{status: s, seen: time.Now()}
+	c.peers.byID[id] = &peerInfo{status: s, seen: now, polled: now}
 	c.peers.mu.Unlock()
+}
+
+// statusMark returns a fingerprint of what status reports, but for key
+// counts and digests: it changes when the node's flags change, or a
+// hosted group's state, leader, readiness, term, applied index or last
+// log index (a change of its servers is a log entry) does. Never 0. The
+// ticks ask for it several times per pulse period; it is computed at most
+// every markReuse.
+func (c *Cluster) statusMark() uint64 {
+	now := time.Now()
+	if m := c.lastMark.Load(); m != nil && now.Sub(m.at) < markReuse {
+		return m.mark
+	}
+	m := c.computeMark()
+	c.lastMark.Store(&heardMark{mark: m, at: now})
+	return m
+}
+
+// markReuse is how long a computed status mark is reused.
+const markReuse = 10 * time.Millisecond
+
+// computeMark computes statusMark.
+func (c *Cluster) computeMark() uint64 {
+	h := mix(fnvOffset, boolBits(c.accepting.Load(), c.stopping.Load(), c.diskLow()))
+	for _, g := range c.hostedGroups() {
+		_, leader := g.raft.LeaderWithID()
+		h = mix(h, uint64(g.id))
+		h = mix(h, uint64(g.raft.State())<<1|boolBits(g.ready.Load()))
+		for i := 0; i < len(leader); i++ {
+			h = mix(h, uint64(leader[i]))
+		}
+		h = mix(mix(mix(h, g.raft.CurrentTerm()), g.fsm.applied.Load()), g.raft.LastIndex())
+	}
+	return h | 1
+}
+
+// FNV-1a's 64-bit parameters, applied to whole words by mix.
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+func mix(h, v uint64) uint64 { return (h ^ v) * fnvPrime }
+
+// boolBits packs bs into the low bits of a word.
+func boolBits(bs ...bool) uint64 {
+	var v uint64
+	for i, b := range bs {
+		if b {
+			v |= 1 << i
+		}
+	}
+	return v
 }
 
 // peerAddrs returns every member's Raft address: the initial peers and

@@ -2,7 +2,29 @@
 // listener (--raft-addr): a raft stream layer per Raft group (the meta
 // group and every data group) and request/response calls between nodes
 // (a coordinator charging counters on another node's group leader, status
-// polling, forwarding).
+// polling, forwarding, and raft heartbeats).
+//
+// Raft heartbeats do not travel on the raft streams between nodes that
+// both know the "raft.hb" call: package cluster sends every group's
+// heartbeats to one node as one RPC per tick, body (uvarints, and bytes
+// as a uvarint length then the bytes):
+//
+//	sender node id (bytes), sender status mark (uvarint, 0 = none),
+//	count, then per heartbeat: group, raft protocol version, term,
+//	leader id (bytes), leader address (bytes), raft's older leader
+//	field (bytes)
+//
+// and the reply:
+//
+//	responder node id, responder status mark, count (equal to the
+//	request's), then per heartbeat either 0 (no running replica of that
+//	group there) or 1, epoch of the replica's handler, term, last log
+//	index, flags (1 = success, 2 = no retry backoff)
+//
+// A body that does not parse exactly, or names more than 1025 heartbeats or
+// a group above 1024, gets an error reply. The raft streams carry
+// everything else (appends with entries or a commit index, votes,
+// snapshots), and heartbeats to a node that answers raft.hb with an error.
 //
 // A Mux is the listener plus the outgoing connections. Mux.Stream(g)
 // returns a raft.StreamLayer for raft.NewNetworkTransportWithConfig;

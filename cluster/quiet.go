@@ -1,0 +1,128 @@
+package cluster
+
+import (
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// quietTransport is a group's raft transport (noPipeline over the node's
+// listener) with its heartbeats carried by the node's pulse, and with the
+// empty appends raft's replication sends every CommitTimeout answered here
+// while nothing changed.
+//
+// raft sends a follower an empty AppendEntries every CommitTimeout so that
+// it learns the commit index when writes stop. Once one such append was
+// acknowledged, the same one again (same term, previous entry and commit
+// index) tells the follower nothing new; it is answered with the
+// acknowledged response as long as the follower's node answered a tick
+// within fresh and the replica's last heartbeat answer has the same term,
+// the same last log index and the same epoch (so not a replica restarted since, which would
+// have to learn the commit index again). Anything else goes to the
+// follower: an append with entries, a new commit index, a newer term, a
+// follower whose heartbeats failed or are older than fresh.
+type quietTransport struct {
+	noPipeline
+	group uint32
+	pulse *pulse
+	fresh time.Duration
+
+	mu    sync.Mutex
+	epoch uint64                           // of this transport's heartbeat handler
+	acked map[raft.ServerAddress]ackedIdle // the last empty append each peer acknowledged
+}
+
+// quietStale bounds, in fresh periods, the age of a group's last
+// heartbeat answer an idle append is answered on: the group's heartbeats
+// go with every tick or the next, so an older answer means they stopped.
+const quietStale = 3
+
+// ackedIdle is an empty append a follower acknowledged: the request's key
+// fields, the response, and the epoch of the follower's replica then.
+type ackedIdle struct {
+	term, prevIndex, prevTerm, commit uint64
+	epoch                             uint64
+	resp                              raft.AppendEntriesResponse
+}
+
+// newQuietTransport wraps trans, group's transport, over pulse p.
+func newQuietTransport(trans noPipeline, group uint32, p *pulse, fresh time.Duration) *quietTransport {
+	return &quietTransport{noPipeline: trans, group: group, pulse: p, fresh: fresh, acked: map[raft.ServerAddress]ackedIdle{}}
+}
+
+// AppendEntries sends a heartbeat with the pulse's next tick, answers an
+// empty append that repeats the last acknowledged one while the follower
+// is heard, and sends anything else itself.
+func (t *quietTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	if isHeartbeat(req) {
+		return t.pulse.heartbeat(t.group, target, req, resp, func() error {
+			return t.noPipeline.AppendEntries(id, target, req, resp)
+		})
+	}
+	if len(req.Entries) > 0 {
+		return t.noPipeline.AppendEntries(id, target, req, resp)
+	}
+	seen, heard := t.pulse.seen(target, t.group)
+	if a, ok := t.unchanged(target, req, seen, heard); ok {
+		*resp = a.resp
+		return nil
+	}
+	err := t.noPipeline.AppendEntries(id, target, req, resp)
+	t.note(target, req, resp, err, seen, heard)
+	return err
+}
+
+// unchanged returns the acknowledgement of the empty append target last
+// acknowledged, if req repeats it and target's replica is heard with
+// nothing changed since.
+func (t *quietTransport) unchanged(target raft.ServerAddress, req *raft.AppendEntriesRequest, seen beatSeen, heard bool) (ackedIdle, bool) {
+	if now := t.pulse.now(); !heard || now.Sub(seen.heard) > t.fresh || now.Sub(seen.at) > quietStale*t.fresh {
+		return ackedIdle{}, false
+	}
+	t.mu.Lock()
+	a, ok := t.acked[target]
+	t.mu.Unlock()
+	if !ok || a.term != req.Term || a.prevIndex != req.PrevLogEntry || a.prevTerm != req.PrevLogTerm ||
+		a.commit != req.LeaderCommitIndex || a.epoch != seen.epoch ||
+		seen.resp.Term != req.Term || seen.resp.LastLog != a.resp.LastLog {
+		return ackedIdle{}, false
+	}
+	return a, true
+}
+
+// note remembers an empty append target acknowledged, if its replica's
+// epoch was known before it was sent and still is: a replica that
+// restarted meanwhile may not have had it.
+func (t *quietTransport) note(target raft.ServerAddress, req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse, err error, before beatSeen, heard bool) {
+	after, still := t.pulse.seen(target, t.group)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err != nil || !resp.Success || resp.Term != req.Term || !heard || !still || after.epoch != before.epoch {
+		delete(t.acked, target)
+		return
+	}
+	t.acked[target] = ackedIdle{term: req.Term, prevIndex: req.PrevLogEntry, prevTerm: req.PrevLogTerm,
+		commit: req.LeaderCommitIndex, epoch: before.epoch, resp: *resp}
+}
+
+// SetHeartbeatHandler gives raft's heartbeat handler to the pulse (for the
+// ticks of nodes that coalesce) and to the raft transport (for the
+// heartbeats of nodes that do not).
+func (t *quietTransport) SetHeartbeatHandler(cb func(raft.RPC)) {
+	t.noPipeline.SetHeartbeatHandler(cb)
+	epoch := t.pulse.serve(t.group, cb)
+	t.mu.Lock()
+	t.epoch = epoch
+	t.mu.Unlock()
+}
+
+// Close unregisters the group's heartbeat handler and closes the raft
+// transport (raft's Shutdown calls it).
+func (t *quietTransport) Close() error {
+	t.mu.Lock()
+	epoch := t.epoch
+	t.mu.Unlock()
+	t.pulse.unserve(t.group, epoch)
+	return t.noPipeline.Close()
+}
