@@ -257,6 +257,13 @@ func TestIdleClusterCPU(t *testing.T) {
 	bin := buildBinary(t)
 	procs := clusterProcsN(t, bin, 3, 16)
 	time.Sleep(2 * time.Second) // let the balancer and the first snapshots settle
+	assertIdleCPU(t, procs, []string{"n1", "n2", "n3"}, idleCPUBound)
+}
+
+// assertIdleCPU measures each process's CPU (/proc/<pid>/stat) over 10 s
+// and fails the test for each that used more than bound of one core.
+func assertIdleCPU(t *testing.T, procs []*proc, names []string, bound float64) {
+	t.Helper()
 	const window = 10 * time.Second
 	before := make([]time.Duration, len(procs))
 	for i, p := range procs {
@@ -265,9 +272,9 @@ func TestIdleClusterCPU(t *testing.T) {
 	time.Sleep(window)
 	for i, p := range procs {
 		share := float64(nodes.CPUOf(p.cmd.Process.Pid)-before[i]) / float64(window)
-		t.Logf("n%d idle: %.1f%% of a core", i+1, 100*share)
-		if share > idleCPUBound {
-			t.Errorf("n%d used %.1f%% of a core idle, more than %.0f%%", i+1, 100*share, 100*idleCPUBound)
+		t.Logf("%s idle: %.2f%% of a core", names[i], 100*share)
+		if share > bound {
+			t.Errorf("%s used %.2f%% of a core idle, more than %.0f%%", names[i], 100*share, 100*bound)
 		}
 	}
 }
@@ -288,19 +295,7 @@ func TestIdleNodeCPU(t *testing.T) {
 		procs = append(procs, p)
 	}
 	time.Sleep(2 * time.Second) // the disk guard's poller goes quiet after a second
-	const window = 10 * time.Second
-	before := make([]time.Duration, len(procs))
-	for i, p := range procs {
-		before[i] = nodes.CPUOf(p.cmd.Process.Pid)
-	}
-	time.Sleep(window)
-	for i, p := range procs {
-		share := float64(nodes.CPUOf(p.cmd.Process.Pid)-before[i]) / float64(window)
-		t.Logf("node %d (%s) idle: %.2f%% of a core", i, []string{"fast", "strong"}[i], 100*share)
-		if share > idleNodeCPUBound {
-			t.Errorf("node %d used %.2f%% of a core idle, more than %.0f%%", i, 100*share, 100*idleNodeCPUBound)
-		}
-	}
+	assertIdleCPU(t, procs, []string{"the fast node", "the strong node"}, idleNodeCPUBound)
 }
 
 // idleNodeCPUBound bounds an idle single node's CPU, as a share of a core.
