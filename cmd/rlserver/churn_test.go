@@ -137,7 +137,9 @@ func TestClusterRestartsNeverCrash(t *testing.T) {
 				// error until a background dial, once a second, succeeds:
 				// a quiet second and a half, so that none of those is
 				// taken for the next SIGTERM's.
-				load.quiet(1500*time.Millisecond, 6*time.Second)
+				if !load.quiet(1500*time.Millisecond, 6*time.Second) {
+					t.Logf("the client still saw errors 6 s after kill %d of n%d: later ones count as the next restart's", round+1, i+1)
+				}
 			}
 		}
 	}
@@ -155,8 +157,8 @@ func TestClusterRestartsNeverCrash(t *testing.T) {
 			continue
 		}
 		if errs[kinds[j]]++; errs[kinds[j]] <= 5 {
-			t.Logf("error %v after %s (%s): %s", e.at.Sub(stops[j]).Round(time.Millisecond), ph.of(e.at),
-				e.at.Format("15:04:05.000"), e.err)
+			t.Logf("error %v after %s (%s): %s%s", e.at.Sub(stops[j]).Round(time.Millisecond), ph.of(e.at),
+				e.at.Format("15:04:05.000"), e.err, whose(addrs, e.err))
 		}
 		last[j] = max(last[j], e.at.Sub(stops[j]))
 	}
@@ -179,6 +181,16 @@ func TestClusterRestartsNeverCrash(t *testing.T) {
 	if errs["sigterm"] > 0 {
 		t.Errorf("the client saw %d errors after SIGTERMs: a planned restart must show none", errs["sigterm"])
 	}
+}
+
+// whose names the node whose address err names, if any: " (n2's address)".
+func whose(addrs []string, err string) string {
+	for k, a := range addrs {
+		if strings.Contains(err, a) {
+			return fmt.Sprintf(" (n%d's address)", k+1)
+		}
+	}
+	return ""
 }
 
 // dumpLogs writes p's log to $RLSERVER_TEST_DUMP/name.log, if set, and
