@@ -143,7 +143,8 @@ type State struct {
 // Check charges cost against st for algorithm a with parameters p at time
 // now and returns the decision. st is updated only if the request is
 // allowed (and the cost is non-zero); a denied request leaves it as it was,
-// up to rewrites that do not change any future decision. The caller must
+// up to rewrites that change no decision under the same parameters (a
+// bucket whose capacity fell stores the capped amount: see bucket.go). The caller must
 // have validated p and cost.
 func Check(a Algo, st *State, p Params, cost, now int64) Result {
 	switch a {

@@ -19,7 +19,11 @@ package engine
 // reset_after are exact for as long as the parameters stay. A change of
 // window keeps U*W, which scales the tokens in use by old/new window. After
 // a change, the amount stored is capped at the new capacity before it
-// drains, so a key never owes more than one full bucket.
+// drains, so a key never owes more than one full bucket; a check that
+// charges (cost > 0) stores the capped amount even when it is denied, so
+// that a later change starts from the amount this check saw and answered
+// with, not from the old bucket's (lowering the capacity and raising it
+// again must not bring back tokens in use that the lower one had dropped).
 
 // bucketUsed returns U*W stored in st.
 func bucketUsed(st *State) u128 { return u128{uint64(st.P), uint64(st.N)} }
@@ -45,6 +49,7 @@ func checkBucket(st *State, p Params, cost, now int64) Result {
 	limit, w := p.Limit, p.Window
 	capa := p.Capacity(Token)
 	full := mul128(uint64(capa), uint64(w))
+	capped := full.less(bucketUsed(st)) // the capacity fell since the last admission
 	used := usedAt(st, full, limit, now)
 	r := Result{Limit: capa}
 	switch after := used.add(mul128(uint64(cost), uint64(w))); {
@@ -59,6 +64,11 @@ func checkBucket(st *State, p Params, cost, now int64) Result {
 	default:
 		// Wait until the bucket has drained to (capa-cost)*W.
 		r.RetryAfter = int64(after.sub(full).ceilDiv(uint64(limit)))
+	}
+	if capped && cost > 0 && !r.Allowed {
+		// The same as the stored amount for these parameters, so no
+		// decision under them changes (see the comment at the top).
+		st.T, st.P, st.N = now, int64(used.hi), int64(used.lo)
 	}
 	if used.less(full) {
 		left, _ := full.sub(used).divmod(uint64(w))

@@ -95,6 +95,31 @@ func TestBucketParamChange(t *testing.T) {
 	}
 }
 
+// TestBucketDeniedCheckStoresTheCap: a check under a lower capacity
+// that is denied still stores the amount capped at that capacity, so
+// raising the capacity again starts from what that check answered with,
+// not from the old, larger bucket. (luaref's TestDifferential found it,
+// LUAREF_SEED=1795675258865815710: 60 per 2 s filled, then 2 per 10 s
+// denied with the bucket empty in 8.36 s, then BURST 3 at 1 per 10 s
+// denied as if 2.84 were in use.)
+func TestBucketDeniedCheckStoresTheCap(t *testing.T) {
+	for _, a := range []Algo{Token, Leaky} {
+		k := newKey(t, a, base)
+		// 4 in use of 4, draining at 2/s.
+		k.run(Params{Limit: 4, Window: 2 * sec}, []step{{0, 4, true, 0, 0, 2 * sec}})
+		// Capacity 2 at 1 per 2 s: the 4 count as 2, and 0.5 s later
+		// 1.75 are in use, so one more is denied.
+		k.run(Params{Limit: 1, Window: 2 * sec, Burst: 2}, []step{{500 * ms, 1, false, 0, 1500 * ms, 3500 * ms}})
+		// Capacity 4 at the same instant: 1.75 in use, not the old 3.75,
+		// so one is admitted and one more fits.
+		k.run(Params{Limit: 1, Window: 2 * sec, Burst: 4}, []step{
+			{0, 1, true, 1, 0, 5500 * ms},
+			{0, 1, true, 0, 0, 7500 * ms},
+			{0, 1, false, 0, 1500 * ms, 7500 * ms},
+		})
+	}
+}
+
 func TestBucketState(t *testing.T) {
 	// 2 tokens of 3 per second are in use: U*W = 2e9, stored exactly; the
 	// bucket drains to empty in 666666666⅔ ns, so it expires at the next

@@ -96,9 +96,12 @@ func runTrace(t *testing.T, a Algo, segs []segment, probe bool) [][]outcome {
 			if rs := Check(a, &sh, sg.p, q.cost, q.at); rs != r {
 				t.Fatalf("%v %+v seg %d step %d: %s, without the denied requests %s", a, sg.p, i, j, fmtResult(r), fmtResult(rs))
 			}
-			if r.Allowed {
+			switch {
+			case r.Allowed:
 				shadow = sh
-			} else {
+			case cappedRewrite(a, &before, &st, sg.p, q.at):
+				shadow = cloneState(&st) // a fallen capacity, stored (bucket.go)
+			default:
 				checkUnchanged(t, a, sg.p, &before, &st, q.at)
 			}
 			if probe {
