@@ -58,6 +58,8 @@ if [ ${#failed[@]} -eq 0 ]; then
 fi
 for name in "${failed[@]}"; do
   echo "== $name FAILED:"
-  grep -E -e '^\s*--- FAIL|^FAIL|^panic:|^# |race detected|^\S+\.go:[0-9]+:' "$out/$name" | head -50
+  # The failures and the failing tests' own reports (t.Log lines), which
+  # CI's excerpt of the output may have cut.
+  grep -E -e '^\s*--- FAIL|^FAIL|^panic:|^# |race detected|^\s*\S+\.go:[0-9]+:' "$out/$name" | head -120
 done
 exit 1
