@@ -68,8 +68,13 @@ var graceRules = []rules.Rule{
 	{ID: "trial", Target: "*", Tier: "*", KeyType: "ip", Algo: "fixed", Limit: 1, Window: "1h", Shadow: true},
 }
 
+// startRules starts rlserver on addr with graceRules, on a fake clock
+// stopped at t0. Per-user's window is 10 s, which the grace needs, and
+// fixed windows are aligned to the Unix epoch: on the wall clock, one
+// could end between the ten checks that spend alice's allowance and the
+// eleventh that TestGrace wants denied.
 func startRules(t *testing.T, addr string) *testserver.Node {
-	n := testserver.Start(t, testserver.Options{Addr: addr})
+	n := testserver.Start(t, testserver.Options{Addr: addr, Clock: testserver.NewClock(t0).Now})
 	for _, r := range graceRules {
 		if _, err := n.Store.SetRule(r); err != nil {
 			t.Fatal(err)

@@ -417,12 +417,12 @@ func assertConverged(t *testing.T, tc *testCluster) {
 }
 
 // TestFailoverForgetsNothingStrong: in strong mode, 200 keys charged 5
-// times each (fixed, 5 per hour), then the node leading the most groups
-// crashes: once the others lead every group, every key's sixth check is
-// denied.
+// times each (fixed, 5 per 366 days: see noRollover), then the node
+// leading the most groups crashes: once the others lead every group, every
+// key's sixth check is denied.
 func TestFailoverForgetsNothingStrong(t *testing.T) {
 	tc := startCluster(t, 3, 8, Strong)
-	p := engine.Params{Limit: 5, Window: 3600e9}
+	p := engine.Params{Limit: 5, Window: noRollover}
 	for i := 0; i < 200; i++ {
 		// Charge the key until a reply says it is spent: five allowed, or
 		// fewer and then a denial when a TRYAGAIN (a lead lost to a missed
@@ -486,14 +486,14 @@ func (tc *testCluster) mostLeader() int {
 
 // TestCheckRulesAcrossGroups: a user rule and an ip rule whose counters
 // live in different groups; 32 concurrent clients spread over the three
-// nodes check both, 10 times each. With a narrower user rule (50 against
-// 70 per hour) exactly 50 are admitted, whatever the interleaving: the
-// narrower rule is charged first, so the wider one sees only what it
-// admitted and never denies. With equal limits (50 and 50) a charge given
-// back may turn a concurrent request away: at least 50-31 are admitted
-// (the documented bound, limit less the other requests in flight), never
-// more than 50. Either way the ip rule's counter is charged once per
-// admission.
+// nodes check both, 10 times each (fixed windows of 366 days: see
+// noRollover). With a narrower user rule (50 against 70) exactly 50 are
+// admitted, whatever the interleaving: the narrower rule is charged first,
+// so the wider one sees only what it admitted and never denies. With equal
+// limits (50 and 50) a charge given back may turn a concurrent request
+// away: at least 50-31 are admitted (the documented bound, limit less the
+// other requests in flight), never more than 50. Either way the ip rule's
+// counter is charged once per admission.
 func TestCheckRulesAcrossGroups(t *testing.T) {
 	for _, tt := range []struct {
 		name            string
@@ -507,8 +507,8 @@ func TestCheckRulesAcrossGroups(t *testing.T) {
 			tc := startCluster(t, 3, 8, Fast)
 			c0 := tc.nodes[0]
 			for _, r := range []rules.Rule{
-				{ID: "per-user", Target: "*", Tier: "*", KeyType: "user", Algo: "fixed", Limit: tt.userLim, Window: "1h"},
-				{ID: "per-ip", Target: "*", Tier: "*", KeyType: "ip", Algo: "fixed", Limit: tt.ipLim, Window: "1h"},
+				{ID: "per-user", Target: "*", Tier: "*", KeyType: "user", Algo: "fixed", Limit: tt.userLim, Window: noRolloverRule},
+				{ID: "per-ip", Target: "*", Tier: "*", KeyType: "ip", Algo: "fixed", Limit: tt.ipLim, Window: noRolloverRule},
 			} {
 				if _, err := c0.SetRule(r); err != nil {
 					t.Fatal(err)
@@ -562,7 +562,7 @@ func TestCheckRulesAcrossGroups(t *testing.T) {
 			if got < tt.atLeast || got > tt.atMost {
 				t.Fatalf("admitted %d of 320, want %d to %d", got, tt.atLeast, tt.atMost)
 			}
-			r, err := tc.check("per-ip:"+ip, engine.Fixed, engine.Params{Limit: tt.ipLim, Window: 3600e9}, 0, time.Now().Add(5*time.Second))
+			r, err := tc.check("per-ip:"+ip, engine.Fixed, engine.Params{Limit: tt.ipLim, Window: noRollover}, 0, time.Now().Add(5*time.Second))
 			if err != nil || r.Remaining != tt.ipLim-got {
 				t.Fatalf("the ip rule's counter: %+v %v, want %d remaining (charged once per admission)", r, err, tt.ipLim-got)
 			}
@@ -659,19 +659,19 @@ func (tc *testCluster) add(t *testing.T, join func(context.Context, NodeInfo) (i
 // TestProxyServesEveryKeyOnEveryNode: with Proxy, every node answers every
 // key, forwarding the keys of groups it does not lead, and the counts are
 // exact: 12 clients, four on each node, charge 30 keys of all six
-// algorithms (limit 100 per hour, 5 checks each per client): every check
-// is allowed and each key ends with exactly 60 charged. Should a lead be
-// lost to a missed heartbeat (a machine too busy for the tests' 100 ms
-// lease), strong mode may answer TRYAGAIN with the outcome unknown — a key
-// then holds between its acknowledged and its attempted charges, never
-// more (a forwarded change is not run twice) — and fast mode may forget
-// what the lost leader acknowledged last.
+// algorithms (limit 100 per 366 days, see noRollover; 5 checks each per
+// client): every check is allowed and each key ends with exactly 60
+// charged. Should a lead be lost to a missed heartbeat (a machine too busy
+// for the tests' 100 ms lease), strong mode may answer TRYAGAIN with the
+// outcome unknown — a key then holds between its acknowledged and its
+// attempted charges, never more (a forwarded change is not run twice) — and
+// fast mode may forget what the lost leader acknowledged last.
 func TestProxyServesEveryKeyOnEveryNode(t *testing.T) {
 	for _, mode := range []Consistency{Fast, Strong} {
 		t.Run(mode.String(), func(t *testing.T) {
 			tc := startClusterWith(t, 3, 8, mode, func(c *ClusterConfig) { c.Proxy = true })
 			algos := []engine.Algo{engine.Fixed, engine.Sliding, engine.Log, engine.Token, engine.Leaky, engine.GCRA}
-			p := engine.Params{Limit: 100, Window: 3600e9}
+			p := engine.Params{Limit: 100, Window: noRollover}
 			var wg sync.WaitGroup
 			var denied, failed atomic.Int64
 			var unsure [30]atomic.Int64 // TRYAGAIN after a lost lead: the outcome is unknown
@@ -873,8 +873,23 @@ func startStrongLoad(tc *testCluster, prefix string) *strongLoad {
 	return l
 }
 
-// strongLoadParams: a limit no test reaches.
-var strongLoadParams = engine.Params{Limit: 1 << 40, Window: 3600e9}
+// strongLoadParams: a limit no test reaches, in a window that does not
+// end during one (see noRollover).
+var strongLoadParams = engine.Params{Limit: 1 << 40, Window: noRollover}
+
+// noRollover is the window of the fixed and sliding keys of the tests that
+// run on the wall clock: the longest, 366 days (noRolloverRule as a rule's
+// window). Those windows are aligned to the Unix epoch, so a test whose
+// charges and checks straddle a window's end sees its counts reset:
+// TestJoinAndLeaveUnderLoad failed so in CI when its one-hour window ended
+// at 07:00:00 UTC mid-test ("jl:0:0 is charged 13, but 29 admissions were
+// acknowledged"). The next 366-day boundary is 2027-02-13; the chance that
+// a test straddles one is its length over 366 days. Token, leaky and gcra
+// keys refill at limit per 366 days: nothing during a test.
+const (
+	noRollover     = engine.MaxWindow
+	noRolloverRule = "366d"
+)
 
 func (l *strongLoad) key(w, k int) string { return fmt.Sprintf("%s:%d:%d", l.prefix, w, k) }
 

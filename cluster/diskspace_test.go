@@ -46,7 +46,7 @@ func TestClusterNodeOnAFullDiskRefusesChanges(t *testing.T) {
 		}
 	})
 	n1, n2 := tc.nodes[0], tc.nodes[1]
-	p := engine.Params{Limit: 100, Window: 3600e9}
+	p := engine.Params{Limit: 100, Window: noRollover}
 	ledByN1 := func(key string) bool {
 		g := n1.replica(n1.groupOf(slots.Of([]byte(key))))
 		return g != nil && g.ready.Load()
@@ -128,7 +128,7 @@ func TestClusterNodeOnAFullDiskHandsItsLeadsOver(t *testing.T) {
 	waitUntil(t, 10*time.Second, "n1 leads no group and every group is served", func() bool {
 		return leads(n1) == 0 && tc.servedOnce(false)
 	})
-	p := engine.Params{Limit: 100, Window: 3600e9}
+	p := engine.Params{Limit: 100, Window: noRollover}
 	for k := 0; k < 60; k++ {
 		key := fmt.Sprint("handed:", k)
 		if r, err := n1.Forwarder().Check([]byte(key), engine.Fixed, p, 1, time.Now().UnixNano()); err != nil || !r.Allowed {

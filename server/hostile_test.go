@@ -246,8 +246,9 @@ func drip(nc net.Conn, n, tail int) error {
 }
 
 // checker is the bystander of TestHostileClients: it charges its key
-// (fixed, 1,000,000 per hour) and PINGs in turn, requiring every
-// remaining count to be exactly one less than the one before.
+// (fixed, 1,000,000 per 366 days: see noRollover) and PINGs in turn,
+// requiring every remaining count to be exactly one less than the one
+// before.
 type checker struct {
 	t     *testing.T
 	stop  context.CancelFunc
@@ -271,7 +272,7 @@ func (k *checker) run(ctx context.Context, c *rawConn) {
 	for remaining := int64(999999); ctx.Err() == nil; remaining-- {
 		start := time.Now()
 		c.nc.SetDeadline(start.Add(30 * time.Second))
-		io.WriteString(c.nc, resp("RL.CHECK", "bystander", "fixed", "1000000", "1h")+resp("PING"))
+		io.WriteString(c.nc, resp("RL.CHECK", "bystander", "fixed", "1000000", noRollover)+resp("PING"))
 		var got strings.Builder
 		for i := 0; i < 7; i++ {
 			line, err := c.rd.ReadString('\n')

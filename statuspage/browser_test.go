@@ -43,8 +43,8 @@ func TestPageInBrowser(t *testing.T) {
 		})
 	}})
 	for _, r := range []rules.Rule{
-		{ID: "login", Target: "/login", Tier: "*", KeyType: "ip", Algo: "fixed", Limit: 5, Window: "1m"},
-		{ID: "trial", Target: "*", Tier: "*", KeyType: "ip", Algo: "fixed", Limit: 2, Window: "1m", Shadow: true},
+		{ID: "login", Target: "/login", Tier: "*", KeyType: "ip", Algo: "fixed", Limit: 5, Window: noRollover},
+		{ID: "trial", Target: "*", Tier: "*", KeyType: "ip", Algo: "fixed", Limit: 2, Window: noRollover, Shadow: true},
 	} {
 		if _, err := n.Store.SetRule(r); err != nil {
 			t.Fatal(err)
@@ -84,6 +84,14 @@ func TestPageInBrowser(t *testing.T) {
 		t.Errorf("a single node's page does not say it has no cluster:\n%s", dom)
 	}
 }
+
+// noRollover is the window of the rules of TestPageInBrowser, whose server
+// runs on the wall clock: the longest, 366 days. Fixed windows are aligned
+// to the Unix epoch, so with a shorter one a window's end could fall
+// between the rule checks and reset the denials the page must show. The
+// next 366-day boundary is 2027-02-13; the chance that the test straddles
+// one is its length over 366 days.
+const noRollover = "366d"
 
 func totals(n *testserver.Node) statuspage.Totals {
 	t := n.Server.Totals()

@@ -10,9 +10,10 @@ import (
 	"time"
 )
 
-// blockRuleJSON allows one check per hour per ip on /api/* and blocks an
-// ip it denies 3 times within a minute, for 15 minutes.
-const blockRuleJSON = `{"target":"/api/*","tier":"*","key_type":"ip","algo":"fixed","limit":1,"window":"1h",` +
+// blockRuleJSON allows one check per ip on /api/* (per 366 days: see
+// noRollover) and blocks an ip it denies 3 times within a minute, for 15
+// minutes.
+const blockRuleJSON = `{"target":"/api/*","tier":"*","key_type":"ip","algo":"fixed","limit":1,"window":"` + noRollover + `",` +
 	`"block":{"after":3,"within":"1m","for":"15m"}}`
 
 // checkIP sends RL.CHECKRULES /api/x free ip=ip to p and returns the reply.
@@ -109,7 +110,7 @@ func TestBlocksSurviveRestartAndKill9(t *testing.T) {
 	p = startProc(t, bin, dir, "--consistency", "strong")
 	assertBlocked(t, p, "ip=1.1.1.1", "ip=2.2.2.2", "user=u1")
 	// Blocked checks charged nothing: the counters are as the rule left them.
-	if r := p.remaining("RL.PEEK", "per-ip:1.1.1.1", "fixed", 1, "1h"); r != 0 {
+	if r := p.remaining("RL.PEEK", "per-ip:1.1.1.1", "fixed", 1, noRollover); r != 0 {
 		t.Fatalf("per-ip:1.1.1.1 remaining %d, want 0", r)
 	}
 	if got := p.do("RL.UNBLOCK", "ip=2.2.2.2"); got != int64(1) {

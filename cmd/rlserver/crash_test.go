@@ -27,7 +27,7 @@ const (
 	crashClients = 16
 	crashKeys    = 4 // per client and algorithm
 	crashLimit   = 100000
-	crashWindow  = "366d"
+	crashWindow  = noRollover
 )
 
 var crashAlgos = []string{"fixed", "sliding", "log", "token", "leaky", "gcra"}

@@ -200,7 +200,7 @@ func TestDiskFull(t *testing.T) {
 			flags := append([]string{"--consistency", mode}, diskFlags...)
 			p := startProc(t, bin, dir, flags...)
 			for i := 0; i < 5; i++ {
-				p.do("RL.CHECK", "probe", "fixed", 1000, "1h")
+				p.do("RL.CHECK", "probe", "fixed", 1000, noRollover)
 			}
 			l := startDiskLoad(t, p.resp)
 			time.Sleep(1500 * time.Millisecond)
@@ -275,7 +275,7 @@ func TestDiskFull(t *testing.T) {
 			if missing != 0 {
 				t.Fatalf("%s mode forgot %d acknowledged admissions of %d", mode, missing, tally)
 			}
-			if r := q.remaining("RL.PEEK", "probe", "fixed", 1000, "1h"); r != 994 {
+			if r := q.remaining("RL.PEEK", "probe", "fixed", 1000, noRollover); r != 994 {
 				t.Fatalf("probe after restart: remaining %d, want 994", r)
 			}
 			q.stop()
@@ -303,7 +303,7 @@ func assertServesReads(t *testing.T, p *proc) {
 	if v := p.do("PING"); v != "PONG" {
 		t.Fatalf("PING: %v", v)
 	}
-	if r := p.remaining("RL.PEEK", "probe", "fixed", 1000, "1h"); r != 995 {
+	if r := p.remaining("RL.PEEK", "probe", "fixed", 1000, noRollover); r != 995 {
 		t.Fatalf("RL.PEEK probe on a full disk: remaining %d, want 995", r)
 	}
 }
@@ -360,13 +360,14 @@ func httpDo(t *testing.T, method, url, body string) (string, int) {
 	return string(b), res.StatusCode
 }
 
-// waitCheck charges key (fixed, 1000 per hour) until the server admits
-// it instead of answering MISCONF, and returns the remaining count.
+// waitCheck charges key (fixed, 1000 per 366 days: see noRollover) until
+// the server admits it instead of answering MISCONF, and returns the
+// remaining count.
 func waitCheck(t *testing.T, p *proc, key string, within time.Duration) int64 {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
-		v, err := p.client.Do(context.Background(), "RL.CHECK", key, "fixed", 1000, "1h").Slice()
+		v, err := p.client.Do(context.Background(), "RL.CHECK", key, "fixed", 1000, noRollover).Slice()
 		if err == nil {
 			return v[2].(int64)
 		}
@@ -388,7 +389,7 @@ func TestStartOnFullDisk(t *testing.T) {
 	dir := filepath.Join(mnt, "data")
 	p := startProc(t, bin, dir, diskFlags...)
 	for i := 0; i < 5; i++ {
-		p.do("RL.CHECK", "probe", "fixed", 1000, "1h")
+		p.do("RL.CHECK", "probe", "fixed", 1000, noRollover)
 	}
 	p.stop()
 	filler := fillDisk(t, mnt)
@@ -406,7 +407,7 @@ func TestStartOnFullDisk(t *testing.T) {
 
 	q := startProc(t, bin, dir, diskFlags...)
 	assertServesReads(t, q)
-	if _, err := q.client.Do(context.Background(), "RL.CHECK", "probe", "fixed", 1000, "1h").Result(); err == nil ||
+	if _, err := q.client.Do(context.Background(), "RL.CHECK", "probe", "fixed", 1000, noRollover).Result(); err == nil ||
 		!strings.HasPrefix(err.Error(), "MISCONF ") {
 		t.Fatalf("RL.CHECK on a read-only start: %v, want MISCONF", err)
 	}

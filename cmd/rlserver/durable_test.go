@@ -155,22 +155,22 @@ func (p *proc) remaining(args ...any) int64 {
 	return v[2].(int64)
 }
 
-// TestRestartKeepsCountsAndRules: 7 hits on fixed 10 per hour, SIGTERM,
-// restart on the same directory: the next check has exactly 2 remaining.
-// Rules made over RESP and HTTP survive SIGTERM, and kill -9 right after
-// they were acknowledged.
+// TestRestartKeepsCountsAndRules: 7 hits on fixed 10 per 366 days (see
+// noRollover), SIGTERM, restart on the same directory: the next check has
+// exactly 2 remaining. Rules made over RESP and HTTP survive SIGTERM, and
+// kill -9 right after they were acknowledged.
 func TestRestartKeepsCountsAndRules(t *testing.T) {
 	bin, dir := buildBinary(t), t.TempDir()
 	p := startProc(t, bin, dir)
 	for i := 0; i < 7; i++ {
-		p.do("RL.CHECK", "k", "fixed", 10, "1h")
+		p.do("RL.CHECK", "k", "fixed", 10, noRollover)
 	}
 	p.do("RL.RULE.SET", "resp-rule", `{"target":"/a","tier":"*","key_type":"ip","algo":"token","limit":5,"window":"1m"}`)
 	postRule(t, p, `{"id":"http-rule","target":"/b","tier":"free","key_type":"user","algo":"gcra","limit":9,"window":"1h"}`)
 	p.stop()
 
 	p = startProc(t, bin, dir)
-	if r := p.remaining("RL.CHECK", "k", "fixed", 10, "1h"); r != 2 {
+	if r := p.remaining("RL.CHECK", "k", "fixed", 10, noRollover); r != 2 {
 		t.Fatalf("after SIGTERM and restart: remaining %d, want 2", r)
 	}
 	assertRules(t, p, "http-rule", "resp-rule")
@@ -181,7 +181,7 @@ func TestRestartKeepsCountsAndRules(t *testing.T) {
 
 	p = startProc(t, bin, dir)
 	assertRules(t, p, "http-rule", "http-rule-2", "resp-rule-2")
-	if r := p.remaining("RL.PEEK", "k", "fixed", 10, "1h"); r != 2 {
+	if r := p.remaining("RL.PEEK", "k", "fixed", 10, noRollover); r != 2 {
 		t.Fatalf("after kill -9: remaining %d, want 2", r)
 	}
 	p.stop()
@@ -263,7 +263,7 @@ func TestCorruptLogTail(t *testing.T) {
 			dir := t.TempDir()
 			p := startProc(t, bin, dir)
 			for i := 0; i < 5; i++ {
-				p.do("RL.CHECK", "before", "fixed", 10, "1h")
+				p.do("RL.CHECK", "before", "fixed", 10, noRollover)
 			}
 			p.stop()
 			p = startProc(t, bin, dir, "--consistency", "strong")
@@ -280,7 +280,7 @@ func TestCorruptLogTail(t *testing.T) {
 				t.Logf("refused, clearly: %s", failed)
 				return
 			}
-			if r := q.remaining("RL.PEEK", "before", "fixed", 10, "1h"); r != 5 {
+			if r := q.remaining("RL.PEEK", "before", "fixed", 10, noRollover); r != 5 {
 				t.Fatalf("the run before the damaged one: remaining %d, want 5\n%s", r, q.logs)
 			}
 			q.stop()

@@ -23,10 +23,12 @@ import (
 	"google.golang.org/grpc/status"
 )
 
+// envoyYAML limits remote_address to 5 per 366 days (the days are aligned
+// to the Unix epoch like every fixed window: see noRollover).
 const envoyYAML = `domain: edge
 descriptors:
   - key: remote_address
-    rate_limit: {unit: day, requests_per_unit: 5}
+    rate_limit: {unit: day, unit_multiplier: 366, requests_per_unit: 5}
   - key: user
     rate_limit: {unit: day, requests_per_unit: 1000, algorithm: sliding}
 `
@@ -192,7 +194,7 @@ func TestEnvoyRLSCluster(t *testing.T) {
 		c, _ := rlsClient(t, a, "")
 		clients = append(clients, c)
 	}
-	// 5 per day for each address, asked round-robin of the three nodes.
+	// 5 per 366 days for each address, asked round-robin of the three nodes.
 	for _, addr := range []string{"10.1.1.1", "10.1.1.2", "10.1.1.3"} {
 		var codes []string
 		for i := 0; i < 7; i++ {

@@ -68,7 +68,7 @@ func TestForwardAuthBinary(t *testing.T) {
 		same    bool // two X-Forwarded-For addresses share one counter (the peer's)
 	}{{"127.0.0.0/8,::1", false}, {"", true}} {
 		p := startProc(t, bin, "", "--trusted-proxies", c.trusted)
-		postRule(t, p, `{"id":"per-ip","target":"/login","tier":"*","key_type":"ip","algo":"fixed","limit":1,"window":"1m"}`)
+		postRule(t, p, `{"id":"per-ip","target":"/login","tier":"*","key_type":"ip","algo":"fixed","limit":1,"window":"`+noRollover+`"}`)
 		if status, body := forwardAuth(t, p.http, "/login", "203.0.113.1", ""); status != 200 {
 			t.Fatalf("--trusted-proxies %q: first: %d %s", c.trusted, status, body)
 		}
@@ -86,8 +86,8 @@ func TestForwardAuthBinary(t *testing.T) {
 func TestForwardAuthOnEveryClusterNode(t *testing.T) {
 	procs := startNodes(t, buildBinary(t), 3, 4)
 	waitBalanced(t, procs, 30*time.Second)
-	postRule(t, procs[0], `{"id":"per-user","target":"/users/*","tier":"*","key_type":"user","algo":"fixed","limit":7,"window":"1h"}`)
-	postRule(t, procs[0], `{"id":"per-ip","target":"*","tier":"*","key_type":"ip","algo":"fixed","limit":10,"window":"1h"}`)
+	postRule(t, procs[0], `{"id":"per-user","target":"/users/*","tier":"*","key_type":"user","algo":"fixed","limit":7,"window":"`+noRollover+`"}`)
+	postRule(t, procs[0], `{"id":"per-ip","target":"*","tier":"*","key_type":"ip","algo":"fixed","limit":10,"window":"`+noRollover+`"}`)
 	waitFor(t, 10*time.Second, "every node knows the rules", func() bool {
 		for _, p := range procs {
 			if status, _ := forwardAuth(t, p.http, "/nothing", "198.51.100.99", ""); status != 200 {

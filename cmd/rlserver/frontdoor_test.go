@@ -246,12 +246,12 @@ func TestTLS(t *testing.T) {
 		}
 		_, resp, httpAddr, logs := startLimited(t, 4096, args...)
 		host, port, _ := net.SplitHostPort(resp)
-		out, err := exec.Command("redis-cli", append(cliArgs, "-h", host, "-p", port, "RL.CHECK", "cli", "fixed", "5", "1m")...).CombinedOutput()
+		out, err := exec.Command("redis-cli", append(cliArgs, "-h", host, "-p", port, "RL.CHECK", "cli", "fixed", "5", noRollover)...).CombinedOutput()
 		if err != nil || strings.Fields(string(out))[0] != "1" {
 			t.Fatalf("client auth %v: redis-cli --tls: %q, %v\n%s", clientAuth, out, err, logs)
 		}
 		rdb := redis.NewClient(&redis.Options{Addr: resp, TLSConfig: certs.ClientConfig(clientAuth)})
-		if got, err := rdb.Do(ctx, "RL.CHECK", "cli", "fixed", 5, "1m").Int64Slice(); err != nil || got[2] != 3 {
+		if got, err := rdb.Do(ctx, "RL.CHECK", "cli", "fixed", 5, noRollover).Int64Slice(); err != nil || got[2] != 3 {
 			t.Fatalf("client auth %v: go-redis over TLS: %v, %v", clientAuth, got, err)
 		}
 		rdb.Close()

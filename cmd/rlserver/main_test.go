@@ -19,6 +19,17 @@ import (
 	"github.com/rlserver/rlserver/internal/redistest"
 )
 
+// noRollover is the window of the tests' fixed and sliding keys: the
+// longest, 366 days. Those windows are aligned to the Unix epoch, and the
+// tests run real processes on the wall clock, so a test whose charges and
+// checks straddle a window's end would see its counts reset (in CI,
+// TestJoinAndLeaveUnderLoad of ./cluster failed so when its one-hour window
+// ended at 07:00:00 UTC mid-test). The next 366-day boundary is
+// 2027-02-13; the chance that a test straddles one is its length over 366
+// days. Token, leaky and gcra keys refill at limit per 366 days: nothing
+// during a test.
+const noRollover = "366d"
+
 // buildBinary builds rlserver once per test run.
 func buildBinary(t testing.TB) string {
 	t.Helper()

@@ -25,9 +25,10 @@ import (
 	"github.com/rlserver/rlserver/internal/testcert"
 )
 
-// fileRule is one rule of a rules file written by the reload tests.
+// fileRule is one rule of a rules file written by the reload tests
+// (fixed, limit per 366 days: see noRollover).
 func fileRule(id, target string, limit int) string {
-	return fmt.Sprintf("- id: %s\n  target: %s\n  tier: \"*\"\n  key_type: user\n  algo: fixed\n  limit: %d\n  window: 1h\n", id, target, limit)
+	return fmt.Sprintf("- id: %s\n  target: %s\n  tier: \"*\"\n  key_type: user\n  algo: fixed\n  limit: %d\n  window: %s\n", id, target, limit, noRollover)
 }
 
 // startTLSProc starts bin with args, its RESP and HTTP on free ports over

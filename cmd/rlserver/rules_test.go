@@ -24,7 +24,7 @@ const goodRules = `
   key_type: user
   algo: sliding
   limit: 2
-  window: 1m
+  window: ` + noRollover + `
 - id: per-ip
   target: "*"
   tier: "*"

@@ -2,10 +2,11 @@
 
 usage: clusterload.py host:port[,host:port...] prefix keys rate
 
-Checks keys prefix:0 .. prefix:keys-1 in turn (fixed window, a limit no
-test reaches) at about rate checks a second, until its standard input
-closes; then prints one JSON line: the admissions acknowledged per key,
-the number of checks, and every error the client raised (time, text).
+Checks keys prefix:0 .. prefix:keys-1 in turn (fixed windows of 366 days,
+as noRollover in main_test.go says why, and a limit no test reaches) at
+about rate checks a second, until its standard input closes; then prints
+one JSON line: the admissions acknowledged per key, the number of checks,
+and every error the client raised (time, text).
 redis-py logs the errors it handles by itself (MOVED, TRYAGAIN) with
 tracebacks; they are sent to /dev/null: only what reaches the caller counts.
 """
@@ -40,7 +41,7 @@ def main():
     while not stop.is_set():
         k = checks % keys
         try:
-            r = client.execute_command("RL.CHECK", f"{prefix}:{k}", "fixed", 1000000, "1h")
+            r = client.execute_command("RL.CHECK", f"{prefix}:{k}", "fixed", 1000000, "366d")
             if r[0] == 1:
                 acked[k] += 1
         except Exception as e:  # noqa: BLE001 - every failure is reported
