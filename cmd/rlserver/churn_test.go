@@ -98,9 +98,10 @@ func TestClusterStartsNeverCrash(t *testing.T) {
 // after SIGTERM is 0, and at the end no acknowledged admission is lost
 // (strong mode): each key is charged at least what was acknowledged, and
 // in all at most that plus the checks whose outcome the client could not
-// know (an error, or one in flight at a kill, which go-redis retries). The errors the client sees are reported by kind of restart,
-// with how long after the stop the last one came: the failover window as
-// a default client sees it.
+// know (an error, or one in flight at a kill, which go-redis retries).
+// The errors the client sees are reported by kind of restart, with how
+// long after the stop the last one came: the failover window as a default
+// client sees it.
 func TestClusterRestartsNeverCrash(t *testing.T) {
 	bin := buildBinary(t)
 	n := churnCount(t, "RLSERVER_CHURN_RESTARTS", 30)
