@@ -569,24 +569,69 @@ func (c *Cluster) Listening() { c.accepting.Store(true) }
 
 // handOver hands the lead of every group this node serves to another
 // voter (handOff: its changes committed first), the meta group's last, so
-// that the others serve its slots at once.
+// that the others serve its slots at once. A group still led here after a
+// round — its target could not take it yet (a node still starting or
+// behind), its transfer failed, or a move the balancer had begun failed
+// once this node was stopping — is handed over again, every handOverPause,
+// for up to handOverRounds rounds or until ctx ends: a node that stops
+// while leading a group shows its clients the errors of a kill.
 func (c *Cluster) handOver(ctx context.Context) {
-	var wg sync.WaitGroup
-	for _, g := range c.hostedGroups() {
-		if g.ready.Load() || g.leader() {
+rounds:
+	for round := 0; round < handOverRounds; round++ {
+		var led []*group
+		for _, g := range c.hostedGroups() {
+			if g.ready.Load() || g.leader() {
+				led = append(led, g)
+			}
+		}
+		if len(led) == 0 {
+			break
+		}
+		if round > 0 {
+			if !c.anotherUp() {
+				break // the last node up keeps its leads: nobody to take them
+			}
+			c.log.Info("some groups are still led here; handing them over again", "groups", len(led), "round", round+1)
+			select {
+			case <-ctx.Done():
+				break rounds
+			case <-time.After(handOverPause):
+			}
+		}
+		var wg sync.WaitGroup
+		for _, g := range led {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				c.handOff(g, "", "")
 			}()
 		}
+		wg.Wait()
 	}
-	wg.Wait()
 	if c.metaR != nil && c.metaR.State() == raft.Leader {
 		c.metaR.LeadershipTransfer().Error()
 	}
-	_ = ctx
 }
+
+// anotherUp reports whether another node is heard and not stopping.
+func (c *Cluster) anotherUp() bool {
+	c.peers.mu.Lock()
+	defer c.peers.mu.Unlock()
+	for id, p := range c.peers.byID {
+		if id != c.cfg.NodeID && p.connected() && !p.status.Stopping {
+			return true
+		}
+	}
+	return false
+}
+
+// handOverRounds and handOverPause bound how long a stopping node keeps
+// handing over the groups it still leads (see handOver): about two
+// seconds beyond the handoffs themselves.
+const (
+	handOverRounds = 10
+	handOverPause  = 200 * time.Millisecond
+)
 
 // stopRafts shuts every raft instance down.
 func (c *Cluster) stopRafts() {

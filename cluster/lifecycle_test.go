@@ -93,3 +93,46 @@ func TestCallsDuringStartAndStop(t *testing.T) {
 		})
 	}
 }
+
+// TestStepDownWaitsForANodeThatCanTakeTheLead: a stopping node whose
+// peers cannot take a lead when it begins (they do not yet take clients,
+// as a node that is still starting) keeps handing its groups over, and
+// hands every one once they can: a node that stopped while leading would
+// show its clients the errors of a kill.
+func TestStepDownWaitsForANodeThatCanTakeTheLead(t *testing.T) {
+	tc := startCluster(t, 3, 8, Fast)
+	n1 := tc.nodes[0]
+	if leads(n1) == 0 {
+		t.Fatal("n1 leads no group: the test proves nothing")
+	}
+	for _, c := range tc.nodes[1:] {
+		c.accepting.Store(false)
+	}
+	waitUntil(t, 10*time.Second, "n1 to hear that no other node takes clients", func() bool {
+		for _, id := range []string{"n2", "n3"} {
+			if p := n1.peer(id); p == nil || p.status.Accepting {
+				return false
+			}
+		}
+		return true
+	})
+	go func() {
+		time.Sleep(4 * handOverPause)
+		for _, c := range tc.nodes[1:] {
+			c.Listening()
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	n1.StepDown(ctx)
+	if n := leads(n1); n > 0 {
+		t.Fatalf("n1 still serves %d groups after StepDown (%v)", n, time.Since(start))
+	}
+	for _, g := range n1.hostedGroups() {
+		if g.leader() {
+			t.Errorf("n1 still leads group %d after StepDown", g.id)
+		}
+	}
+	t.Logf("every lead handed over %v after StepDown began", time.Since(start).Round(time.Millisecond))
+}
