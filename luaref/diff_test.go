@@ -128,6 +128,7 @@ type traceKey struct {
 	ops     int64         // float algorithms: admissions since the key was last at rest or synced
 	units   int64         // and their total cost
 	history []string      // the key's recent steps, for failure messages
+	charged bool          // a check of cost > 0 ran since the last sync
 }
 
 type diffStats struct {
@@ -181,6 +182,7 @@ func (d *diff) step(i int) {
 		d.fatalf(k, "step %d: script: %v", i, err)
 	}
 	eng := engine.Check(d.a, &k.st, k.p, cost, nowNS)
+	k.charged = k.charged || cost > 0
 	since := "first"
 	if k.lastAt > 0 {
 		since = fmt.Sprintf("+%dus", k.now-k.lastAt)
@@ -202,6 +204,12 @@ func (d *diff) step(i int) {
 	}
 	if lua.Allowed == eng.Allowed {
 		d.checkTTLs(k, watch, ttls)
+	}
+	if !eng.Allowed && (k.st.T != before.T || k.st.N != before.N || k.st.P != before.P) {
+		// A denial under a lowered capacity stored the capped amount
+		// (engine/bucket.go); the scripts store nothing on a denial.
+		d.sync(k)
+		d.stats.syncChanges++
 	}
 }
 
@@ -309,6 +317,19 @@ func perturb(a engine.Algo, st engine.State, p engine.Params, nowNS, shift int64
 	}
 	st.T += shift
 	return st
+}
+
+// capPending reports whether a bucket's stored amount exceeds the smaller
+// of two capacities (same window): the engine caps it at each check's
+// capacity and stores the cap only at a check of cost > 0, the scripts
+// keep what they were given, so a change between the two moves the engine
+// and not the script. The caller asks only while no such check ran since
+// the last sync (a lowered capacity only peeked at, then raised again).
+func capPending(st engine.State, old, p engine.Params, a engine.Algo) bool {
+	stored := new(big.Int).Lsh(big.NewInt(st.P), 64)
+	stored.Or(stored, new(big.Int).SetUint64(uint64(st.N)))
+	full := new(big.Int).Mul(big.NewInt(min(old.Capacity(a), p.Capacity(a))), big.NewInt(p.Window))
+	return stored.Cmp(full) > 0
 }
 
 // bucketUsed returns the tokens in use × window of a token or leaky state
@@ -448,15 +469,22 @@ func (d *diff) sync(k *traceKey) {
 			err = d.s.set(ctx, windowKey(k.name, start/w-1), count(prev))
 		}
 	case engine.Token, engine.Leaky:
-		used, _ := new(big.Rat).SetFrac(bucketUsed(k.st, k.p, nowNS), big.NewInt(k.p.Window)).Float64()
+		// The amount the engine keeps, capped, as of its last admission
+		// (not drained to now): the script then drains it from the same
+		// instant at whatever rate later checks give, as the engine does
+		// (the parameters of a check apply to the time since the last
+		// admission), also across later changes that are not synced.
+		at := min(k.st.T, nowNS)
+		used, _ := new(big.Rat).SetFrac(bucketUsed(k.st, k.p, at), big.NewInt(k.p.Window)).Float64()
 		units := used // tokens in use
+		ts := strconv.FormatInt(at/1000, 10)
 		switch {
 		case units <= 0:
 			err = d.s.set(ctx, k.name, "")
 		case d.a == engine.Token:
-			err = d.s.set(ctx, k.name, "", "tokens", fmtFloat(float64(k.p.Capacity(d.a))-units), "ts", strconv.FormatInt(k.now, 10))
+			err = d.s.set(ctx, k.name, "", "tokens", fmtFloat(float64(k.p.Capacity(d.a))-units), "ts", ts)
 		default:
-			err = d.s.set(ctx, k.name, "", "level", fmtFloat(units), "ts", strconv.FormatInt(k.now, 10))
+			err = d.s.set(ctx, k.name, "", "level", fmtFloat(units), "ts", ts)
 		}
 	case engine.GCRA:
 		tat := ""
@@ -468,7 +496,7 @@ func (d *diff) sync(k *traceKey) {
 	if err != nil {
 		d.fatalf(k, "sync: %v", err)
 	}
-	k.ops, k.units = 0, 0
+	k.ops, k.units, k.charged = 0, 0, false
 }
 
 // Trace generation. Everything is drawn from d.rng, so a seed replays the
@@ -566,7 +594,8 @@ func (d *diff) change(k *traceKey) {
 	case (d.a == engine.Fixed || d.a == engine.Sliding) && old.Window != k.p.Window,
 		(d.a == engine.Token || d.a == engine.Leaky) && old.Window != k.p.Window,
 		d.a == engine.Token && old.Capacity(d.a) != k.p.Capacity(d.a),
-		d.a == engine.Leaky && k.p.Capacity(d.a) < old.Capacity(d.a):
+		d.a == engine.Leaky && k.p.Capacity(d.a) < old.Capacity(d.a),
+		(d.a == engine.Token || d.a == engine.Leaky) && !k.charged && capPending(k.st, old, k.p, d.a):
 		d.sync(k)
 		d.stats.syncChanges++
 	default:
