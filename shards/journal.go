@@ -91,6 +91,16 @@ func (c *changeNote) changed() {
 	}
 }
 
+// noteFlushed records that every key was dropped (Flush, Tx.Flush): with
+// the journal on, the next AppendChanges begins with a flush-all record,
+// and OnChange's fn hears of it.
+func (s *Store) noteFlushed() {
+	s.flushed = s.journal
+	if s.journal {
+		s.note.changed()
+	}
+}
+
 // empty reports whether the shard's journal holds nothing. Call with mu
 // held.
 func (sh *shard) empty() bool { return len(sh.jbuf) == 0 && len(sh.jkeys) == 0 }

@@ -408,10 +408,7 @@ func (s *Store) Flush() error {
 	s.jmu.Lock()
 	defer s.jmu.Unlock()
 	s.clearKeys()
-	s.flushed = s.journal
-	if s.journal {
-		s.note.changed()
-	}
+	s.noteFlushed()
 	return nil
 }
 

@@ -227,9 +227,6 @@ func (tx *Tx) Flush() error {
 	for i := range tx.s.shards {
 		tx.s.shards[i].clear()
 	}
-	tx.s.flushed = tx.s.journal
-	if tx.s.journal {
-		tx.s.note.changed()
-	}
+	tx.s.noteFlushed()
 	return nil
 }
