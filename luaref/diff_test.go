@@ -326,18 +326,22 @@ func perturb(a engine.Algo, st engine.State, p engine.Params, nowNS, shift int64
 // and not the script. The caller asks only while no such check ran since
 // the last sync (a lowered capacity only peeked at, then raised again).
 func capPending(st engine.State, old, p engine.Params, a engine.Algo) bool {
-	stored := new(big.Int).Lsh(big.NewInt(st.P), 64)
-	stored.Or(stored, new(big.Int).SetUint64(uint64(st.N)))
 	full := new(big.Int).Mul(big.NewInt(min(old.Capacity(a), p.Capacity(a))), big.NewInt(p.Window))
-	return stored.Cmp(full) > 0
+	return bucketStored(st).Cmp(full) > 0
+}
+
+// bucketStored returns the tokens in use × window a token or leaky state
+// holds, as stored: 128 bits, P the high word and N the low one.
+func bucketStored(st engine.State) *big.Int {
+	stored := new(big.Int).Lsh(big.NewInt(st.P), 64)
+	return stored.Or(stored, new(big.Int).SetUint64(uint64(st.N)))
 }
 
 // bucketUsed returns the tokens in use × window of a token or leaky state
 // at now under p, as the engine computes it (see engine/bucket.go): capped
 // at a full bucket, then drained since the last admission.
 func bucketUsed(st engine.State, p engine.Params, nowNS int64) *big.Int {
-	used := new(big.Int).Lsh(big.NewInt(st.P), 64)
-	used.Or(used, new(big.Int).SetUint64(uint64(st.N)))
+	used := bucketStored(st)
 	if full := new(big.Int).Mul(big.NewInt(p.Capacity(engine.Token)), big.NewInt(p.Window)); used.Cmp(full) > 0 {
 		used = full
 	}
