@@ -60,7 +60,6 @@ func show(r values.Reply) string {
 	return string(r.Str)
 }
 
-
 // valueScript writes one value of every type, some with an expiry, and a
 // limiter key.
 func valueScript(t *testing.T, s *Store, now int64) {
