@@ -166,7 +166,8 @@ func cmdExpireTime(c call) Reply { return c.ttlGeneric(false, true) }
 func cmdPExpireTime(c call) Reply { return c.ttlGeneric(true, true) }
 
 // ttlGeneric answers the time left (or, abs, the expiry time) in ms or
-// seconds: -2 for no key, -1 for no expiry. Seconds left are rounded.
+// seconds: -2 for no key, -1 for no expiry. Seconds are rounded from ms,
+// without overflow (Redis's compiler does that sum unsigned).
 func (c call) ttlGeneric(ms, abs bool) Reply {
 	e := c.ks.Lookup(c.args[1])
 	if !e.Exists() {
@@ -179,13 +180,18 @@ func (c call) ttlGeneric(ms, abs bool) Reply {
 	case abs && ms:
 		return IntReply(when)
 	case abs:
-		return IntReply(when / 1000)
+		return IntReply(roundSeconds(when))
 	}
 	ttl := max(when-c.ms, 0)
 	if ms {
 		return IntReply(ttl)
 	}
-	return IntReply((ttl + 500) / 1000)
+	return IntReply(roundSeconds(ttl))
+}
+
+// roundSeconds rounds ms >= 0 to seconds.
+func roundSeconds(ms int64) int64 {
+	return int64((uint64(ms) + 500) / 1000)
 }
 
 // PERSIST key
