@@ -21,7 +21,7 @@ type step struct {
 // table is a sequence of steps run in order on one empty keyspace.
 type table struct {
 	name  string
-	resp  int   // 2 unless 3
+	resp  int // 2 unless 3
 	steps []step
 	// own marks a table that only runs on Exec: it needs a clock that
 	// moves (advance), limiter state or a refusing keyspace, which a real
