@@ -182,4 +182,3 @@ func FuzzDecodeValue(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) { checkDecoded(t, b) })
 }
-
