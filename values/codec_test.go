@@ -130,7 +130,8 @@ func TestDecodeRefusesDamage(t *testing.T) {
 	}
 	for _, path := range paths {
 		b, _ := os.ReadFile(path)
-		for cut := range len(b) {
+		step := max(1, len(b)/256) // every cut of a small fixture, 256 of a large one
+		for cut := 0; cut < len(b); cut += step {
 			if _, _, err := values.DecodeValue(b[:cut]); !errors.Is(err, values.ErrCorrupt) {
 				t.Errorf("%s cut at %d: %v", path, cut, err)
 			}

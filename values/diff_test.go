@@ -110,3 +110,58 @@ func dump(do redisfuzz.Doer, key []byte) string {
 	enc, _ := do([][]byte{[]byte("OBJECT"), []byte("ENCODING"), key})
 	return fmt.Sprintf("%v %v %v", typ, enc, r)
 }
+
+// TestExpiryBoundaryMatchesRedis watches a key expire on a real
+// redis-server, reading TIME and EXISTS together over and over, and checks
+// Exec's view at each TIME: a key whose expiry is ms W is there during W
+// and gone after it. (EXISTS runs a few µs after TIME: only when that
+// crosses into W+1 may the two disagree, at the boundary.)
+func TestExpiryBoundaryMatchesRedis(t *testing.T) {
+	conn, err := redisfuzz.Dial(redistest.Start(t), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	key := []byte("k")
+	for round := range 3 {
+		rs, err := conn.Pipeline([][][]byte{{[]byte("TIME")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := serverTime(t, rs[0])/1e6 + 20 // expiry ms, 20 ms ahead
+		when := []byte(strconv.FormatInt(w, 10))
+		ks := memkeys.New()
+		ks.SetNow(serverTime(t, rs[0]))
+		for _, cmd := range [][][]byte{{[]byte("SET"), key, []byte("v")}, {[]byte("PEXPIREAT"), key, when}} {
+			if _, err := conn.Do(cmd...); err != nil {
+				t.Fatal(err)
+			}
+			values.Exec(ks, ks.Now(), 2, cmd)
+		}
+		seen := map[string]int{}
+		for {
+			rs, err := conn.Pipeline([][][]byte{{[]byte("TIME")}, {[]byte("EXISTS"), key}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			now := serverTime(t, rs[0])
+			ks.SetNow(now)
+			ours := values.Exec(ks, now, 2, [][]byte{[]byte("EXISTS"), key}).Int
+			ms := now / 1e6
+			switch {
+			case ours == rs[1].Int:
+				seen[fmt.Sprintf("agree at W%+d", ms-w)]++
+			case ms == w && ours == 1 && rs[1].Int == 0:
+				seen["crossed at W"]++
+			default:
+				t.Fatalf("round %d, ms W%+d: EXISTS %d, redis-server %d", round, ms-w, ours, rs[1].Int)
+			}
+			if ms > w+2 {
+				break
+			}
+		}
+		if seen["agree at W+0"] == 0 || seen["agree at W+1"] == 0 {
+			t.Errorf("round %d: did not watch the boundary: %v", round, seen)
+		}
+	}
+}

@@ -29,7 +29,7 @@ func (m zmodel) sort() {
 // ranges and counts after each, and the skiplist's invariants.
 func TestZSetAgainstModel(t *testing.T) {
 	rnd := testseed.Rand(t)
-	for round := range 20 {
+	for round := range 10 {
 		z := newZSetVal()
 		var m zmodel
 		for step := range 400 {
