@@ -15,7 +15,8 @@ import (
 )
 
 // fuzzCommands is how many random commands TestDifferential runs per
-// protocol; RL_FUZZ_N overrides it.
+// protocol; RL_FUZZ_N overrides it, and RL_FUZZ_ONLY (a comma-separated
+// list of command names) restricts the commands drawn.
 const fuzzCommands = 4000
 
 // TestDifferential runs random command sequences (internal/redisfuzz) on
@@ -61,6 +62,9 @@ func runDifferential(t *testing.T, addr string, resp int, seed uint64, n int) {
 		return redisfuzz.Wire(resp, values.Exec(ks, now, resp, args)), nil
 	}
 	gen := redisfuzz.New(seed)
+	if only := os.Getenv("RL_FUZZ_ONLY"); only != "" {
+		gen.Only = strings.Split(strings.ToLower(only), ",")
+	}
 	var history []string
 	for i := range n {
 		cmd := gen.Next()
