@@ -135,6 +135,32 @@ var keyTables = []table{
 	}},
 }
 
+// nulTables pass arguments holding NUL bytes, which Redis's C string
+// functions (strtod, strcasecmp) read only up to the NUL.
+var nulTables = []table{
+	{name: "nul bytes", steps: []step{
+		{`SET k v "nx\x00zz"`, "+OK"},
+		{`SET k w "NX\x00"`, "(nil)"},
+		{`SET k w "nxx"`, "-ERR syntax error"},
+		{`INCRBYFLOAT f "1\x002"`, "-ERR value is not a valid float"},
+		{`INCRBYFLOAT f "\x00"`, "-ERR value is not a valid float"},
+		{`INCRBY i "1\x00"`, "-ERR value is not an integer or out of range"},
+		{`ZADD z "1\x00" m`, "-ERR value is not a valid float"},
+		{"ZADD z 1 m 2 n", ":2"},
+		{`ZCOUNT z "1\x00junk" "(2\x00"`, ":1"},
+		{`ZADD z "xx\x00" 5 m`, ":0"},
+		{"ZSCORE z m", `"5"`},
+		{`SCAN "0\x00x" MATCH z`, `["0" ["z"]]`},
+		{`SCAN 0 "match\x00" z`, `["0" ["z"]]`},
+		{`EXPIRE k 100 "nx\x00"`, ":1"},
+		{`EXPIRE k 100 "nz\x00"`, "-ERR Unsupported option nz"},
+		{`ZRANGEBYLEX z "+\x00x" -`, "[]"},
+		{`HSET h "f\x00" "v\x00"`, ":1"},
+		{`HGET h "f\x00"`, `"v\x00"`},
+		{`HGET h f`, "(nil)"},
+	}},
+}
+
 // ownTables need a moving clock, limiter state or a refusing keyspace.
 var ownTables = []table{
 	{name: "expiry in time", own: true, steps: []step{
@@ -253,7 +279,7 @@ var ownTables = []table{
 }
 
 func TestKeyCommands(t *testing.T) {
-	for _, tables := range [][]table{keyTables, ownTables} {
+	for _, tables := range [][]table{keyTables, nulTables, ownTables} {
 		for _, tb := range tables {
 			runTable(t, tb)
 		}

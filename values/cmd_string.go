@@ -154,13 +154,22 @@ func (c call) setGeneric(o setOpts, key, val []byte, ok, abort Reply) Reply {
 	if (o.nx && e.Exists()) || (o.xx && !e.Exists()) {
 		return abort
 	}
-	v := NewString(val)
+	exp := int64(0)
+	v := e.Value // a string's Value is reused: its old bytes stay as they are
+	if v == nil || v.kind != KindString {
+		v = &Value{kind: KindString}
+	}
+	if o.keepTTL {
+		exp = keepExpiry(e, v)
+	}
+	v.str.setBytes(val)
 	switch {
 	case o.exp != 0:
 		c.setExpiry(key, v, when)
 	case o.keepTTL:
-		c.ks.Put(key, v, keepExpiry(e, v))
+		c.ks.Put(key, v, exp)
 	default:
+		v.far = 0
 		c.ks.Put(key, v, 0)
 	}
 	return ok

@@ -15,7 +15,8 @@ import (
 )
 
 // fuzzCommands is how many random commands TestDifferential runs per
-// protocol; RL_FUZZ_N overrides it.
+// protocol; RL_FUZZ_N overrides it, and RL_FUZZ_ONLY (a comma-separated
+// list of command names) restricts the commands drawn.
 const fuzzCommands = 4000
 
 // TestDifferential runs random command sequences (internal/redisfuzz) on
@@ -61,6 +62,9 @@ func runDifferential(t *testing.T, addr string, resp int, seed uint64, n int) {
 		return redisfuzz.Wire(resp, values.Exec(ks, now, resp, args)), nil
 	}
 	gen := redisfuzz.New(seed)
+	if only := os.Getenv("RL_FUZZ_ONLY"); only != "" {
+		gen.Only = strings.Split(strings.ToLower(only), ",")
+	}
 	var history []string
 	for i := range n {
 		cmd := gen.Next()
@@ -109,4 +113,63 @@ func dump(do redisfuzz.Doer, key []byte) string {
 	}
 	enc, _ := do([][]byte{[]byte("OBJECT"), []byte("ENCODING"), key})
 	return fmt.Sprintf("%v %v %v", typ, enc, r)
+}
+
+// TestExpiryBoundaryMatchesRedis watches a key expire on a real
+// redis-server, reading TIME and EXISTS together over and over, and checks
+// Exec's view at each TIME: a key whose expiry is ms W is there during W
+// and gone after it. (EXISTS runs a few µs after TIME: only when that
+// crosses into W+1 may the two disagree, at the boundary.)
+func TestExpiryBoundaryMatchesRedis(t *testing.T) {
+	conn, err := redisfuzz.Dial(redistest.Start(t), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	key := []byte("k")
+	good := 0 // rounds that saw the key during W and gone after it
+	for round := 0; round < 20 && good < 2; round++ {
+		rs, err := conn.Pipeline([][][]byte{{[]byte("TIME")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := serverTime(t, rs[0])/1e6 + 20 // expiry ms, 20 ms ahead
+		when := []byte(strconv.FormatInt(w, 10))
+		ks := memkeys.New()
+		ks.SetNow(serverTime(t, rs[0]))
+		for _, cmd := range [][][]byte{{[]byte("SET"), key, []byte("v")}, {[]byte("PEXPIREAT"), key, when}} {
+			if _, err := conn.Do(cmd...); err != nil {
+				t.Fatal(err)
+			}
+			values.Exec(ks, ks.Now(), 2, cmd)
+		}
+		during, after := false, false
+		for {
+			rs, err := conn.Pipeline([][][]byte{{[]byte("TIME")}, {[]byte("EXISTS"), key}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			now := serverTime(t, rs[0])
+			ks.SetNow(now)
+			ours := values.Exec(ks, now, 2, [][]byte{[]byte("EXISTS"), key}).Int
+			ms := now / 1e6
+			switch {
+			case ours == rs[1].Int:
+				during = during || (ms == w && ours == 1)
+				after = after || (ms > w && ours == 0)
+			case ms == w && ours == 1 && rs[1].Int == 0: // EXISTS ran in W+1
+			default:
+				t.Fatalf("round %d, ms W%+d: EXISTS %d, redis-server %d", round, ms-w, ours, rs[1].Int)
+			}
+			if ms > w+2 {
+				break
+			}
+		}
+		if during && after {
+			good++
+		}
+	}
+	if good < 2 {
+		t.Errorf("in 20 rounds, only %d watched the key during its expiry's ms and gone after", good)
+	}
 }

@@ -52,32 +52,49 @@ func Exec(ks Keyspace, now int64, resp int, args [][]byte) Reply {
 // Lookup returns the command named name (any case), nil if the package
 // has none by that name. It does not allocate.
 func Lookup(name []byte) *Command {
-	var buf [24]byte
-	if len(name) > len(buf) {
+	if len(name) == 0 || len(name) > maxNameLen {
 		return nil
 	}
+	var buf [maxNameLen]byte
 	for i, c := range name {
 		if c >= 'A' && c <= 'Z' {
 			c += 'a' - 'A'
 		}
 		buf[i] = c
 	}
-	return byName[string(buf[:len(name)])]
+	if buf[0] < 'a' || buf[0] > 'z' {
+		return nil
+	}
+	for _, c := range byName[len(name)][buf[0]-'a'] {
+		if c.Name == string(buf[:len(name)]) {
+			return c
+		}
+	}
+	return nil
 }
 
 // Commands returns every command of the package, sorted by name, for
 // COMMAND and COMMAND DOCS. The caller must not change them.
 func Commands() []*Command { return commandTable }
 
-// byName indexes commandTable by name; it is built once and only read.
+// maxNameLen is the longest command name.
+const maxNameLen = 16
+
+// byName indexes commandTable by name's length and first letter, a few
+// commands in each slot (faster than a map of strings); it is built once
+// and only read.
 var byName = indexCommands(commandTable)
 
-func indexCommands(cmds []*Command) map[string]*Command {
-	m := make(map[string]*Command, len(cmds))
+func indexCommands(cmds []*Command) *[maxNameLen + 1][26][]*Command {
+	var idx [maxNameLen + 1][26][]*Command
 	for _, c := range cmds {
-		m[c.Name] = c
+		if len(c.Name) > maxNameLen {
+			panic("values: command name longer than maxNameLen: " + c.Name)
+		}
+		slot := &idx[len(c.Name)][c.Name[0]-'a']
+		*slot = append(*slot, c)
 	}
-	return m
+	return &idx
 }
 
 func floorDiv(a, b int64) int64 {

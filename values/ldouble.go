@@ -38,15 +38,11 @@ type ldouble struct {
 	inf int // +1 or -1 for an infinity, else 0
 }
 
-// parseLongDouble reads s as Redis's string2ld does: strtold on the C
-// string, which must be read to its end, with no leading space, not out of
+// parseLongDouble reads s as Redis's string2ld does: strtold, which must
+// read all of s (of less than 5 KiB), with no leading space, not out of
 // range and not NaN. Infinities are accepted.
 func parseLongDouble(s []byte) (*ldouble, bool) {
-	if len(s) == 0 || len(s) >= ldMaxLen {
-		return nil, false
-	}
-	s = cString(s)
-	if len(s) > 0 && isCSpace(s[0]) {
+	if len(s) == 0 || len(s) >= ldMaxLen || isCSpace(s[0]) {
 		return nil, false
 	}
 	ns := scanNumber(s)
@@ -56,8 +52,6 @@ func parseLongDouble(s []byte) (*ldouble, bool) {
 	x := new(ldouble)
 	x.f.SetPrec(ldPrec)
 	switch {
-	case ns.n == 0: // an empty C string: strtold reads nothing, which is zero
-		return x, true
 	case ns.inf:
 		x.inf = 1
 		if ns.neg {

@@ -8,7 +8,7 @@ import (
 
 // allTables is every table of the command tests.
 func allTables() [][]table {
-	return [][]table{stringTables, keyTables, listTables, hashTables, zsetTables, resp3Tables, ownTables}
+	return [][]table{stringTables, keyTables, nulTables, listTables, hashTables, zsetTables, resp3Tables, ownTables}
 }
 
 // TestTablesMatchRedis runs the command tables on a real redis-server:

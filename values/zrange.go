@@ -276,10 +276,12 @@ func (r *lexRange) belowMax(m string) bool {
 }
 
 // byLex returns the members in r, in o's direction, offset and limit.
-// Ranges by lex are meant for members of one score; with scores that
-// differ, a listpack-sized set is scanned in order as Redis scans its
-// listpack, and a larger one searched as a skiplist is (where Redis's
-// answer depends on its skiplist's random shape).
+// Ranges by lex are meant for members of one score, where the members are
+// in lex order and the edges of the range are found in O(log n). Over
+// members of different scores Redis leaves the answer undefined: here the
+// members are scanned in order for the first one past the range's edge,
+// as Redis scans a listpack (its answer for a larger set depends on its
+// skiplist's random shape). Either way the answer is deterministic.
 func (z *zset) byLex(r *lexRange, o zrangeOpts) []*znode {
 	if o.offset > 0 && o.offset >= int64(z.len()) {
 		return nil
@@ -308,26 +310,27 @@ func (z *zset) byLex(r *lexRange, o zrangeOpts) []*znode {
 // lexEdge finds the first member for which ok holds (the last, from the
 // top, when rev).
 func (z *zset) lexEdge(ok func(*znode) bool, rev bool) *znode {
+	oneScore := z.sl.first().score == z.sl.tail.score
 	switch {
-	case z.lp && rev:
+	case oneScore && rev:
+		return z.sl.lastWhile(ok)
+	case oneScore:
+		x, _ := z.sl.firstFrom(func(n *znode) bool { return !ok(n) })
+		return x
+	case rev:
 		for x := z.sl.tail; x != nil; x = x.backward {
 			if ok(x) {
 				return x
 			}
 		}
 		return nil
-	case z.lp:
-		for x := z.sl.first(); x != nil; x = x.lv[0].next {
-			if ok(x) {
-				return x
-			}
-		}
-		return nil
-	case rev:
-		return z.sl.lastWhile(ok)
 	}
-	x, _ := z.sl.firstFrom(func(n *znode) bool { return !ok(n) })
-	return x
+	for x := z.sl.first(); x != nil; x = x.lv[0].next {
+		if ok(x) {
+			return x
+		}
+	}
+	return nil
 }
 
 // rangeReply lists nodes' members, each followed by its score with

@@ -138,7 +138,7 @@ func (z *zset) count(r *scoreRange) int {
 
 // removeRange removes the members in r and returns how many it removed.
 func (z *zset) removeRange(r *scoreRange) int {
-	if r.empty() {
+	if r.empty() || z.len() == 0 {
 		return 0
 	}
 	var update [zMaxLevel]*znode
@@ -148,6 +148,9 @@ func (z *zset) removeRange(r *scoreRange) int {
 
 // removeRanks removes the members of 1-based ranks start to end.
 func (z *zset) removeRanks(start, end int) int {
+	if z.len() == 0 {
+		return 0
+	}
 	var update [zMaxLevel]*znode
 	traversed := 0
 	x := &z.sl.head

@@ -83,6 +83,10 @@ func (k *Keyspace) Put(key []byte, v *values.Value, exp int64) {
 			k.broken = append(k.broken, fmt.Sprintf("Put(%q): %v", key, err))
 		}
 	}
+	if e := k.keys[string(key)]; e != nil {
+		*e = entry{v: v, exp: exp} // no allocation for a key that stays
+		return
+	}
 	k.keys[string(key)] = &entry{v: v, exp: exp}
 }
 

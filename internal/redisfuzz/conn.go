@@ -198,3 +198,8 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 	}
 	return line[:len(line)-2], nil
 }
+
+// Doer returns a Doer that sends each command on c, for Compare.
+func (c *Conn) Doer() Doer {
+	return func(args [][]byte) (values.Reply, error) { return c.Do(args...) }
+}
