@@ -61,7 +61,7 @@ var forwardParams = map[string]bool{
 // among ?methods), with the rate-limit headers and no body; else 429 (or
 // ?deny_status), with the rate-limit headers and the body of POST
 // /v1/checkrules. A request that cannot be described, or not believed
-// (see readForwarded), is 400 with {"error": "..."}.
+// (see the trust model in forwarded.go), is 400 with {"error": "..."}.
 func (a *api) forwardAuth(w http.ResponseWriter, r *http.Request) {
 	if err := a.authorize(r, accessCheck, "checking a forwarded request"); err != nil {
 		writeError(w, err)

@@ -16,13 +16,14 @@ import (
 // gateway sets or clears but otherwise passes on from its client. So:
 //
 //   - Headers are believed only from a peer in --trusted-proxies. From
-//     any other peer the caller's ip is the peer's address, and a header
-//     naming the target or the caller (X-Forwarded-Uri, X-Original-URI,
-//     X-User-Id, X-Api-Key, X-Tier, or those the auth URL renames them to)
-//     is refused with a 400 rather than ignored, so that a gateway left
-//     out of --trusted-proxies is noticed at once. Such a peer can only
-//     ask in Envoy's way, below. (X-Forwarded-For from it is ignored, as
-//     the Go middleware ignores it: a chain of proxies adds to it.)
+//     any other peer the caller's ip is the peer's address, the target
+//     can only be the path after /v1/forward-auth/ (Envoy's way, below: a
+//     request that names it in a header is refused), and a header naming
+//     the caller (X-User-Id, X-Api-Key, X-Tier, or those the auth URL
+//     renames them to) is refused with a 400 rather than ignored, so that
+//     a gateway left out of --trusted-proxies is noticed at once.
+//     (X-Forwarded-For from it is ignored, as the Go middleware ignores
+//     it: a chain of proxies adds to it.)
 //   - A target header must be sent once, and where the gateway may send
 //     either of two (X-Forwarded-Uri: Caddy, Traefik; X-Original-URI:
 //     nginx), both present must name the same path: rlserver cannot tell
