@@ -15,7 +15,8 @@ const (
 )
 
 // Command is one command of the package: what COMMAND reports about it and
-// which of its arguments are keys.
+// which of its arguments are keys. The Commands are immutable: callers
+// must not change them.
 type Command struct {
 	Name     string // lower case
 	Arity    int    // Redis's convention: n exact, -n at least n (the name counts)
@@ -25,21 +26,15 @@ type Command struct {
 	KeyStep  int
 	Group    string // COMMAND DOCS group: string, list, hash, sorted-set, generic, server
 	Summary  string
+
+	// ACL is the ACL categories COMMAND INFO lists ("@read", "@string",
+	// "@fast", ...), Tips its command tips ("nondeterministic_output",
+	// "request_policy:multi_shard", ...).
+	ACL  []string
+	Tips []string
+	// Since and Complexity are COMMAND DOCS's fields of the same names.
+	Since      string
+	Complexity string
+
+	run handler
 }
-
-// Value is one key's Redis value: a string, a list, a hash or a sorted
-// set. Commands create and change Values; a Keyspace stores them.
-type Value struct {
-	kind Kind
-}
-
-// Kind is the type of a Value, as TYPE names it.
-type Kind uint8
-
-// The kinds of Value.
-const (
-	KindString Kind = iota + 1
-	KindList
-	KindHash
-	KindZSet
-)
