@@ -170,7 +170,13 @@ func TestValueChangesAreJournaledOnce(t *testing.T) {
 	if got := show(vexec(t, replica, now, "TYPE", "log")); got != "rl-fixed" {
 		t.Fatalf("replica's TYPE log = %s, want rl-fixed", got)
 	}
-	vexec(t, leader, now, "SET", "log", "v") // SET replaces any kind of key
+	// SET does not overwrite limiter state (WRONGTYPE, as every command
+	// on values); after a DEL it writes the key.
+	if r := vexec(t, leader, now, "SET", "log", "v"); r.Kind != values.Error {
+		t.Fatalf("SET on limiter state = %s, want WRONGTYPE", show(r))
+	}
+	vexec(t, leader, now, "DEL", "log")
+	vexec(t, leader, now, "SET", "log", "v")
 	sync()
 	if got := show(vexec(t, replica, now, "GET", "log")); got != "v" {
 		t.Fatalf("replica's GET log = %s, want v", got)
