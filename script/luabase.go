@@ -1,0 +1,423 @@
+package script
+
+import (
+	"strings"
+
+	lua "github.com/yuin/gopher-lua"
+)
+
+// The base library as Lua 5.1 has it where gopher-lua differs: number
+// formatting ("%.14g"), tonumber's C conversions, error's levels, Redis's
+// pcall, a collectgarbage that never stops the Go world, and the functions
+// that must see through the sandbox's proxies.
+
+// maxUnpack is about how many values Lua 5.1 can push at once
+// (LUAI_MAXCSTACK): unpack and string.byte refuse more.
+const maxUnpack = 7999
+
+func (st *state) openBase() {
+	L, g := st.L, st.globals
+	set := func(name string, fn lua.LGFunction) { g.RawSetString(name, L.NewFunction(fn)) }
+	set("tostring", luaTostring)
+	set("tonumber", luaTonumber)
+	set("error", luaError)
+	set("pcall", luaPcall)
+	set("unpack", luaUnpack)
+	set("collectgarbage", st.collectgarbage)
+	set("gcinfo", st.gcinfo)
+	set("loadstring", st.loadstring)
+	set("load", st.load)
+	set("rawget", st.rawget)
+	set("rawset", st.rawset)
+	set("setmetatable", st.setmetatable)
+	set("getmetatable", st.getmetatable)
+	next := L.NewFunction(st.next)
+	g.RawSetString("next", next)
+	g.RawSetString("pairs", L.NewFunction(func(L *lua.LState) int {
+		checkTable(L, 1, "pairs")
+		L.Push(next)
+		L.Push(L.Get(1))
+		L.Push(lua.LNil)
+		return 3
+	}))
+}
+
+// argError raises Lua 5.1's "bad argument #n to 'fn' (msg)".
+func argError(L *lua.LState, n int, fn, msg string) {
+	L.RaiseError("bad argument #%d to '%s' (%s)", n, fn, msg)
+}
+
+// typeError raises "bad argument #n to 'fn' (want expected, got type)".
+func typeError(L *lua.LState, n int, fn, want string) {
+	got := "no value"
+	if n <= L.GetTop() {
+		got = L.Get(n).Type().String()
+	}
+	argError(L, n, fn, want+" expected, got "+got)
+}
+
+// checkAny is luaL_checkany.
+func checkAny(L *lua.LState, n int, fn string) lua.LValue {
+	if n > L.GetTop() {
+		argError(L, n, fn, "value expected")
+	}
+	return L.Get(n)
+}
+
+// checkTable is luaL_checktype(L, n, LUA_TTABLE).
+func checkTable(L *lua.LState, n int, fn string) *lua.LTable {
+	tb, ok := L.Get(n).(*lua.LTable)
+	if !ok {
+		typeError(L, n, fn, "table")
+	}
+	return tb
+}
+
+// checkNumber is luaL_checknumber: a number, or a string that converts.
+func checkNumber(L *lua.LState, n int, fn string) float64 {
+	switch v := L.Get(n).(type) {
+	case lua.LNumber:
+		return float64(v)
+	case lua.LString:
+		if f, ok := str2number(string(v)); ok {
+			return f
+		}
+	}
+	typeError(L, n, fn, "number")
+	return 0
+}
+
+// optNumber is luaL_optnumber.
+func optNumber(L *lua.LState, n int, fn string, def float64) float64 {
+	if L.Get(n) == lua.LNil {
+		return def
+	}
+	return checkNumber(L, n, fn)
+}
+
+// checkInt is luaL_checkint: the number truncated as C casts it.
+func checkInt(L *lua.LState, n int, fn string) int {
+	return int(toInteger(checkNumber(L, n, fn)))
+}
+
+// optInt is luaL_optint.
+func optInt(L *lua.LState, n int, fn string, def int) int {
+	if L.Get(n) == lua.LNil {
+		return def
+	}
+	return checkInt(L, n, fn)
+}
+
+// checkString is luaL_checklstring: a string, or a number as "%.14g".
+func checkString(L *lua.LState, n int, fn string) string {
+	switch v := L.Get(n).(type) {
+	case lua.LString:
+		return string(v)
+	case lua.LNumber:
+		return fmtNumber(float64(v))
+	}
+	typeError(L, n, fn, "string")
+	return ""
+}
+
+// optString is luaL_optlstring.
+func optString(L *lua.LState, n int, fn, def string) string {
+	if L.Get(n) == lua.LNil {
+		return def
+	}
+	return checkString(L, n, fn)
+}
+
+// tostring is Lua 5.1's conversion of a value to a string, as tostring
+// does it (without __tostring).
+func tostring(L *lua.LState, v lua.LValue) string {
+	if n, ok := v.(lua.LNumber); ok {
+		return fmtNumber(float64(n))
+	}
+	return L.ToStringMeta(v).String()
+}
+
+// toStringy converts v as lua_tolstring does: strings and numbers only.
+func toStringy(v lua.LValue) (string, bool) {
+	switch v := v.(type) {
+	case lua.LString:
+		return string(v), true
+	case lua.LNumber:
+		return fmtNumber(float64(v)), true
+	}
+	return "", false
+}
+
+func luaTostring(L *lua.LState) int {
+	v := checkAny(L, 1, "tostring")
+	if n, ok := v.(lua.LNumber); ok {
+		L.Push(lua.LString(fmtNumber(float64(n))))
+		return 1
+	}
+	L.Push(L.ToStringMeta(v))
+	return 1
+}
+
+func luaTonumber(L *lua.LState) int {
+	base := optInt(L, 2, "tonumber", 10)
+	if base == 10 {
+		switch v := checkAny(L, 1, "tonumber").(type) {
+		case lua.LNumber:
+			L.Push(v)
+			return 1
+		case lua.LString:
+			if f, ok := str2number(string(v)); ok {
+				L.Push(lua.LNumber(f))
+				return 1
+			}
+		}
+		L.Push(lua.LNil)
+		return 1
+	}
+	s := checkString(L, 1, "tonumber")
+	if base < 2 || base > 36 {
+		argError(L, 2, "tonumber", "base out of range")
+	}
+	if n, ok := strtoulAll(s, base); ok {
+		L.Push(lua.LNumber(n))
+		return 1
+	}
+	L.Push(lua.LNil)
+	return 1
+}
+
+// luaError is Lua 5.1's error: a string or number message gets the
+// position of the level-th caller.
+func luaError(L *lua.LState) int {
+	level := optInt(L, 2, "error", 1)
+	v := L.Get(1)
+	if s, ok := toStringy(v); ok && level > 0 {
+		if where := where(L, level); where != "" {
+			s = where + " " + s
+		}
+		v = lua.LString(s)
+	}
+	L.Error(v, 0)
+	return 0
+}
+
+// luaPcall is Redis's pcall: Lua's, but an error that is a table with an
+// err field ({err="ERR ..."}, as redis.call raises) is returned as that
+// field's string.
+func luaPcall(L *lua.LState) int {
+	if L.GetTop() == 0 {
+		L.Push(lua.LTrue) // Redis's pcall calls the true it pushed
+	}
+	if fn := L.Get(1); fn.Type() != lua.LTFunction && L.GetMetaField(fn, "__call").Type() != lua.LTFunction {
+		L.SetTop(0)
+		L.Push(lua.LFalse)
+		L.Push(lua.LString("attempt to call a " + fn.Type().String() + " value"))
+		return 2
+	}
+	if err := L.PCall(L.GetTop()-1, lua.MultRet, nil); err != nil {
+		obj := errorObject(err)
+		if tb, ok := obj.(*lua.LTable); ok {
+			if e := L.GetField(tb, "err"); e.Type() == lua.LTString || e.Type() == lua.LTNumber {
+				obj = e
+			}
+		}
+		L.Push(lua.LFalse)
+		L.Push(obj)
+		return 2
+	}
+	L.Insert(lua.LTrue, 1)
+	return L.GetTop()
+}
+
+// errorObject returns the Lua value an error carries.
+func errorObject(err error) lua.LValue {
+	if aerr, ok := err.(*lua.ApiError); ok {
+		return aerr.Object
+	}
+	return lua.LString(err.Error())
+}
+
+func luaUnpack(L *lua.LState) int {
+	tb := checkTable(L, 1, "unpack")
+	i := optInt(L, 2, "unpack", 1)
+	e := 0
+	if L.Get(3) == lua.LNil {
+		e = tb.Len()
+	} else {
+		e = checkInt(L, 3, "unpack")
+	}
+	if i > e {
+		return 0
+	}
+	n := e - i + 1
+	if n <= 0 || n > maxUnpack {
+		L.RaiseError("too many results to unpack")
+	}
+	for k := i; k <= e; k++ {
+		L.Push(tb.RawGetInt(k))
+	}
+	return n
+}
+
+// collectgarbage never collects: Go's collector serves every run at once,
+// and a script must not be able to stop the server's world. It answers
+// with the figures Lua's would have.
+func (st *state) collectgarbage(L *lua.LState) int {
+	opt := optString(L, 1, "collectgarbage", "collect")
+	switch opt {
+	case "count":
+		L.Push(lua.LNumber(float64(st.hook.lastSize) / 1024))
+	case "step":
+		L.Push(lua.LTrue)
+	case "setpause", "setstepmul":
+		L.Push(lua.LNumber(200))
+	case "stop", "restart", "collect":
+		L.Push(lua.LNumber(0))
+	default:
+		argError(L, 1, "collectgarbage", "invalid option '"+opt+"'")
+	}
+	return 1
+}
+
+func (st *state) gcinfo(L *lua.LState) int {
+	L.Push(lua.LNumber(st.hook.lastSize / 1024))
+	return 1
+}
+
+// loadstring compiles a chunk at run time, as the script's own body is
+// compiled, with the script's globals.
+func (st *state) loadstring(L *lua.LState) int {
+	s := checkString(L, 1, "loadstring")
+	return st.loadChunk(L, s, optString(L, 2, "loadstring", s))
+}
+
+// load is loadstring over the pieces a function returns.
+func (st *state) load(L *lua.LState) int {
+	fn, ok := L.Get(1).(*lua.LFunction)
+	if !ok {
+		typeError(L, 1, "load", "function")
+	}
+	name := optString(L, 2, "load", "=(load)")
+	var b strings.Builder
+	for {
+		L.Push(fn)
+		L.Call(0, 1)
+		piece := L.Get(-1)
+		L.Pop(1)
+		if piece == lua.LNil {
+			break
+		}
+		s, ok := piece.(lua.LString)
+		if !ok {
+			L.Push(lua.LNil)
+			L.Push(lua.LString("reader function must return a string"))
+			return 2
+		}
+		if len(s) == 0 {
+			break
+		}
+		if err := st.hook.checkString(b.Len() + len(s)); err != "" {
+			L.RaiseError("%s", err)
+		}
+		b.WriteString(string(s))
+	}
+	return st.loadChunk(L, b.String(), name)
+}
+
+// loadChunk compiles code named chunkname and pushes the function, or nil
+// and the message.
+func (st *state) loadChunk(L *lua.LState, code, chunkname string) int {
+	proto, msg := compileChunk([]byte(code), chunkname)
+	if proto == nil {
+		L.Push(lua.LNil)
+		L.Push(lua.LString(msg))
+		return 2
+	}
+	fn := L.NewFunctionFromProto(proto)
+	fn.Env = st.env
+	L.Push(fn)
+	return 1
+}
+
+func (st *state) next(L *lua.LState) int {
+	tb := st.contents(checkTable(L, 1, "next"))
+	k, v := tb.Next(L.Get(2))
+	if k == lua.LString(concatName) && tb == st.globals {
+		k, v = tb.Next(k)
+	}
+	if k == lua.LNil {
+		L.Push(lua.LNil)
+		return 1
+	}
+	L.Push(k)
+	L.Push(v)
+	return 2
+}
+
+func (st *state) rawget(L *lua.LState) int {
+	tb := st.contents(checkTable(L, 1, "rawget"))
+	L.Push(tb.RawGet(checkAny(L, 2, "rawget")))
+	return 1
+}
+
+func (st *state) rawset(L *lua.LState) int {
+	tb := checkTable(L, 1, "rawset")
+	k := checkAny(L, 2, "rawset")
+	v := checkAny(L, 3, "rawset")
+	if st.readonly(tb) {
+		raiseReadonly(L)
+	}
+	checkKey(L, k)
+	tb.RawSet(k, v)
+	L.SetTop(1)
+	return 1
+}
+
+// checkKey refuses the keys Lua 5.1 refuses in a table.
+func checkKey(L *lua.LState, k lua.LValue) {
+	switch k := k.(type) {
+	case *lua.LNilType:
+		runError(L, "table index is nil")
+	case lua.LNumber:
+		if k != k {
+			runError(L, "table index is NaN")
+		}
+	}
+}
+
+func (st *state) setmetatable(L *lua.LState) int {
+	tb := checkTable(L, 1, "setmetatable")
+	mt := L.Get(2)
+	if mt.Type() != lua.LTNil && mt.Type() != lua.LTTable {
+		argError(L, 2, "setmetatable", "nil or table expected")
+	}
+	if st.readonly(tb) {
+		raiseReadonly(L)
+	}
+	if old, ok := tb.Metatable.(*lua.LTable); ok && old.RawGetString("__metatable") != lua.LNil {
+		L.RaiseError("cannot change a protected metatable")
+	}
+	tb.Metatable = mt
+	L.SetTop(1)
+	return 1
+}
+
+func (st *state) getmetatable(L *lua.LState) int {
+	v := checkAny(L, 1, "getmetatable")
+	switch v := v.(type) {
+	case lua.LString:
+		L.Push(st.stringMT)
+		return 1
+	case *lua.LTable:
+		if st.readonly(v) {
+			if v == st.env {
+				L.Push(st.globalsMT)
+			} else {
+				L.Push(lua.LNil)
+			}
+			return 1
+		}
+	}
+	L.Push(L.GetMetatable(v))
+	return 1
+}
