@@ -30,8 +30,8 @@ const userScript = "user_script"
 // names a file x, "=x" is x as is, anything else is the code itself. It
 // returns the message Lua 5.1 would give when it does not compile.
 func compileChunk(code []byte, chunkname string) (*lua.FunctionProto, string) {
-	name := chunkID(chunkname)
-	if msg := check51(code, name); msg != "" {
+	name := chunkID(chunkname, luaIDSize)
+	if msg, _ := check51(code, chunkID(chunkname, maxSrc)); msg != "" {
 		return nil, msg
 	}
 	chunk, err := parse.Parse(bytes.NewReader(code), name)
@@ -69,21 +69,25 @@ func parseMessage(err error, name string) string {
 	return name + ": " + strings.TrimSpace(err.Error())
 }
 
-// chunkID is Lua 5.1's luaO_chunkid with LUA_IDSIZE 60: how positions name
-// a chunk.
-func chunkID(source string) string {
-	const idsize = 60
+// luaIDSize is LUA_IDSIZE, the room for a chunk's name in runtime
+// positions (syntax errors have maxSrc).
+const luaIDSize = 60
+
+// chunkID is Lua 5.1's luaO_chunkid: how positions name a chunk whose
+// source is source, in a buffer of bufflen bytes.
+func chunkID(source string, bufflen int) string {
 	switch {
 	case strings.HasPrefix(source, "="):
 		s := source[1:]
-		if len(s) > idsize-1 {
-			s = s[:idsize-1]
+		if len(s) > bufflen-1 {
+			s = s[:bufflen-1]
 		}
 		return s
 	case strings.HasPrefix(source, "@"):
 		s := source[1:]
-		if len(s) > idsize-1 {
-			s = "..." + s[len(s)-(idsize-1-3):]
+		room := bufflen - len(" '...' ") - 1
+		if len(s) > room {
+			s = "..." + s[len(s)-room:]
 		}
 		return s
 	}
@@ -91,15 +95,14 @@ func chunkID(source string) string {
 	if l < 0 {
 		l = len(source)
 	}
-	max := idsize - len(`[string "..."]`) - 1
-	s := source
-	if l > max {
-		l = max
+	room := bufflen - len(` [string "..."] `) - 1
+	if l > room {
+		l = room
 	}
 	if l < len(source) {
 		return `[string "` + source[:l] + `..."]`
 	}
-	return `[string "` + s + `"]`
+	return `[string "` + source + `"]`
 }
 
 // rewriteStmts rewrites the concatenations in stmts (see concatName).

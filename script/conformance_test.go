@@ -465,3 +465,151 @@ func TestConformanceSandbox(t *testing.T) {
 		h.check(c)
 	}
 }
+
+func TestConformanceSyntaxErrors(t *testing.T) {
+	h := newHarness(t, Config{})
+	deep := func(n int) string { return "return " + strings.Repeat("(", n) + "1" + strings.Repeat(")", n) }
+	locals := func(n int) string {
+		var b strings.Builder
+		for i := 0; i < n; i++ {
+			b.WriteString("local v" + strconv.Itoa(i) + " = 1\n")
+		}
+		return b.String() + "return 1"
+	}
+	upvals := func(n int) string {
+		var b strings.Builder
+		for i := 0; i < n; i++ {
+			b.WriteString("local u" + strconv.Itoa(i) + " = 1\n")
+		}
+		b.WriteString("local function f()\n  return 0")
+		for i := 0; i < n; i++ {
+			b.WriteString(" + u" + strconv.Itoa(i))
+		}
+		return b.String() + "\nend\nreturn f()"
+	}
+	args := func(n int) string {
+		return "return redis.call('ECHO'" + strings.Repeat(", 'x'", n) + ")"
+	}
+	concats := func(n int) string { return "return 'a'" + strings.Repeat(" .. 'a'", n) }
+	for _, c := range []confCase{
+		{name: "eof after =", script: "local x ="},
+		{name: "double =", script: "x = = 1"},
+		{name: "eof expected", script: "return 1 2"},
+		{name: "if without end", script: "if x then"},
+		{name: "numeric for", script: "for i = 1 do end"},
+		{name: "generic for", script: "for i in do end"},
+		{name: "for bad", script: "for i do end"},
+		{name: "function paren", script: "function f( end"},
+		{name: "local function number", script: "local function 1() end"},
+		{name: "ambiguous call", script: "local f = tostring\nf\n(1)"},
+		{name: "break outside loop", script: "break"},
+		{name: "vararg outside", script: "function f() return ... end"},
+		{name: "method assignment", script: "a.b:c = 1"},
+		{name: "parenthesised assignment", script: "(a) = 1"},
+		{name: "number assignment", script: "x, 1 = 1, 2"},
+		{name: "malformed number", script: "return 3..''"},
+		{name: "malformed hex", script: "return 0x"},
+		{name: "malformed exponent", script: "return 1e"},
+		{name: "escape too large", script: "return '\\400'"},
+		{name: "unfinished long string", script: "return [==[ abc"},
+		{name: "unfinished long comment", script: "--[[ unfinished"},
+		{name: "bad long delimiter", script: "return [=x"},
+		{name: "nested long string", script: "return [[ a [[ b ]] ]]"},
+		{name: "string with newline", script: "return 'abc\ndef'"},
+		{name: "unexpected symbol", script: "return @"},
+		{name: "control char", script: "return \x01"},
+		{name: "label", script: "::lbl:: return 1"},
+		{name: "goto continue", script: "for i = 1, 2 do goto continue end"},
+		{name: "utf8 name", script: "local é = 1"},
+		{name: "two strings", script: "a = 'x' 'y'"},
+		{name: "missing then", script: "if true return 1 end"},
+		{name: "missing do", script: "while true return end"},
+		{name: "until", script: "repeat local x = 1"},
+		{name: "else twice", script: "if x then else else end"},
+		{name: "table missing brace", script: "return {1, 2"},
+		{name: "table multiline", script: "return {1,\n2,\n3"},
+		{name: "index missing bracket", script: "return t[1"},
+		{name: "call missing paren", script: "return f(1, 2"},
+		{name: "call missing paren multiline", script: "return f(1,\n2"},
+		{name: "name expected", script: "local 1 = 2"},
+		{name: "field name expected", script: "return a.1"},
+		{name: "keyword as name", script: "local end = 1"},
+		{name: "return not last", script: "return 1\nlocal x = 2"},
+		{name: "syntax levels 198", script: deep(197)},
+		{name: "syntax levels 199", script: deep(198)},
+		{name: "syntax levels 200", script: deep(199)},
+		{name: "syntax levels 201", script: deep(200)},
+		{name: "201 locals", script: locals(201)},
+		{name: "60 upvalues", script: upvals(60)},
+		{name: "61 upvalues", script: upvals(61)},
+		{name: "260 call arguments", script: args(260)},
+		{name: "190 locals", script: locals(190)},
+		{name: "150 call arguments", script: args(150)},
+		{name: "long concat chain", script: concats(300)},
+		{name: "vararg ok", script: "local function f(...) return select('#', ...), arg.n end return {f(1, 2)}"},
+		{name: "comment forms", script: "--[==[ long\ncomment ]==] return 1 -- short"},
+		{name: "long string forms", script: "return {[[\nfirst newline skipped]], [==[a]]b]==]}"},
+		{name: "escapes", script: "return '\\a\\b\\f\\n\\r\\t\\v\\\\\\\"\\'\\065\\x\\\n'"},
+		{name: "numbers", script: "return {0x1F, 1e2, .5, 3., 0xA.8p1 == nil}"},
+	} {
+		h.check(c)
+	}
+}
+
+func TestConformanceRuntimeErrors(t *testing.T) {
+	h := newHarness(t, Config{})
+	for _, c := range []confCase{
+		{name: "arith local", script: "local a; return a + 1"},
+		{name: "arith second local", script: "local a, b = 1; return a + b"},
+		{name: "arith field", script: "local t = {} return t.x * 2"},
+		{name: "arith indexed", script: "local t = {} return 2 - t[1]"},
+		{name: "arith upvalue", script: "local u; local function f() return u / 2 end return f()"},
+		{name: "arith string", script: "return 'abc' + 1"},
+		{name: "arith numeric string ok", script: "return '10' + 1"},
+		{name: "arith boolean", script: "local b = true return -b"},
+		{name: "arith call result", script: "return tostring(1) + {}"},
+		{name: "arith constant nil", script: "return 1 + nil"},
+		{name: "arith in function", script: "local function f(x)\n  return x % 2\nend\nreturn f(nil)"},
+		{name: "index local nil", script: "local t = nil; return t.x"},
+		{name: "index field nil", script: "local t = {} return t.a.b"},
+		{name: "index number", script: "local n = 5 return n.x"},
+		{name: "index upvalue", script: "local u local function f() return u.x end return f()"},
+		{name: "index global field", script: "return redis.nope.x"},
+		{name: "set index nil", script: "local t t.x = 1"},
+		{name: "set field nil", script: "local t = {} t.a.b = 1"},
+		{name: "call local nil", script: "local f; f()"},
+		{name: "call field nil", script: "local t = {} t.f()"},
+		{name: "call method nil", script: "local t = {} t:m()"},
+		{name: "call global field", script: "redis.nope()"},
+		{name: "call number", script: "local n = 1 n()"},
+		{name: "call string method", script: "local s = 'x' s:nope()"},
+		{name: "call result of call", script: "local function f() end f()()"},
+		{name: "tail call nil", script: "local t = {} return t.f()"},
+		{name: "compare", script: "return {} < 1"},
+		{name: "compare two tables", script: "return {} < {}"},
+		{name: "compare le", script: "return 'a' <= 1"},
+		{name: "length nil", script: "local x return #x"},
+		{name: "length number", script: "local n = 3 return #n"},
+		{name: "for initial", script: "for i = 'a', 2 do end"},
+		{name: "for limit", script: "for i = 1, {} do end"},
+		{name: "for step", script: "for i = 1, 2, nil do end"},
+		{name: "for in nil", script: "for k in nil do end"},
+		{name: "pcall arith", script: "local ok, e = pcall(function() local a; return a + 1 end) return e"},
+		{name: "pcall index", script: "local ok, e = pcall(function() local t = {} return t.a.b end) return e"},
+		{name: "pcall concat", script: "local ok, e = pcall(function() local x return 'a' .. x end) return e"},
+		{name: "xpcall arith", script: "return xpcall(function() local a; return a + 1 end, function(m) return 'h:' .. m end)"},
+		{name: "concat local", script: "local x return 'a' .. x"},
+		{name: "concat field", script: "local t = {} return 'a' .. t.x .. 'b'"},
+		{name: "concat first operand", script: "local x return x .. 'a'"},
+		{name: "concat middle", script: "local x return 'a' .. x .. 'b'"},
+		{name: "concat boolean", script: "return 'a' .. true"},
+		{name: "concat upvalue", script: "local u local function f() return 'a' .. u end return f()"},
+		{name: "error in nested function line", script: "local function f()\n  local t\n  return t.x\nend\nreturn f()"},
+		{name: "string method on nil", script: "local s return s:upper()"},
+		{name: "stack overflow", script: "local function f() return 1 + f() end return f()"},
+		{name: "deep recursion fits", script: "local function f(n) if n == 0 then return 0 end return 1 + f(n-1) end return f(16389)"},
+		{name: "deep recursion overflows", script: "local function f(n) if n == 0 then return 0 end return 1 + f(n-1) end return f(16390)"},
+	} {
+		h.check(c)
+	}
+}

@@ -2,6 +2,7 @@ package script
 
 import (
 	"bytes"
+	"strings"
 
 	lua "github.com/yuin/gopher-lua"
 
@@ -81,12 +82,12 @@ func errorPlace(L *lua.LState) (source, line string) {
 }
 
 // failReply is the reply of a run that failed.
-func (st *state) failReply(x *Exec) values.Reply {
+func (st *state) failReply(x *Exec, err error) values.Reply {
 	f := st.fail
-	msg := []byte(f.msg)
 	if !f.set {
-		msg = []byte("ERR unknown error")
+		f = failedHandler(err, st.hook.line)
 	}
+	msg := []byte(f.msg)
 	if f.source != "" && f.line != "" {
 		msg = appendWhere(msg, x.SHA, f.source, f.line)
 	}
@@ -131,4 +132,37 @@ func (st *state) redisErrHandler(L *lua.LState) int {
 func atoiOr(s string) float64 {
 	f, _ := str2number(s)
 	return f
+}
+
+// failedHandler describes an error whose handler could not run because
+// the call stack was full: gopher-lua panics ("lua callstack overflow")
+// where Lua 5.1 raises "stack overflow" at the line running, which the
+// hook saw last.
+func failedHandler(err error, line int) errInfo {
+	s := overflowMessage(errorObject(err), line)
+	info := errInfo{set: true, msg: "ERR " + tostringPlain(s)}
+	if str, ok := s.(lua.LString); ok {
+		if rest, ok := strings.CutPrefix(string(str), userScript+":"); ok {
+			if i := strings.IndexByte(rest, ':'); i > 0 {
+				info.source, info.line = "@"+userScript, rest[:i]
+			}
+		}
+	}
+	return info
+}
+
+// overflowMessage turns gopher-lua's call stack panic into Lua's error.
+func overflowMessage(obj lua.LValue, line int) lua.LValue {
+	if s, ok := obj.(lua.LString); ok && strings.Contains(string(s), "callstack overflow") {
+		return lua.LString(userScript + ":" + fmtNumber(float64(line)) + ": stack overflow")
+	}
+	return obj
+}
+
+// tostringPlain is tostring without metamethods.
+func tostringPlain(v lua.LValue) string {
+	if s, ok := toStringy(v); ok {
+		return s
+	}
+	return v.String()
 }

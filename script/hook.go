@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"runtime/metrics"
 	"time"
+
+	lua "github.com/yuin/gopher-lua"
 )
 
 // The hook. gopher-lua has no debug hooks, but when a state has a context
@@ -44,6 +46,7 @@ type hook struct {
 	closed  chan struct{}
 	samples []metrics.Sample
 
+	line       int           // the current line at the last look, for errors without one
 	lastSample time.Duration // when the heap counter was last read
 	walkAllocs uint64        // the heap counter at the last walk
 	lastSize   int64         // the run's values at the last walk, in bytes
@@ -67,7 +70,7 @@ func (h *hook) Done() <-chan struct{} {
 
 // start arms the hook for a run.
 func (h *hook) start(x *Exec) {
-	h.n, h.run, h.err, h.busy = 0, x.run, nil, false
+	h.n, h.run, h.err, h.busy, h.line = 0, x.run, nil, false, 1
 	h.began = x.run.start
 	h.busyAt = h.began + h.st.e.cfg.TimeLimit
 	h.lastSample, h.walkAllocs, h.lastSize = h.began, 0, 0
@@ -97,6 +100,11 @@ func (h *hook) check() <-chan struct{} {
 	if h.run.state.Load() == runKilled {
 		h.err = errKilled
 		return h.closed
+	}
+	if dbg, ok := h.st.L.GetStack(0); ok {
+		if _, err := h.st.L.GetInfo("l", dbg, lua.LNil); err == nil && dbg.CurrentLine > 0 {
+			h.line = dbg.CurrentLine
+		}
 	}
 	e := h.st.e
 	now := e.cfg.Now()

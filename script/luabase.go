@@ -21,7 +21,8 @@ func (st *state) openBase() {
 	set("tostring", luaTostring)
 	set("tonumber", luaTonumber)
 	set("error", luaError)
-	set("pcall", luaPcall)
+	set("pcall", st.pcall)
+	set("xpcall", st.xpcall)
 	set("unpack", luaUnpack)
 	set("collectgarbage", st.collectgarbage)
 	set("gcinfo", st.gcinfo)
@@ -204,7 +205,7 @@ func luaError(L *lua.LState) int {
 // luaPcall is Redis's pcall: Lua's, but an error that is a table with an
 // err field ({err="ERR ..."}, as redis.call raises) is returned as that
 // field's string.
-func luaPcall(L *lua.LState) int {
+func (st *state) pcall(L *lua.LState) int {
 	if L.GetTop() == 0 {
 		L.Push(lua.LTrue) // Redis's pcall calls the true it pushed
 	}
@@ -214,8 +215,8 @@ func luaPcall(L *lua.LState) int {
 		L.Push(lua.LString("attempt to call a " + fn.Type().String() + " value"))
 		return 2
 	}
-	if err := L.PCall(L.GetTop()-1, lua.MultRet, nil); err != nil {
-		obj := errorObject(err)
+	if err := L.PCall(L.GetTop()-1, lua.MultRet, st.reword); err != nil {
+		obj := overflowMessage(errorObject(err), st.hook.line)
 		if tb, ok := obj.(*lua.LTable); ok {
 			if e := L.GetField(tb, "err"); e.Type() == lua.LTString || e.Type() == lua.LTNumber {
 				obj = e
@@ -223,6 +224,43 @@ func luaPcall(L *lua.LState) int {
 		}
 		L.Push(lua.LFalse)
 		L.Push(obj)
+		return 2
+	}
+	L.Insert(lua.LTrue, 1)
+	return L.GetTop()
+}
+
+// rewordError is the handler pcall and xpcall run under: an error the
+// interpreter raised gets Lua 5.1's wording (luamsg.go), while the frames
+// that tell which variable failed are still there.
+func (st *state) rewordError(L *lua.LState) int {
+	obj := L.Get(1)
+	if s, ok := obj.(lua.LString); ok {
+		obj = lua.LString(st.luaMessage(L, string(s)))
+	}
+	L.Push(obj)
+	return 1
+}
+
+// xpcall is Lua 5.1's xpcall, its handler given Lua 5.1's wording.
+func (st *state) xpcall(L *lua.LState) int {
+	checkAny(L, 2, "xpcall")
+	fn, handler := L.Get(1), L.Get(2)
+	L.SetTop(0)
+	reword := L.NewFunction(func(L *lua.LState) int {
+		obj := L.Get(1)
+		if s, ok := obj.(lua.LString); ok {
+			obj = lua.LString(st.luaMessage(L, string(s)))
+		}
+		L.Push(handler)
+		L.Push(obj)
+		L.Call(1, 1)
+		return 1
+	})
+	L.Push(fn)
+	if err := L.PCall(0, lua.MultRet, reword); err != nil {
+		L.Push(lua.LFalse)
+		L.Push(errorObject(err))
 		return 2
 	}
 	L.Insert(lua.LTrue, 1)

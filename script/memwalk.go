@@ -8,8 +8,8 @@ import (
 
 // Measuring a run's memory. Go cannot say how much one goroutine has
 // allocated, so the hook measures what the run's Lua values hold: it walks
-// everything reachable from the run's stack frames (locals, the current
-// frame's registers, the upvalues of the functions running), KEYS and
+// everything reachable from the run's value stack (every frame's
+// registers, and so the functions running and their upvalues), KEYS and
 // ARGV, counting each table, string, function and coroutine once, with
 // Go's sizes for them. The libraries and the read-only globals are the
 // state's, not the run's, and are not counted. The walk runs on the run's
@@ -46,10 +46,16 @@ func (st *state) size(limit int64) int64 {
 	return w.total
 }
 
-// thread adds the roots of a Lua thread: every frame's named locals and
-// function, and the current frame's registers.
+// thread adds the roots of a Lua thread: its value stack, which holds
+// every frame's registers (and the functions the frames run).
 func (w *walker) thread(L *lua.LState) {
-	for level := 0; ; level++ {
+	if vals, ok := registryValues(L); ok {
+		for _, v := range vals {
+			w.add(v)
+		}
+		return
+	}
+	for level := 0; level < 64; level++ {
 		dbg, ok := L.GetStack(level)
 		if !ok {
 			break

@@ -10,9 +10,10 @@ import (
 )
 
 // Interpreter limits. Lua 5.1 allows about 8000 values on the C stack and
-// 20000 nested calls; a state here grows its stack on demand up to these.
+// (as Redis builds it) 16390 nested calls of a Lua function from a script;
+// a state here grows its stacks on demand up to these.
 const (
-	callStackSize   = 2000    // nested Lua calls: "stack overflow" past it
+	callStackSize   = 16391   // nested Lua calls: "stack overflow" past it, as in Redis
 	registryInitial = 1024    // value stack slots, to start with
 	registryMax     = 1 << 18 // value stack slots at most (4 MiB)
 	maxFnCache      = 256     // compiled closures kept per state
@@ -35,6 +36,7 @@ type state struct {
 
 	keys, argv *lua.LTable
 	handler    *lua.LFunction // the error handler of a run
+	reword     *lua.LFunction // the error handler of pcall
 	fns        map[*lua.FunctionProto]*lua.LFunction
 
 	hook     hook
@@ -119,6 +121,7 @@ func newState(e *Engine) *state {
 	st.globals.RawSetString("cmsgpack", st.openCmsgpack())
 	st.globals.RawSetString("redis", st.openRedis())
 	st.handler = L.NewFunction(st.errorHandler)
+	st.reword = L.NewFunction(st.rewordError)
 	st.globals.RawSetString("__redis__err__handler", L.NewFunction(st.redisErrHandler))
 	st.keys, st.argv = L.NewTable(), L.NewTable()
 	st.protect()
@@ -138,7 +141,7 @@ func (st *state) run(proto *lua.FunctionProto, x *Exec) values.Reply {
 	err := L.PCall(0, 1, st.handler)
 	var reply values.Reply
 	if err != nil {
-		reply = st.failReply(x)
+		reply = st.failReply(x, err)
 	} else {
 		reply = st.toReply(L.Get(-1), 0)
 	}

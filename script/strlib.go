@@ -118,7 +118,7 @@ func (st *state) concat(L *lua.LState) int {
 		_, aok := toStringy(a)
 		bs, bok := toStringy(b)
 		if !aok || !bok {
-			L.Replace(total-1, st.concatMeta(L, a, b))
+			L.Replace(total-1, st.concatMeta(L, a, b, total-1))
 			L.SetTop(total - 1)
 			total--
 			continue
@@ -153,7 +153,8 @@ func (st *state) concat(L *lua.LState) int {
 
 // concatMeta concatenates a and b through a __concat metamethod, or fails
 // as Lua 5.1 does.
-func (st *state) concatMeta(L *lua.LState, a, b lua.LValue) lua.LValue {
+// a is argument i of the call, b argument i+1.
+func (st *state) concatMeta(L *lua.LState, a, b lua.LValue, i int) lua.LValue {
 	mm := L.GetMetaField(a, "__concat")
 	if mm == lua.LNil {
 		mm = L.GetMetaField(b, "__concat")
@@ -161,9 +162,9 @@ func (st *state) concatMeta(L *lua.LState, a, b lua.LValue) lua.LValue {
 	if mm == lua.LNil {
 		bad := a
 		if _, ok := toStringy(a); ok {
-			bad = b
+			bad, i = b, i+1
 		}
-		st.raiseType(L, bad, "concatenate")
+		L.RaiseError("attempt to concatenate %s", concatOperandInfo(L, bad, i))
 	}
 	L.Push(mm)
 	L.Push(a)
@@ -172,11 +173,6 @@ func (st *state) concatMeta(L *lua.LState, a, b lua.LValue) lua.LValue {
 	v := L.Get(-1)
 	L.Pop(1)
 	return v
-}
-
-// raiseType raises Lua 5.1's "attempt to <op> a <type> value".
-func (st *state) raiseType(L *lua.LState, v lua.LValue, op string) {
-	L.RaiseError("attempt to %s a %s value", op, v.Type().String())
 }
 
 // strGmatch is string.gmatch, finding one match per call of its iterator.
