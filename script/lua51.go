@@ -131,13 +131,13 @@ func (ls *lexer) next() {
 	}
 }
 
-func (ls *lexer) save(c int)       { ls.buf = append(ls.buf, byte(c)) }
-func (ls *lexer) saveAndNext()     { ls.save(ls.cur); ls.next() }
-func (ls *lexer) isNewline() bool  { return ls.cur == '\n' || ls.cur == '\r' }
-func isAlpha(c int) bool           { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
-func isDigitI(c int) bool          { return c >= '0' && c <= '9' }
-func isAlnumI(c int) bool          { return isAlpha(c) || isDigitI(c) }
-func isSpaceI(c int) bool          { return c == ' ' || (c >= '\t' && c <= '\r') }
+func (ls *lexer) save(c int)      { ls.buf = append(ls.buf, byte(c)) }
+func (ls *lexer) saveAndNext()    { ls.save(ls.cur); ls.next() }
+func (ls *lexer) isNewline() bool { return ls.cur == '\n' || ls.cur == '\r' }
+func isAlpha(c int) bool          { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+func isDigitI(c int) bool         { return c >= '0' && c <= '9' }
+func isAlnumI(c int) bool         { return isAlpha(c) || isDigitI(c) }
+func isSpaceI(c int) bool         { return c == ' ' || (c >= '\t' && c <= '\r') }
 func (ls *lexer) checkNext(set string) bool {
 	if ls.cur == eoz || strings.IndexByte(set, byte(ls.cur)) < 0 {
 		return false

@@ -24,7 +24,7 @@ import (
 
 // gopher-lua's instruction fields (opcode.go).
 const (
-	opBitRK = 1 << 8
+	opBitRK  = 1 << 8
 	opMaxSBx = (1<<18 - 1) >> 1
 )
 
