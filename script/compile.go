@@ -22,16 +22,22 @@ import (
 // identifier can spell it.
 const concatName = "\x00concat"
 
+// bytesPerToken is about what gopher-lua's parser and compiler allocate
+// for each token of a chunk (measured: 200 to 260 bytes).
+const bytesPerToken = 256
+
 // userScript is the chunk name of a script body: positions read
 // "user_script:1:", sources "@user_script", as in Redis.
 const userScript = "user_script"
 
 // compileChunk compiles code whose chunk name is chunkname, Lua-style: "@x"
 // names a file x, "=x" is x as is, anything else is the code itself. It
-// returns the message Lua 5.1 would give when it does not compile.
-func compileChunk(code []byte, chunkname string) (*lua.FunctionProto, string) {
+// returns the message Lua 5.1 would give when it does not compile, or,
+// for code of more than maxTokens tokens, a message saying it is too large
+// to compile (compiling costs about 200 bytes of memory a token).
+func compileChunk(code []byte, chunkname string, maxTokens int) (*lua.FunctionProto, string) {
 	name := chunkID(chunkname, luaIDSize)
-	if msg, _ := check51(code, chunkID(chunkname, maxSrc)); msg != "" {
+	if msg := check51(code, chunkID(chunkname, maxSrc), maxTokens); msg != "" {
 		return nil, msg
 	}
 	chunk, err := parse.Parse(bytes.NewReader(code), name)
@@ -43,6 +49,9 @@ func compileChunk(code []byte, chunkname string) (*lua.FunctionProto, string) {
 	if err != nil {
 		return nil, fmt.Sprintf("%s: %v", name, err)
 	}
+	// A chunk is vararg, but without Lua 5.0's arg table (which gopher-lua
+	// would build, a table and its hash map, on every call).
+	proto.IsVarArg = lua.VarArgIsVarArg
 	return proto, ""
 }
 

@@ -51,6 +51,9 @@ type Engine struct {
 	pool  statePool
 	cache scriptCache
 	execs sync.Pool // *Exec
+	watch watchdog
+
+	hookless bool // states without the hook: for measuring its cost only
 
 	natMu  sync.RWMutex
 	native map[string]Runner // by lower-case sha, Register
@@ -77,12 +80,16 @@ func New(cfg Config) *Engine {
 		log = slog.New(slog.DiscardHandler)
 	}
 	e := &Engine{cfg: cfg, log: log, native: map[string]Runner{}, busy: map[*run]struct{}{}}
-	e.rand.seed(0)
 	e.rand.reset()
+	e.watch.init()
 	e.pool.init(e, cfg.IdleStates)
 	e.cache.init(e)
 	return e
 }
+
+// Close stops the engine's watchdog goroutine. Runs in progress finish;
+// no run may start after Close.
+func (e *Engine) Close() { e.watch.close() }
 
 // SHA returns the lower-case hex sha1 of body, the name EVALSHA uses.
 func SHA(body []byte) string {

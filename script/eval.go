@@ -102,11 +102,7 @@ func (e *Engine) compile(sha string, body []byte) (*Script, *values.Reply) {
 		r := errorReply([]byte("ERR " + msg))
 		return nil, &r
 	}
-	if msg := e.checkSize(body[n:]); msg != "" {
-		r := errorReply([]byte(compilePrefix + msg))
-		return nil, &r
-	}
-	proto, msg := compileChunk(body[n:], "@"+userScript)
+	proto, msg := compileChunk(body[n:], "@"+userScript, e.maxTokens())
 	if proto == nil {
 		r := errorReply(oneLine([]byte(compilePrefix + msg)))
 		return nil, &r
@@ -151,5 +147,6 @@ func shebang(body []byte) (ScriptFlags, int, string) {
 	return flags, end, ""
 }
 
-// checkSize refuses a body too large to compile within the memory limit.
-func (e *Engine) checkSize(body []byte) string { return "" }
+// maxTokens is how many tokens a chunk may have: compiling it must fit in
+// the memory limit.
+func (e *Engine) maxTokens() int { return int(e.cfg.MemoryLimit / bytesPerToken) }

@@ -26,7 +26,15 @@ type Exec struct {
 	readOnly bool
 	resp     int // the script client's protocol: 2 until redis.setresp(3)
 	run      *run
-	rec      run // what run points to during Engine.Run
+	rec      run      // what run points to during Engine.Run
+	argv     [][]byte // Argv's buffer
+}
+
+// Argv returns parts as a command's arguments in a buffer of x's, reused
+// by the next Argv: a Runner builds its calls without allocating.
+func (x *Exec) Argv(parts ...[]byte) [][]byte {
+	x.argv = append(x.argv[:0], parts...)
+	return x.argv
 }
 
 // Run states: a run is clean until it writes or is killed, whichever comes

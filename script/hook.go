@@ -3,6 +3,7 @@ package script
 import (
 	"fmt"
 	"runtime/metrics"
+	"sync/atomic"
 	"time"
 
 	lua "github.com/yuin/gopher-lua"
@@ -11,8 +12,9 @@ import (
 // The hook. gopher-lua has no debug hooks, but when a state has a context
 // its interpreter loop asks the context's Done channel before every
 // instruction. A state's context is its hook: Done counts instructions and,
-// every checkEvery of them, looks at the run from the run's own goroutine
-// (as Redis's count hook does every 100000 instructions): whether it was
+// every checkEvery of them or when the watchdog poked it (watchdog.go),
+// looks at the run from the run's own goroutine (as Redis's count hook
+// does every 100000 instructions): whether it was
 // killed, whether it has gone past the time limit (busy), and whether its
 // values have grown past the memory limit. To stop the run Done returns a
 // closed channel, and keeps returning it, so that no pcall can catch the
@@ -38,6 +40,7 @@ var (
 type hook struct {
 	st      *state
 	n       uint32
+	poke    atomic.Bool // set by the watchdog: look before the next instruction
 	run     *run
 	began   time.Duration
 	busyAt  time.Duration // start + TimeLimit
@@ -62,7 +65,7 @@ func (h *hook) Err() error { return h.err }
 // Done is called by the interpreter before each instruction.
 func (h *hook) Done() <-chan struct{} {
 	h.n++
-	if h.err == nil && h.n%checkEvery != 0 {
+	if h.err == nil && h.n%checkEvery != 0 && !h.poke.Load() {
 		return nil
 	}
 	return h.check()
@@ -97,14 +100,10 @@ func (h *hook) check() <-chan struct{} {
 	if h.run == nil {
 		return nil
 	}
+	h.poke.Store(false)
 	if h.run.state.Load() == runKilled {
 		h.err = errKilled
 		return h.closed
-	}
-	if dbg, ok := h.st.L.GetStack(0); ok {
-		if _, err := h.st.L.GetInfo("l", dbg, lua.LNil); err == nil && dbg.CurrentLine > 0 {
-			h.line = dbg.CurrentLine
-		}
 	}
 	e := h.st.e
 	now := e.cfg.Now()
@@ -114,11 +113,22 @@ func (h *hook) check() <-chan struct{} {
 	}
 	if now-h.lastSample >= sampleGap {
 		h.lastSample = now
+		h.noteLine()
 		if h.grewTooMuch() {
 			return h.closed
 		}
 	}
 	return nil
+}
+
+// noteLine remembers the line running, for an error that comes without
+// one (a full call stack).
+func (h *hook) noteLine() {
+	if dbg, ok := h.st.L.GetStack(0); ok {
+		if _, err := h.st.L.GetInfo("l", dbg, lua.LNil); err == nil && dbg.CurrentLine > 0 {
+			h.line = dbg.CurrentLine
+		}
+	}
 }
 
 // grewTooMuch measures the run's values when the process has allocated a
@@ -135,8 +145,9 @@ func (h *hook) grewTooMuch() bool {
 	if allocs-h.walkAllocs < uint64(limit/4) {
 		return false
 	}
-	h.walkAllocs = allocs
 	h.lastSize = h.st.size(limit)
+	metrics.Read(h.samples) // what the walk allocated does not count
+	h.walkAllocs = h.samples[0].Value.Uint64()
 	if h.lastSize > limit {
 		h.err = memoryError(limit)
 		return true

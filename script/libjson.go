@@ -416,8 +416,7 @@ func (d *jsonDecoder) next() jsonToken {
 	}
 	tok := jsonToken{index: d.pos}
 	c := d.at(d.pos)
-	single := map[byte]int{'{': tObjBegin, '}': tObjEnd, '[': tArrBegin, ']': tArrEnd, ',': tComma, ':': tColon}
-	if t, ok := single[c]; ok {
+	if t := singleToken(c); t >= 0 {
 		d.pos++
 		tok.typ = t
 		return tok
@@ -448,6 +447,45 @@ func (d *jsonDecoder) next() jsonToken {
 		return d.tokenError(tok, "invalid token")
 	}
 	return tok
+}
+
+// singleToken is the token of a one-character token, -1 for others.
+func singleToken(c byte) int {
+	switch c {
+	case '{':
+		return tObjBegin
+	case '}':
+		return tObjEnd
+	case '[':
+		return tArrBegin
+	case ']':
+		return tArrEnd
+	case ',':
+		return tComma
+	case ':':
+		return tColon
+	}
+	return -1
+}
+
+// jsonEscape is what a backslash and c stand for in a JSON string, 0 for
+// an invalid escape.
+func jsonEscape(c byte) byte {
+	switch c {
+	case '"', '\\', '/':
+		return c
+	case 'b':
+		return '\b'
+	case 't':
+		return '\t'
+	case 'n':
+		return '\n'
+	case 'f':
+		return '\f'
+	case 'r':
+		return '\r'
+	}
+	return 0
 }
 
 func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
@@ -519,8 +557,8 @@ func (d *jsonDecoder) stringToken(tok *jsonToken) {
 				}
 				continue
 			}
-			r, ok := map[byte]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 't': '\t', 'n': '\n', 'f': '\f', 'r': '\r'}[esc]
-			if !ok {
+			r := jsonEscape(esc)
+			if r == 0 {
 				*tok = d.tokenError(*tok, "invalid escape code")
 				return
 			}

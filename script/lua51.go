@@ -81,33 +81,35 @@ type syntaxError struct{ msg string }
 
 // lexer is llex.c's LexState.
 type lexer struct {
-	src      []byte
-	pos      int // index of cur
-	cur      int // the current byte, or eoz
-	line     int
-	lastline int
-	tok      int
-	tokName  string // the name of a TK_NAME token
-	ahead    int    // lookahead token, tkEOS for none
-	aheadNm  string
-	buf      []byte
-	source   string // the chunk's name in messages
-	tokens   int
-	fs       *funcState
-	nCcalls  int
+	src       []byte
+	pos       int // index of cur
+	cur       int // the current byte, or eoz
+	line      int
+	lastline  int
+	tok       int
+	tokName   string // the name of a TK_NAME token
+	ahead     int    // lookahead token, tkEOS for none
+	aheadNm   string
+	buf       []byte
+	source    string // the chunk's name in messages
+	tokens    int
+	maxTokens int
+	fs        *funcState
+	nCcalls   int
 }
 
 // check51 checks code against Lua 5.1's grammar: "" if it parses, else
-// Lua 5.1's message. It also reports how many tokens the code has.
-func check51(code []byte, chunk string) (msg string, tokens int) {
-	ls := &lexer{src: code, line: 1, source: chunk, ahead: tkEOS}
+// Lua 5.1's message, or a message saying the code has more than maxTokens
+// tokens.
+func check51(code []byte, chunk string, maxTokens int) (msg string) {
+	ls := &lexer{src: code, line: 1, source: chunk, ahead: tkEOS, maxTokens: maxTokens}
 	defer func() {
 		if r := recover(); r != nil {
 			se, ok := r.(syntaxError)
 			if !ok {
 				panic(r)
 			}
-			msg, tokens = se.msg, ls.tokens
+			msg = se.msg
 		}
 	}()
 	ls.pos = -1
@@ -117,7 +119,7 @@ func check51(code []byte, chunk string) (msg string, tokens int) {
 	ls.advance()
 	ls.chunk()
 	ls.check(tkEOS)
-	return "", ls.tokens
+	return ""
 }
 
 // next reads the next byte.
@@ -208,6 +210,9 @@ func (ls *lexer) lookahead() { ls.ahead, ls.aheadNm = ls.llex() }
 // llex reads one token.
 func (ls *lexer) llex() (int, string) {
 	ls.tokens++
+	if ls.tokens > ls.maxTokens {
+		panic(syntaxError{fmt.Sprintf("%s: script too large to compile: more than %d tokens", ls.source, ls.maxTokens)})
+	}
 	ls.buf = ls.buf[:0]
 	for {
 		switch c := ls.cur; {
@@ -234,7 +239,15 @@ func (ls *lexer) llex() (int, string) {
 				return c, ""
 			}
 			ls.next()
-			return map[int]int{'=': tkEq, '<': tkLe, '>': tkGe, '~': tkNe}[c], ""
+			switch c {
+			case '=':
+				return tkEq, ""
+			case '<':
+				return tkLe, ""
+			case '>':
+				return tkGe, ""
+			}
+			return tkNe, ""
 		case c == '"' || c == '\'':
 			ls.readString(c)
 			return tkString, ""
@@ -358,10 +371,9 @@ func (ls *lexer) readString(del int) {
 // escape reads an escape sequence in a string.
 func (ls *lexer) escape() {
 	ls.next()
-	simple := map[int]int{'a': '\a', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t', 'v': '\v'}
 	switch c := ls.cur; {
-	case simple[c] != 0:
-		ls.save(simple[c])
+	case luaEscape(c) != 0:
+		ls.save(luaEscape(c))
 		ls.next()
 	case c == '\n' || c == '\r':
 		ls.save('\n')
@@ -380,6 +392,28 @@ func (ls *lexer) escape() {
 		}
 		ls.save(v)
 	}
+}
+
+// luaEscape is what a backslash and c stand for, 0 if c is not one of
+// the letters of an escape.
+func luaEscape(c int) int {
+	switch c {
+	case 'a':
+		return '\a'
+	case 'b':
+		return '\b'
+	case 'f':
+		return '\f'
+	case 'n':
+		return '\n'
+	case 'r':
+		return '\r'
+	case 't':
+		return '\t'
+	case 'v':
+		return '\v'
+	}
+	return 0
 }
 
 // readNumeral is read_numeral.

@@ -365,7 +365,7 @@ func (st *state) load(L *lua.LState) int {
 // loadChunk compiles code named chunkname and pushes the function, or nil
 // and the message.
 func (st *state) loadChunk(L *lua.LState, code, chunkname string) int {
-	proto, msg := compileChunk([]byte(code), chunkname)
+	proto, msg := compileChunk([]byte(code), chunkname, st.e.maxTokens())
 	if proto == nil {
 		L.Push(lua.LNil)
 		L.Push(lua.LString(msg))

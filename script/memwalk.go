@@ -38,11 +38,19 @@ type walker struct {
 
 // size measures the run on st, stopping early past limit.
 func (st *state) size(limit int64) int64 {
-	w := &walker{st: st, seen: map[any]struct{}{}, strs: map[*byte]struct{}{}, limit: limit}
+	w := &st.walker
+	if w.seen == nil {
+		w.st, w.seen, w.strs = st, map[any]struct{}{}, map[*byte]struct{}{}
+	}
+	w.total, w.limit = 0, limit
 	w.add(st.keys)
 	w.add(st.argv)
 	w.thread(st.L)
 	w.drain()
+	clear(w.seen)
+	clear(w.strs)
+	clear(w.todo)
+	w.todo = w.todo[:0]
 	return w.total
 }
 
@@ -129,8 +137,8 @@ func (w *walker) drain() {
 
 // table counts a table's slots and queues its keys, values and metatable.
 func (w *walker) table(t *lua.LTable) {
-	w.total += sizeTable + int64(t.MaxN())*sizeValue
 	n := t.MaxN()
+	w.total += sizeTable + arrayCap(n)*sizeValue
 	t.ForEach(func(k, v lua.LValue) {
 		if kn, ok := k.(lua.LNumber); !ok || float64(kn) != float64(int(kn)) || int(kn) < 1 || int(kn) > n {
 			w.total += sizeEntry
@@ -139,4 +147,17 @@ func (w *walker) table(t *lua.LTable) {
 		w.add(v)
 	})
 	w.add(t.Metatable)
+}
+
+// arrayCap is about the capacity of an array part holding n values:
+// gopher-lua starts it at 32 slots and doubles it as it grows.
+func arrayCap(n int) int64 {
+	if n == 0 {
+		return 0
+	}
+	c := int64(32)
+	for c < int64(n) {
+		c *= 2
+	}
+	return c
 }

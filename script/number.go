@@ -1,6 +1,7 @@
 package script
 
 import (
+	"bytes"
 	"math"
 	"strconv"
 	"strings"
@@ -26,8 +27,11 @@ func fmtNumber(f float64) string {
 // command and writes a double.
 func fmtNumber17(f float64) string { return string(appendG(nil, f, 17, false, false)) }
 
+// pow10 are the powers of ten up to 10^17.
+var pow10 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17}
+
 // appendG appends f formatted as C's "%.<prec>g" (upper: "%G"; alt: the #
-// flag, which keeps trailing zeros).
+// flag, which keeps trailing zeros). It allocates only to grow b.
 func appendG(b []byte, f float64, prec int, upper, alt bool) []byte {
 	if s, ok := nonFinite(f, upper); ok {
 		return append(b, s...)
@@ -35,26 +39,62 @@ func appendG(b []byte, f float64, prec int, upper, alt bool) []byte {
 	if prec == 0 {
 		prec = 1
 	}
+	if !alt && prec < len(pow10) && f == math.Trunc(f) && math.Abs(f) < pow10[prec] {
+		if f == 0 && math.Signbit(f) {
+			return append(b, "-0"...)
+		}
+		return strconv.AppendInt(b, int64(f), 10)
+	}
+	start := len(b)
 	// The exponent C's %e would print decides between %e and %f.
-	e := strconv.AppendFloat(nil, f, 'e', prec-1, 64)
-	x := exponentOf(e)
-	var out []byte
+	var buf [64]byte
+	e := strconv.AppendFloat(buf[:0], f, 'e', prec-1, 64)
+	i := bytes.LastIndexByte(e, 'e')
+	x := 0
+	for _, c := range e[i+2:] {
+		x = x*10 + int(c-'0')
+	}
+	if e[i+1] == '-' {
+		x = -x
+	}
 	if x < -4 || x >= prec {
-		out = e
+		m := e[:i]
 		if !alt {
-			out = trimZerosE(out)
+			m = trimZeros(m)
 		}
-		out = cExponent(out)
+		b = append(b, m...)
+		b = append(b, 'e', e[i+1])
+		if x < 0 {
+			x = -x
+		}
+		if x < 10 {
+			b = append(b, '0')
+		}
+		b = strconv.AppendInt(b, int64(x), 10)
 	} else {
-		out = strconv.AppendFloat(nil, f, 'f', prec-1-x, 64)
+		fs := strconv.AppendFloat(buf[:0], f, 'f', prec-1-x, 64)
 		if !alt {
-			out = trimZerosF(out)
+			fs = trimZeros(fs)
 		}
+		b = append(b, fs...)
 	}
 	if upper {
-		out = []byte(strings.ToUpper(string(out)))
+		for k := start; k < len(b); k++ {
+			if b[k] >= 'a' && b[k] <= 'z' {
+				b[k] -= 'a' - 'A'
+			}
+		}
 	}
-	return append(b, out...)
+	return b
+}
+
+// trimZeros removes trailing zeros after a decimal point, and the point.
+func trimZeros(f []byte) []byte {
+	if bytes.IndexByte(f, '.') < 0 {
+		return f
+	}
+	f = bytes.TrimRight(f, "0")
+	return bytes.TrimSuffix(f, []byte("."))
 }
 
 // nonFinite returns glibc's spelling of an infinity or a NaN: "inf",
@@ -81,28 +121,8 @@ func nonFinite(f float64, upper bool) (string, bool) {
 	return s, true
 }
 
-// exponentOf reads the exponent of a number Go formatted with 'e'.
-func exponentOf(e []byte) int {
-	i := strings.LastIndexByte(string(e), 'e')
-	x, _ := strconv.Atoi(string(e[i+1:]))
-	return x
-}
 
-// trimZerosE removes trailing zeros of the mantissa of a %e number.
-func trimZerosE(e []byte) []byte {
-	i := strings.LastIndexByte(string(e), 'e')
-	m := trimZerosF(e[:i:i])
-	return append(m, e[i:]...)
-}
 
-// trimZerosF removes trailing zeros after a decimal point, and the point.
-func trimZerosF(f []byte) []byte {
-	if strings.IndexByte(string(f), '.') < 0 {
-		return f
-	}
-	f = []byte(strings.TrimRight(string(f), "0"))
-	return []byte(strings.TrimSuffix(string(f), "."))
-}
 
 // cExponent rewrites Go's exponent (e+5, e-07) as C's: a sign and at
 // least two digits.

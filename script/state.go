@@ -19,6 +19,16 @@ const (
 	maxFnCache      = 256     // compiled closures kept per state
 )
 
+// maxArrayIndex bounds the array part of gopher-lua's tables (lua.MaxArrayIndex,
+// 64M by default): t[n] = v fills the array up to n with nils in one
+// instruction, so with the default a script could allocate 1 GiB at once.
+// Integer keys past it go to the table's hash part. 4M entries are 64 MiB,
+// the default memory limit: a table that needed more would be over it. The
+// setting is gopher-lua's, for the whole process.
+const maxArrayIndex = 1 << 22
+
+func init() { lua.MaxArrayIndex = maxArrayIndex }
+
 // state is one Lua interpreter with Redis's libraries, its read-only
 // globals, and the tables it reuses between runs. A state runs one script
 // at a time; statePool hands states out.
@@ -40,6 +50,7 @@ type state struct {
 	fns        map[*lua.FunctionProto]*lua.LFunction
 
 	hook     hook
+	walker   walker  // measures the run's memory (memwalk.go)
 	x        *Exec   // the run in progress
 	fail     errInfo // what the error handler saw
 	args     [][]byte
@@ -82,10 +93,14 @@ func (p *statePool) get() *state {
 // put returns st for reuse, or drops it if enough are idle.
 func (p *statePool) put(st *state) {
 	p.mu.Lock()
-	if len(p.idle) < p.max {
+	keep := len(p.idle) < p.max
+	if keep {
 		p.idle = append(p.idle, st)
 	}
 	p.mu.Unlock()
+	if !keep {
+		p.e.watch.remove(st)
+	}
 }
 
 // newState builds an interpreter: the libraries Redis loads, the redis
@@ -125,7 +140,10 @@ func newState(e *Engine) *state {
 	st.globals.RawSetString("__redis__err__handler", L.NewFunction(st.redisErrHandler))
 	st.keys, st.argv = L.NewTable(), L.NewTable()
 	st.protect()
-	L.SetContext(&st.hook)
+	if !e.hookless {
+		L.SetContext(&st.hook)
+	}
+	e.watch.add(st)
 	return st
 }
 
@@ -137,8 +155,10 @@ func (st *state) run(proto *lua.FunctionProto, x *Exec) values.Reply {
 	st.setArgs(&st.argv, "ARGV", x.Args)
 	st.json = defaultJSONConfig
 	st.hook.start(x)
+	st.e.watch.begin()
 	L.Push(st.function(proto))
 	err := L.PCall(0, 1, st.handler)
+	st.e.watch.end()
 	var reply values.Reply
 	if err != nil {
 		reply = st.failReply(x, err)

@@ -179,10 +179,11 @@ func (st *state) concatMeta(L *lua.LState, a, b lua.LValue, i int) lua.LValue {
 func strGmatch(L *lua.LState) int {
 	s := checkString(L, 1, "gmatch")
 	p := checkString(L, 2, "gmatch")
+	src := []byte(s)
 	pos := 0
 	L.Push(L.NewFunction(func(L *lua.LState) int {
 		for pos <= len(s) {
-			mds, err := pm.Find(p, []byte(s), pos, 1)
+			mds, err := pm.Find(p, src, pos, 1)
 			if err != nil {
 				L.RaiseError("%s", err.Error())
 			}
@@ -238,10 +239,11 @@ func (st *state) strGsub(L *lua.LState) int {
 	}
 	maxN := optInt(L, 4, "gsub", len(src)+1)
 	anchor := strings.HasPrefix(p, "^")
+	srcBytes := []byte(src)
 	var b []byte
 	n, pos := 0, 0
 	for n < maxN {
-		mds, err := pm.Find(p, []byte(src), pos, 1)
+		mds, err := pm.Find(p, srcBytes, pos, 1)
 		if err != nil {
 			L.RaiseError("%s", err.Error())
 		}
