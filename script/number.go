@@ -121,9 +121,6 @@ func nonFinite(f float64, upper bool) (string, bool) {
 	return s, true
 }
 
-
-
-
 // cExponent rewrites Go's exponent (e+5, e-07) as C's: a sign and at
 // least two digits.
 func cExponent(e []byte) []byte {

@@ -199,4 +199,3 @@ func (c *nopCaller) Call(args [][]byte, resp int) values.Reply {
 	c.n++
 	return values.Reply{Kind: values.Int, Int: c.n%7 + 1}
 }
-
