@@ -3,6 +3,7 @@ package script
 import (
 	"bytes"
 	"fmt"
+	"strconv"
 	"strings"
 
 	lua "github.com/yuin/gopher-lua"
@@ -16,11 +17,18 @@ import (
 // rewritten: every concatenation a .. b .. c becomes a call of a hidden
 // function, which formats numbers as Lua 5.1 does ("%.14g"; gopher-lua's
 // own concatenation prints them as Go does) and checks the size of the
-// result against the memory limit before building it.
+// result against the memory limit before building it; and a table
+// constructor with two hash fields or more becomes a call of another,
+// which notes the sizes Lua 5.1 would preallocate for it, so that its keys
+// iterate in Lua 5.1's order (luaorder.go).
 
-// concatName is the global the rewritten concatenations call. No Lua
-// identifier can spell it.
-const concatName = "\x00concat"
+// concatName is the global the rewritten concatenations call, tableName
+// the one the rewritten constructors call. No Lua identifier can spell
+// them.
+const (
+	concatName = "\x00concat"
+	tableName  = "\x00table"
+)
 
 // bytesPerToken is about what gopher-lua's parser and compiler allocate
 // for each token of a chunk (measured: 200 to 260 bytes).
@@ -177,11 +185,18 @@ func rewriteExpr(e ast.Expr) ast.Expr {
 	case *ast.AttrGetExpr:
 		e.Object, e.Key = rewriteExpr(e.Object), rewriteExpr(e.Key)
 	case *ast.TableExpr:
+		na, nh := 0, 0
 		for _, f := range e.Fields {
 			if f.Key != nil {
 				f.Key = rewriteExpr(f.Key)
+				nh++
+			} else {
+				na++
 			}
 			f.Value = rewriteExpr(f.Value)
+		}
+		if nh >= 2 {
+			return hintCall(e, na, nh)
 		}
 	case *ast.FuncCallExpr:
 		if e.Func != nil {
@@ -227,6 +242,45 @@ func concatCall(e *ast.StringConcatOpExpr) ast.Expr {
 	fn := &ast.IdentExpr{Value: concatName}
 	fn.SetLine(e.Line())
 	fn.SetLastLine(e.LastLine())
+	call := &ast.FuncCallExpr{Func: fn, Args: args, AdjustRet: true}
+	call.SetLine(e.Line())
+	call.SetLastLine(e.LastLine())
+	return call
+}
+
+// hintCall turns a constructor into (table(na, nh, {...}, keys...)).
+func hintCall(e *ast.TableExpr, na, nh int) ast.Expr {
+	if n := len(e.Fields); n > 0 && e.Fields[n-1].Key == nil {
+		switch e.Fields[n-1].Value.(type) {
+		case *ast.FuncCallExpr, *ast.Comma3Expr:
+			na-- // a call or ... at the end is not counted
+		}
+	}
+	fn := &ast.IdentExpr{Value: tableName}
+	fn.SetLine(e.Line())
+	args := []ast.Expr{&ast.NumberExpr{Value: strconv.Itoa(na)}, &ast.NumberExpr{Value: strconv.Itoa(nh)}, e}
+	// The constant keys, in the order the constructor sets them (nil
+	// stands for a key computed at run time).
+	for _, f := range e.Fields {
+		switch k := f.Key.(type) {
+		case *ast.StringExpr:
+			args = append(args, &ast.StringExpr{Value: k.Value})
+		case *ast.NumberExpr:
+			args = append(args, &ast.NumberExpr{Value: k.Value})
+		case *ast.TrueExpr:
+			args = append(args, &ast.TrueExpr{})
+		case *ast.FalseExpr:
+			args = append(args, &ast.FalseExpr{})
+		case nil:
+		default:
+			args = append(args, &ast.NilExpr{})
+		}
+	}
+	for _, a := range args {
+		if a != e {
+			a.SetLine(e.Line())
+		}
+	}
 	call := &ast.FuncCallExpr{Func: fn, Args: args, AdjustRet: true}
 	call.SetLine(e.Line())
 	call.SetLastLine(e.LastLine())

@@ -208,8 +208,8 @@ func (st *state) verbatimReply(t *lua.LTable) (values.Reply, bool) {
 // flat array for RESP2.
 func (st *state) mapReply(m *lua.LTable, top int) values.Reply {
 	var elems []values.Reply
-	for k, v := m.Next(lua.LNil); k != lua.LNil; k, v = m.Next(k) {
-		elems = append(elems, st.toReply(k, top+3), st.toReply(v, top+2))
+	for _, k := range st.keysInOrder(m) {
+		elems = append(elems, st.toReply(k, top+3), st.toReply(m.RawGet(k), top+2))
 	}
 	kind := values.Map
 	if st.x.RESP != 3 {
@@ -221,7 +221,7 @@ func (st *state) mapReply(m *lua.LTable, top int) values.Reply {
 // setReply converts a set's members (its keys).
 func (st *state) setReply(s *lua.LTable, top int) values.Reply {
 	var elems []values.Reply
-	for k, _ := s.Next(lua.LNil); k != lua.LNil; k, _ = s.Next(k) {
+	for _, k := range st.keysInOrder(s) {
 		elems = append(elems, st.toReply(k, top+2))
 	}
 	kind := KindSet

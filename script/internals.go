@@ -7,15 +7,16 @@ import (
 	lua "github.com/yuin/gopher-lua"
 )
 
-// Two things gopher-lua keeps to itself that the engine needs: the pc of
-// a call frame (to word runtime errors as Lua 5.1 does, luamsg.go) and
-// the value stack of a state (to measure a run's memory, memwalk.go).
-// Both are read through reflection, the value stack with unsafe, from the
-// fields of gopher-lua v1.1.2 (LState.reg.array, LState.reg.top,
-// Debug.frame.Pc); TestInternals fails if a new version renames them, and
-// without them the engine falls back to what gopher-lua exports (errors
-// keep gopher-lua's wording; the memory walk sees the named locals of the
-// innermost frames only).
+// Three things gopher-lua keeps to itself that the engine needs: the pc
+// of a call frame (to word runtime errors as Lua 5.1 does, luamsg.go),
+// the value stack of a state (to measure a run's memory, memwalk.go) and
+// the keys a table has had (to iterate it in Lua 5.1's order,
+// luaorder.go). They are read through reflection, the slices with unsafe,
+// from the fields of gopher-lua v1.1.2 (Debug.frame.Pc, LState.reg.array,
+// LState.reg.top, LTable.keys); TestInternals fails if a new version
+// renames them, and without them the engine falls back to what gopher-lua
+// exports (errors keep gopher-lua's wording; the memory walk sees the
+// named locals of the innermost frames only; dead keys are not replayed).
 
 // framePc reads dbg.frame.Pc: the index of the instruction after the one
 // the frame executes.
@@ -61,4 +62,20 @@ func registryValues(L *lua.LState) (vals []lua.LValue, ok bool) {
 		return nil, false
 	}
 	return all[:n], true
+}
+
+// tableKeys returns the keys of t's hash part in the order they were
+// first set, those whose value was set to nil since included (gopher-lua
+// keeps them, as Lua 5.1 keeps dead keys until a rehash): LTable.keys.
+func tableKeys(t *lua.LTable) (keys []lua.LValue, ok bool) {
+	defer func() {
+		if recover() != nil {
+			keys, ok = nil, false
+		}
+	}()
+	f := reflect.ValueOf(t).Elem().FieldByName("keys")
+	if !f.IsValid() || f.Kind() != reflect.Slice || f.Type().Elem() != lvalueType {
+		return nil, false
+	}
+	return *(*[]lua.LValue)(unsafe.Pointer(f.UnsafeAddr())), true
 }

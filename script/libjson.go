@@ -306,7 +306,8 @@ func (e *jsonEncoder) array(t *lua.LTable, n, depth int) {
 func (e *jsonEncoder) object(t *lua.LTable, depth int) {
 	e.b = append(e.b, '{')
 	first := true
-	for k, v := t.Next(lua.LNil); k != lua.LNil; k, v = t.Next(k) {
+	for _, k := range e.m.st.keysInOrder(t) {
+		v := t.RawGet(k)
 		if !first {
 			e.b = append(e.b, ',')
 		}

@@ -102,14 +102,11 @@ func (st *state) mpTable(L *lua.LState, b []byte, t *lua.LTable, level int) []by
 		}
 		return b
 	}
-	n := 0
-	for k, _ := t.Next(lua.LNil); k != lua.LNil; k, _ = t.Next(k) {
-		n++
-	}
-	b = mpHeader(b, n, 0x80, 0xde, 0xdf)
-	for k, v := t.Next(lua.LNil); k != lua.LNil; k, v = t.Next(k) {
+	keys := st.keysInOrder(t)
+	b = mpHeader(b, len(keys), 0x80, 0xde, 0xdf)
+	for _, k := range keys {
 		b = st.mpEncode(L, b, k, level+1)
-		b = st.mpEncode(L, b, v, level+1)
+		b = st.mpEncode(L, b, t.RawGet(k), level+1)
 	}
 	return b
 }

@@ -132,7 +132,11 @@ func (st *state) tabForeach(L *lua.LState) int {
 	if fn.Type() != lua.LTFunction {
 		typeError(L, 2, "foreach", "function")
 	}
-	for k, v := t.Next(lua.LNil); k != lua.LNil; k, v = t.Next(k) {
+	for _, k := range st.keysInOrder(t) {
+		v := t.RawGet(k)
+		if v == lua.LNil {
+			continue
+		}
 		L.Push(fn)
 		L.Push(k)
 		L.Push(v)

@@ -17,6 +17,7 @@ const maxUnpack = 7999
 
 func (st *state) openBase() {
 	L, g := st.L, st.globals
+	g.RawSetString(tableName, L.NewFunction(st.tableHint))
 	set := func(name string, fn lua.LGFunction) { g.RawSetString(name, L.NewFunction(fn)) }
 	set("tostring", luaTostring)
 	set("tonumber", luaTonumber)
@@ -377,10 +378,89 @@ func (st *state) loadChunk(L *lua.LState, code, chunkname string) int {
 	return 1
 }
 
+// tableHint records what the constructor of a table (argument 3) told
+// Lua 5.1 to preallocate, and returns the table (see compile.go).
+func (st *state) tableHint(L *lua.LState) int {
+	t := L.Get(3)
+	if tb, ok := t.(*lua.LTable); ok {
+		if st.hints == nil {
+			st.hints = map[*lua.LTable]*tableHint{}
+		}
+		h := &tableHint{na: int(lua.LVAsNumber(L.Get(1))), nh: int(lua.LVAsNumber(L.Get(2)))}
+		for i := 4; i <= L.GetTop(); i++ {
+			if k := L.Get(i); k != lua.LNil {
+				h.keys = append(h.keys, k)
+			}
+		}
+		st.hints[tb] = h
+	}
+	L.Push(t)
+	return 1
+}
+
+// traversal is a next traversal of a table in Lua 5.1's order.
+type traversal struct {
+	keys []lua.LValue
+	pos  int // the key next returned last
+}
+
+// next is Lua's next, in Lua 5.1's order (luaorder.go) when it can tell
+// it: next(t, nil) computes the order of t's keys, and the calls that
+// follow walk it.
 func (st *state) next(L *lua.LState) int {
 	tb := st.contents(checkTable(L, 1, "next"))
-	k, v := tb.Next(L.Get(2))
-	if k == lua.LString(concatName) && tb == st.globals {
+	k := L.Get(2)
+	if k == lua.LNil {
+		keys, ok := luaOrder(tb, st.hints[tb])
+		if !ok {
+			delete(st.orders, tb)
+			return st.gopherNext(L, tb, k)
+		}
+		tr := &traversal{keys: keys, pos: -1}
+		if st.orders == nil {
+			st.orders = map[*lua.LTable]*traversal{}
+		}
+		st.orders[tb] = tr
+		return st.nextFrom(L, tb, tr, 0)
+	}
+	tr := st.orders[tb]
+	if tr == nil {
+		return st.gopherNext(L, tb, k)
+	}
+	i := tr.pos
+	if i < 0 || i >= len(tr.keys) || tr.keys[i] != k {
+		for i = 0; i < len(tr.keys) && tr.keys[i] != k; i++ {
+		}
+		if i == len(tr.keys) {
+			return st.gopherNext(L, tb, k)
+		}
+	}
+	return st.nextFrom(L, tb, tr, i+1)
+}
+
+// nextFrom returns the first key from keys[i] on that still has a value.
+func (st *state) nextFrom(L *lua.LState, tb *lua.LTable, tr *traversal, i int) int {
+	for ; i < len(tr.keys); i++ {
+		k := tr.keys[i]
+		if (k == lua.LString(concatName) || k == lua.LString(tableName)) && tb == st.globals {
+			continue
+		}
+		if v := tb.RawGet(k); v != lua.LNil {
+			tr.pos = i
+			L.Push(k)
+			L.Push(v)
+			return 2
+		}
+	}
+	delete(st.orders, tb)
+	L.Push(lua.LNil)
+	return 1
+}
+
+// gopherNext is next in gopher-lua's order.
+func (st *state) gopherNext(L *lua.LState, tb *lua.LTable, k lua.LValue) int {
+	k, v := tb.Next(k)
+	for (k == lua.LString(concatName) || k == lua.LString(tableName)) && tb == st.globals {
 		k, v = tb.Next(k)
 	}
 	if k == lua.LNil {
@@ -390,6 +470,19 @@ func (st *state) next(L *lua.LState) int {
 	L.Push(k)
 	L.Push(v)
 	return 2
+}
+
+// keysInOrder returns t's keys in Lua 5.1's order when it can tell it,
+// else in gopher-lua's.
+func (st *state) keysInOrder(t *lua.LTable) []lua.LValue {
+	if keys, ok := luaOrder(t, st.hints[t]); ok {
+		return keys
+	}
+	var keys []lua.LValue
+	for k, _ := t.Next(lua.LNil); k != lua.LNil; k, _ = t.Next(k) {
+		keys = append(keys, k)
+	}
+	return keys
 }
 
 func (st *state) rawget(L *lua.LState) int {

@@ -50,9 +50,11 @@ type state struct {
 	fns        map[*lua.FunctionProto]*lua.LFunction
 
 	hook     hook
-	walker   walker  // measures the run's memory (memwalk.go)
-	x        *Exec   // the run in progress
-	fail     errInfo // what the error handler saw
+	walker   walker                     // measures the run's memory (memwalk.go)
+	orders   map[*lua.LTable]*traversal // next's traversals in progress
+	hints    map[*lua.LTable]*tableHint // tables made by constructors, this run
+	x        *Exec                      // the run in progress
+	fail     errInfo                    // what the error handler saw
 	args     [][]byte
 	argBuf   []byte
 	argEnds  []int
@@ -169,6 +171,8 @@ func (st *state) run(proto *lua.FunctionProto, x *Exec) values.Reply {
 	st.hook.stop()
 	st.x = nil
 	st.fail = errInfo{}
+	clear(st.orders)
+	clear(st.hints)
 	return reply
 }
 
