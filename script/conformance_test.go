@@ -606,10 +606,41 @@ func TestConformanceRuntimeErrors(t *testing.T) {
 		{name: "concat upvalue", script: "local u local function f() return 'a' .. u end return f()"},
 		{name: "error in nested function line", script: "local function f()\n  local t\n  return t.x\nend\nreturn f()"},
 		{name: "string method on nil", script: "local s return s:upper()"},
+		{name: "loop variable", script: "for k, v in pairs({a=1}) do local z = k + 1 end"},
+		{name: "numeric loop variable", script: "for i = 1, 2 do local t = nil local z = t.x end"},
+		{name: "loop body local", script: "for i = 1, 2 do local z = i .. nil end"},
+		{name: "loop generator call", script: "for k in string.gmatch() do end"},
+		{name: "nested loops", script: "for i = 1, 2 do for k, v in ipairs({1}) do local s = v .. {} end end"},
+		{name: "after loop", script: "for i = 1, 2 do end local q return q.x"},
 		{name: "stack overflow", script: "local function f() return 1 + f() end return f()"},
 		{name: "deep recursion fits", script: "local function f(n) if n == 0 then return 0 end return 1 + f(n-1) end return f(16389)"},
 		{name: "deep recursion overflows", script: "local function f(n) if n == 0 then return 0 end return 1 + f(n-1) end return f(16390)"},
 	} {
 		h.check(c)
+	}
+}
+
+func TestConformanceArgumentErrors(t *testing.T) {
+	h := newHarness(t, Config{})
+	for _, body := range []string{
+		"return string.sub()", "return string.sub(nil)", "return string.upper({})", "return string.find('a')",
+		"return math.floor('x')", "return math.floor()", "return math.max()", "return math.max(1, nil)", "return math.max(1, '3', 2)",
+		"return string.rep('x')", "return ('x'):sub()", "return ('x'):rep({})", "return table.concat(5)", "return tostring()",
+		"return type()", "return setmetatable(1, {})", "return select()", "return select('x')", "return select(0, 1)",
+		"return string.char(256)", "return string.char('a')", "return string.char('65', 66)", "return math.random(0)", "return math.random(3, 1)",
+		"return table.insert({}, 1, 2, 3)", "return ipairs()", "return ipairs(nil)", "return unpack()",
+		"return coroutine.resume(1)", "return coroutine.status(nil)", "return coroutine.create(print == nil)", "return coroutine.create(tostring)",
+		"return string.format()", "return string.len()", "return string.byte('abc', 'x')",
+		"return math.sqrt('4')", "return math.pow(2)", "return tonumber()", "return rawequal(1)", "return assert()",
+		"local f = string.sub return f()", "local s = string return s.sub()", "return pcall(string.sub)",
+		"local t = {f = string.sub} return t.f()", "local t = {f = string.sub} return t:f()",
+		"return string.gsub('a', '(', 'b')", "return string.find('a', '[a')", "return string.match('a', '%')",
+		"return string.gsub('abc', '%w', {}, 'x')", "return next({}, 'nope')", "return rawset({}, nil, 1)",
+		"return bit.band({})", "return struct.pack(1)", "return cjson.encode()", "return cmsgpack.unpack({})",
+		"return redis.sha1hex({})", "return table.sort({3, 1}, 5)", "return tostring(nil) .. math.abs(-2)",
+		"return string.sub('hello', '2', '3')", "return string.upper(12.5)", "return math.floor('2.7')",
+		"for k in string.gmatch() do end",
+	} {
+		h.check(confCase{name: body, script: body})
 	}
 }

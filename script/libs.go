@@ -355,6 +355,7 @@ func (r *lrand48) next() int32 {
 func (st *state) openMath() {
 	lib := st.globals.RawGetString("math").(*lua.LTable)
 	L := st.L
+	wrapChecked(L, lib, mathSpecs)
 	lib.RawSetString("huge", lua.LNumber(math.Inf(1)))
 	lib.RawSetString("random", L.NewFunction(st.mathRandom))
 	lib.RawSetString("randomseed", L.NewFunction(func(L *lua.LState) int {
@@ -395,14 +396,24 @@ func (st *state) openCoroutine() {
 	create := lib.RawGetString("create").(*lua.LFunction).GFunction
 	resume := lib.RawGetString("resume").(*lua.LFunction).GFunction
 	newThread := func(L *lua.LState) *lua.LState {
-		if fn := L.Get(1); fn.Type() != lua.LTFunction {
-			typeError(L, 1, "create", "function")
+		if fn, ok := L.Get(1).(*lua.LFunction); !ok || fn.IsG {
+			argError(L, 1, "create", "Lua function expected")
 		}
 		L.SetTop(1)
 		create(L)
 		th := L.Get(-1).(*lua.LState)
 		th.SetContext(&st.hook)
 		return th
+	}
+	for _, name := range []string{"resume", "status"} {
+		f := lib.RawGetString(name).(*lua.LFunction).GFunction
+		name := name
+		lib.RawSetString(name, L.NewFunction(func(L *lua.LState) int {
+			if _, ok := L.Get(1).(*lua.LState); !ok {
+				argError(L, 1, name, "coroutine expected")
+			}
+			return f(L)
+		}))
 	}
 	lib.RawSetString("create", L.NewFunction(func(L *lua.LState) int {
 		newThread(L)

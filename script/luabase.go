@@ -31,6 +31,26 @@ func (st *state) openBase() {
 	set("load", st.load)
 	set("rawget", st.rawget)
 	set("rawset", st.rawset)
+	set("select", luaSelect)
+	ipairsAux := L.NewFunction(func(L *lua.LState) int {
+		t := checkTable(L, 1, "ipairs")
+		i := checkInt(L, 2, "ipairs") + 1
+		v := t.RawGetInt(i)
+		if v == lua.LNil {
+			return 0
+		}
+		L.Push(lua.LNumber(i))
+		L.Push(v)
+		return 2
+	})
+	set("ipairs", func(L *lua.LState) int {
+		checkTable(L, 1, "ipairs")
+		L.Push(ipairsAux)
+		L.Push(L.Get(1))
+		L.Push(lua.LNumber(0))
+		return 3
+	})
+	wrapChecked(L, g, baseSpecs)
 	set("setmetatable", st.setmetatable)
 	set("getmetatable", st.getmetatable)
 	next := L.NewFunction(st.next)
@@ -42,11 +62,6 @@ func (st *state) openBase() {
 		L.Push(lua.LNil)
 		return 3
 	}))
-}
-
-// argError raises Lua 5.1's "bad argument #n to 'fn' (msg)".
-func argError(L *lua.LState, n int, fn, msg string) {
-	L.RaiseError("bad argument #%d to '%s' (%s)", n, fn, msg)
 }
 
 // typeError raises "bad argument #n to 'fn' (want expected, got type)".
@@ -298,6 +313,25 @@ func luaUnpack(L *lua.LState) int {
 	return n
 }
 
+// luaSelect is Lua 5.1's select.
+func luaSelect(L *lua.LState) int {
+	n := L.GetTop()
+	if s, ok := L.Get(1).(lua.LString); ok && s == "#" {
+		L.Push(lua.LNumber(n - 1))
+		return 1
+	}
+	i := checkInt(L, 1, "select")
+	if i < 0 {
+		i = n + i
+	} else if i > n {
+		i = n
+	}
+	if i < 1 {
+		argError(L, 1, "select", "index out of range")
+	}
+	return n - i
+}
+
 // collectgarbage never collects: Go's collector serves every run at once,
 // and a script must not be able to stop the server's world. It answers
 // with the figures Lua's would have.
@@ -459,6 +493,9 @@ func (st *state) nextFrom(L *lua.LState, tb *lua.LTable, tr *traversal, i int) i
 
 // gopherNext is next in gopher-lua's order.
 func (st *state) gopherNext(L *lua.LState, tb *lua.LTable, k lua.LValue) int {
+	if k != lua.LNil && tb.RawGet(k) == lua.LNil && !deadKey(tb, k) {
+		runError(L, "invalid key to 'next'")
+	}
 	k, v := tb.Next(k)
 	for (k == lua.LString(concatName) || k == lua.LString(tableName)) && tb == st.globals {
 		k, v = tb.Next(k)
@@ -470,6 +507,24 @@ func (st *state) gopherNext(L *lua.LState, tb *lua.LTable, k lua.LValue) int {
 	L.Push(k)
 	L.Push(v)
 	return 2
+}
+
+// deadKey reports whether k was a key of tb's hash part, its value since
+// set to nil: next accepts it, as Lua 5.1 accepts a dead key.
+func deadKey(tb *lua.LTable, k lua.LValue) bool {
+	if i, ok := arrayIndex(k); ok && i >= 1 && i <= tb.MaxN() {
+		return true
+	}
+	keys, ok := tableKeys(tb)
+	if !ok {
+		return true
+	}
+	for _, dk := range keys {
+		if dk == k {
+			return true
+		}
+	}
+	return false
 }
 
 // keysInOrder returns t's keys in Lua 5.1's order when it can tell it,

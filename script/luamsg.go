@@ -130,8 +130,10 @@ func (f frameAt) describe(L *lua.LState) string {
 		return f.typeErr(L, a, "index", notIndexable)
 	case lua.OP_CALL, lua.OP_TAILCALL:
 		return f.typeErr(L, a, "call", func(v lua.LValue) bool { return v.Type() != lua.LTFunction })
-	case lua.OP_TFORLOOP:
-		return f.typeErr(L, a, "call", func(v lua.LValue) bool { return v.Type() != lua.LTFunction })
+	case lua.OP_TFORLOOP: // Lua calls a copy of the generator, which has no name
+		if v := f.reg(L, a); v.Type() != lua.LTFunction {
+			return "attempt to call a " + v.Type().String() + " value"
+		}
 	case lua.OP_LT, lua.OP_LE:
 		vb, _ := f.rk(L, b)
 		vc, _ := f.rk(L, c)
@@ -187,7 +189,7 @@ func (f frameAt) varinfo(L *lua.LState, v lua.LValue, r int, isReg bool) string 
 
 // objName is getobjname: what register r holds at the frame's pc.
 func (f frameAt) objName(r, depth int) (kind, name string) {
-	if name := localName(f.proto, r+1, f.pc); name != "" {
+	if name := localName(f.proto, r+1, f.pc, 0); name != "" {
 		return "local", name
 	}
 	if depth > 16 {
@@ -210,22 +212,30 @@ func (f frameAt) objName(r, depth int) (kind, name string) {
 			return g.objName(b, depth+1)
 		}
 	case lua.OP_GETTABLE, lua.OP_GETTABLEKS:
-		return "field", f.kname(opC(i))
+		return "field", f.kname(opC(i), last)
 	case lua.OP_GETUPVAL:
 		if b := opB(i); b < len(f.proto.DbgUpvalues) {
 			return "upvalue", f.proto.DbgUpvalues[b]
 		}
 		return "upvalue", "?"
 	case lua.OP_SELF:
-		return "method", f.kname(opC(i))
+		return "method", f.kname(opC(i), last)
 	}
 	return "", ""
 }
 
-// kname is the name of a constant string key, "?" otherwise.
-func (f frameAt) kname(c int) string {
+// kname is the name of a constant string key, "?" otherwise. gopher-lua
+// sometimes loads the key into a register first (LOADK), where Lua 5.1
+// names the constant: the register's LOADK counts as the constant.
+func (f frameAt) kname(c, pc int) string {
 	if c&opBitRK != 0 {
 		if s, ok := f.proto.Constants[c&^opBitRK].(lua.LString); ok {
+			return string(s)
+		}
+		return "?"
+	}
+	if last := symbexec(f.proto, pc, c); last >= 0 && opCode(f.proto.Code[last]) == lua.OP_LOADK {
+		if s, ok := f.proto.Constants[opBx(f.proto.Code[last])].(lua.LString); ok {
 			return string(s)
 		}
 	}
@@ -233,12 +243,12 @@ func (f frameAt) kname(c int) string {
 }
 
 // localName is luaF_getlocalname: the n-th local active at pc.
-func localName(p *lua.FunctionProto, n, pc int) string {
-	for _, l := range p.DbgLocals {
+func localName(p *lua.FunctionProto, n, pc, _ int) string {
+	for i, l := range p.DbgLocals {
 		if l.StartPc > pc {
 			break
 		}
-		if pc < l.EndPc {
+		if start, end := localRange(p, i); start <= pc && pc < end {
 			n--
 			if n == 0 {
 				return l.Name
@@ -246,6 +256,71 @@ func localName(p *lua.FunctionProto, n, pc int) string {
 		}
 	}
 	return ""
+}
+
+// localRange is where local i is active, as Lua 5.1 has it. gopher-lua
+// gets the locals of loops wrong: it starts a loop's hidden locals ("(for
+// generator)" and the like) before the expressions that set them, where
+// Lua 5.1 starts them at the loop's FORPREP or at the jump to its
+// TFORLOOP, and it ends them too early, and the loop's own variables (and
+// the last locals of its body) before they start, where Lua 5.1 ends them
+// at the loop's FORLOOP or TFORLOOP.
+func localRange(p *lua.FunctionProto, i int) (start, end int) {
+	l := p.DbgLocals[i]
+	start, end = l.StartPc, l.EndPc
+	hidden := strings.HasPrefix(l.Name, "(for ")
+	loopVar := i >= 3 && strings.HasPrefix(p.DbgLocals[i-1].Name, "(for ") ||
+		i > 3 && loopVarAt(p, i-1) && p.DbgLocals[i-1].StartPc == l.StartPc
+	switch {
+	case hidden || loopVar:
+	case end == 0:
+		return start, len(p.Code)
+	case end > start:
+		return start, end
+	}
+	sawJump := false
+	for pc := l.StartPc; pc < len(p.Code); pc++ {
+		in := p.Code[pc]
+		switch opCode(in) {
+		case lua.OP_FORPREP:
+			if hidden {
+				start = pc
+			}
+		case lua.OP_JMP:
+			dest := pc + 1 + opSBx(in)
+			if hidden && !sawJump && dest > pc && dest < len(p.Code) && opCode(p.Code[dest]) == lua.OP_TFORLOOP {
+				start, sawJump = pc, true
+			}
+		case lua.OP_FORLOOP:
+			if hidden {
+				return start, pc + 1
+			}
+			return start, pc
+		case lua.OP_TFORLOOP:
+			if hidden {
+				if !sawJump {
+					start = pc - 1
+				}
+				return start, pc + 2
+			}
+			return start, pc
+		}
+	}
+	return start, len(p.Code)
+}
+
+// loopVarAt reports whether local i is a loop's variable: declared right
+// after the loop's hidden locals, or with the one before it.
+func loopVarAt(p *lua.FunctionProto, i int) bool {
+	for ; i >= 3; i-- {
+		if strings.HasPrefix(p.DbgLocals[i-1].Name, "(for ") {
+			return true
+		}
+		if p.DbgLocals[i-1].StartPc != p.DbgLocals[i].StartPc {
+			return false
+		}
+	}
+	return false
 }
 
 // symbexec returns the last instruction before lastpc that set register

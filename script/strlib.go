@@ -4,33 +4,28 @@ import (
 	"strings"
 
 	lua "github.com/yuin/gopher-lua"
-	"github.com/yuin/gopher-lua/pm"
 )
 
 // The string library where gopher-lua differs from Lua 5.1 or could be
 // made to allocate without bound in one call: numbers given as strings
 // are formatted "%.14g"; format is Lua 5.1's (C printf's conversions);
 // rep, gsub, format and the concatenation operator refuse a result larger
-// than the memory limit before building it; gsub and gmatch find one
-// match at a time instead of all at once; byte refuses more results than
-// Lua's stack holds.
+// than the memory limit before building it; patterns are Lua 5.1's
+// (pattern.go); byte refuses more results than Lua's stack holds.
 
 func (st *state) openString() {
 	lib := st.globals.RawGetString("string").(*lua.LTable)
 	L := st.L
-	// Functions whose string arguments (at these positions) may be numbers.
-	for name, pos := range map[string][]int{
-		"len": {1}, "sub": {1}, "upper": {1}, "lower": {1}, "reverse": {1},
-		"find": {1, 2}, "match": {1, 2},
-	} {
-		lib.RawSetString(name, numbersAsStrings(L, lib.RawGetString(name).(*lua.LFunction), pos))
-	}
+	wrapChecked(L, lib, stringSpecs)
 	set := func(name string, fn lua.LGFunction) { lib.RawSetString(name, L.NewFunction(fn)) }
+	set("char", st.strChar)
 	set("format", st.strFormat)
 	set("rep", st.strRep)
 	set("byte", strByte)
 	set("gsub", st.strGsub)
 	set("gmatch", strGmatch)
+	set("find", func(L *lua.LState) int { return strFind(L, true) })
+	set("match", func(L *lua.LState) int { return strFind(L, false) })
 	lib.RawSetString("gfind", lib.RawGetString("gmatch"))
 	set("dump", func(L *lua.LState) int {
 		L.RaiseError("unable to dump given function")
@@ -39,18 +34,19 @@ func (st *state) openString() {
 	st.globals.RawSetString(concatName, L.NewFunction(st.concat))
 }
 
-// numbersAsStrings wraps fn so that numbers at the positions pos reach it
-// as Lua 5.1 formats them.
-func numbersAsStrings(L *lua.LState, fn *lua.LFunction, pos []int) *lua.LFunction {
-	g := fn.GFunction
-	return L.NewFunction(func(L *lua.LState) int {
-		for _, p := range pos {
-			if n, ok := L.Get(p).(lua.LNumber); ok {
-				L.Replace(p, lua.LString(fmtNumber(float64(n))))
-			}
+// strChar is Lua 5.1's string.char.
+func (st *state) strChar(L *lua.LState) int {
+	n := L.GetTop()
+	b := make([]byte, n)
+	for i := 1; i <= n; i++ {
+		c := checkInt(L, i, "char")
+		if c < 0 || c > 255 {
+			argError(L, i, "char", "invalid value")
 		}
-		return g(L)
-	})
+		b[i-1] = byte(c)
+	}
+	L.Push(lua.LString(b))
+	return 1
 }
 
 // raiseMemory fails a library call whose result would pass the memory
@@ -175,176 +171,124 @@ func (st *state) concatMeta(L *lua.LState, a, b lua.LValue, i int) lua.LValue {
 	return v
 }
 
-// strGmatch is string.gmatch, finding one match per call of its iterator.
+// strGmatch is string.gmatch.
 func strGmatch(L *lua.LState) int {
 	s := checkString(L, 1, "gmatch")
 	p := checkString(L, 2, "gmatch")
-	src := []byte(s)
 	pos := 0
 	L.Push(L.NewFunction(func(L *lua.LState) int {
-		for pos <= len(s) {
-			mds, err := pm.Find(p, src, pos, 1)
-			if err != nil {
-				L.RaiseError("%s", err.Error())
+		ms := newMatch(L, s, p)
+		for src := pos; src <= len(s); src++ {
+			ms.level = 0
+			if e := ms.match(src, 0); e >= 0 {
+				pos = e
+				if e == src {
+					pos++
+				}
+				return ms.pushCaptures(src, e)
 			}
-			if len(mds) == 0 {
-				pos = len(s) + 1
-				return 0
-			}
-			m := mds[0]
-			start, end := m.Capture(0), m.Capture(1)
-			pos = end
-			if end == start {
-				pos++
-			}
-			return pushCaptures(L, m, s, true)
 		}
+		pos = len(s) + 1
 		return 0
 	}))
 	return 1
 }
 
-// pushCaptures pushes a match's captures (or the whole match when it has
-// none and whole is set) and returns how many.
-func pushCaptures(L *lua.LState, m *pm.MatchData, s string, whole bool) int {
-	if m.CaptureLength() == 2 {
-		if !whole {
-			return 0
-		}
-		L.Push(lua.LString(s[m.Capture(0):m.Capture(1)]))
-		return 1
-	}
-	n := 0
-	for i := 2; i < m.CaptureLength(); i += 2 {
-		if m.IsPosCapture(i) {
-			L.Push(lua.LNumber(m.Capture(i) + 1))
-		} else {
-			L.Push(lua.LString(s[m.Capture(i):m.Capture(i+1)]))
-		}
-		n++
-	}
-	return n
-}
-
-// strGsub is Lua 5.1's string.gsub, in one pass, its result bounded by
-// the memory limit.
+// strGsub is Lua 5.1's string.gsub, its result bounded by the memory
+// limit.
 func (st *state) strGsub(L *lua.LState) int {
 	src := checkString(L, 1, "gsub")
 	p := checkString(L, 2, "gsub")
 	repl := L.Get(3)
+	maxN := optInt(L, 4, "gsub", len(src)+1)
 	switch repl.Type() {
 	case lua.LTNumber, lua.LTString, lua.LTTable, lua.LTFunction:
 	default:
 		argError(L, 3, "gsub", "string/function/table expected")
 	}
-	maxN := optInt(L, 4, "gsub", len(src)+1)
-	anchor := strings.HasPrefix(p, "^")
-	srcBytes := []byte(src)
+	ms := newMatch(L, src, p)
+	pstart := 0
+	anchor := ms.pc(0) == '^'
+	if anchor {
+		pstart = 1
+	}
 	var b []byte
-	n, pos := 0, 0
+	n, s := 0, 0
+loop:
 	for n < maxN {
-		mds, err := pm.Find(p, srcBytes, pos, 1)
-		if err != nil {
-			L.RaiseError("%s", err.Error())
+		ms.level = 0
+		e := ms.match(s, pstart)
+		if e >= 0 {
+			n++
+			b = st.gsubValue(L, ms, b, s, e, repl)
+			st.raiseMemory(L, len(b)+len(src)-s)
 		}
-		if len(mds) == 0 || (anchor && mds[0].Capture(0) != pos) {
-			break
-		}
-		m := mds[0]
-		start, end := m.Capture(0), m.Capture(1)
-		b = append(b, src[pos:start]...)
-		n++
-		b = st.gsubValue(L, b, m, src, repl)
-		st.raiseMemory(L, len(b)+len(src)-end)
 		switch {
-		case end > start:
-			pos = end
-		case start < len(src):
-			b = append(b, src[start])
-			pos = start + 1
+		case e > s:
+			s = e
+		case s < len(src):
+			b = append(b, src[s])
+			s++
 		default:
-			pos = start + 1
+			break loop
 		}
-		if anchor || pos > len(src) {
+		if anchor {
 			break
 		}
 	}
-	if pos < len(src) {
-		b = append(b, src[pos:]...)
-	}
+	b = append(b, src[s:]...)
 	L.Push(lua.LString(b))
 	L.Push(lua.LNumber(n))
 	return 2
 }
 
-// gsubValue appends the replacement of match m (add_value in lstrlib.c).
-func (st *state) gsubValue(L *lua.LState, b []byte, m *pm.MatchData, src string, repl lua.LValue) []byte {
-	whole := src[m.Capture(0):m.Capture(1)]
+// gsubValue appends the replacement of the match s..e (add_value).
+func (st *state) gsubValue(L *lua.LState, ms *matchState, b []byte, s, e int, repl lua.LValue) []byte {
 	var v lua.LValue
 	switch r := repl.(type) {
 	case lua.LString, lua.LNumber:
-		s, _ := toStringy(r)
-		return appendGsubString(L, b, m, src, s)
+		str, _ := toStringy(r)
+		return ms.appendRepl(b, str, s, e)
 	case *lua.LTable:
-		v = L.GetTable(r, firstCapture(m, src))
+		v = L.GetTable(r, ms.oneCapture(0, s, e))
 	case *lua.LFunction:
 		L.Push(r)
-		n := pushCaptures(L, m, src, true)
+		n := ms.pushCaptures(s, e)
 		L.Call(n, 1)
 		v = L.Get(-1)
 		L.Pop(1)
 	}
 	if v == lua.LNil || v == lua.LFalse {
-		return append(b, whole...)
+		return append(b, ms.src[s:e]...)
 	}
-	s, ok := toStringy(v)
+	str, ok := toStringy(v)
 	if !ok {
 		L.RaiseError("invalid replacement value (a %s)", v.Type().String())
 	}
-	return append(b, s...)
+	return append(b, str...)
 }
 
-// firstCapture is the first capture of m, or the whole match.
-func firstCapture(m *pm.MatchData, src string) lua.LValue {
-	if m.CaptureLength() == 2 {
-		return lua.LString(src[m.Capture(0):m.Capture(1)])
-	}
-	if m.IsPosCapture(2) {
-		return lua.LNumber(m.Capture(2) + 1)
-	}
-	return lua.LString(src[m.Capture(2):m.Capture(3)])
-}
-
-// appendGsubString appends a replacement string, with %0-%9 and %%.
-func appendGsubString(L *lua.LState, b []byte, m *pm.MatchData, src, repl string) []byte {
+// appendRepl is add_s: a replacement string, with %0-%9 and %x.
+func (ms *matchState) appendRepl(b []byte, repl string, s, e int) []byte {
 	for i := 0; i < len(repl); i++ {
 		c := repl[i]
-		if c != '%' || i+1 == len(repl) {
+		if c != '%' {
 			b = append(b, c)
 			continue
 		}
 		i++
-		d := repl[i]
-		if d < '0' || d > '9' {
+		var d byte
+		if i < len(repl) {
+			d = repl[i]
+		}
+		switch {
+		case d < '0' || d > '9':
 			b = append(b, d)
-			continue
-		}
-		if d == '0' {
-			b = append(b, src[m.Capture(0):m.Capture(1)]...)
-			continue
-		}
-		idx := 2 * int(d-'0')
-		if idx >= m.CaptureLength() {
-			if idx == 2 && m.CaptureLength() == 2 {
-				b = append(b, src[m.Capture(0):m.Capture(1)]...)
-				continue
-			}
-			L.RaiseError("invalid capture index")
-		}
-		if m.IsPosCapture(idx) {
-			b = append(b, fmtNumber(float64(m.Capture(idx)+1))...)
-		} else {
-			b = append(b, src[m.Capture(idx):m.Capture(idx+1)]...)
+		case d == '0':
+			b = append(b, ms.src[s:e]...)
+		default:
+			v, _ := toStringy(ms.oneCapture(int(d-'1'), s, e))
+			b = append(b, v...)
 		}
 	}
 	return b
