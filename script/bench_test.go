@@ -144,3 +144,26 @@ func BenchmarkPlainGopherLua(b *testing.B) {
 		L.Pop(1)
 	}
 }
+
+// BenchmarkLoop is a pure Lua loop of 100k iterations, with the hook
+// (the context gopher-lua asks before every instruction) and without:
+// what the time limit, SCRIPT KILL and the memory cap cost.
+func BenchmarkLoop(b *testing.B) {
+	body := []byte("local n = 0 for i = 1, 100000 do n = n + i % 7 end return n")
+	for _, hookless := range []bool{false, true} {
+		name := "hook"
+		if hookless {
+			name = "no-hook"
+		}
+		b.Run(name, func(b *testing.B) {
+			e := New(Config{})
+			e.hookless = hookless
+			defer e.Close()
+			sha, _ := e.Load(body)
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				e.Eval(Request{SHA: []byte(sha)}, &nopCaller{})
+			}
+		})
+	}
+}

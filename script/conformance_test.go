@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/rlserver/rlserver/values"
 )
 
 // The conformance tests run the same script text with EVAL on a real
@@ -20,6 +22,7 @@ type confCase struct {
 	args   []string
 	resp   int        // protocol of the calling connection (2 if 0)
 	setup  [][]string // commands run before, on an empty keyspace
+	ro     bool       // EVAL_RO
 }
 
 // harness holds a redis-server, connections to it and an engine whose
@@ -47,7 +50,11 @@ func (h *harness) reset(setup [][]string) {
 
 // redisEval runs the case on redis-server and returns the raw reply.
 func (h *harness) redisEval(c confCase) []byte {
-	args := [][]byte{[]byte("EVAL"), []byte(c.script), []byte(strconv.Itoa(len(c.keys)))}
+	cmd := "EVAL"
+	if c.ro {
+		cmd = "EVAL_RO"
+	}
+	args := [][]byte{[]byte(cmd), []byte(c.script), []byte(strconv.Itoa(len(c.keys)))}
 	for _, k := range append(append([]string{}, c.keys...), c.args...) {
 		args = append(args, []byte(k))
 	}
@@ -57,7 +64,7 @@ func (h *harness) redisEval(c confCase) []byte {
 
 // engineEval runs the case on the engine and returns the reply as RESP.
 func (h *harness) engineEval(c confCase) []byte {
-	req := Request{Body: []byte(c.script), RESP: c.proto()}
+	req := Request{Body: []byte(c.script), RESP: c.proto(), ReadOnly: c.ro}
 	for _, k := range c.keys {
 		req.Keys = append(req.Keys, []byte(k))
 	}
@@ -642,5 +649,87 @@ func TestConformanceArgumentErrors(t *testing.T) {
 		"for k in string.gmatch() do end",
 	} {
 		h.check(confCase{name: body, script: body})
+	}
+}
+
+func TestConformanceReadOnlyAndShebang(t *testing.T) {
+	h := newHarness(t, Config{})
+	for _, c := range []confCase{
+		{name: "ro read", script: "return redis.call('GET', KEYS[1])", keys: []string{"k"}, ro: true, setup: [][]string{{"SET", "k", "v"}}},
+		{name: "ro write", script: "return redis.call('SET', KEYS[1], 'x')", keys: []string{"k"}, ro: true},
+		{name: "ro write pcall", script: "return redis.pcall('INCR', KEYS[1])", keys: []string{"k"}, ro: true},
+		{name: "ro write after read", script: "redis.call('GET', KEYS[1]) redis.call('DEL', KEYS[1]) return 1", keys: []string{"k"}, ro: true},
+		{name: "shebang", script: "#!lua\nreturn redis.call('SET', KEYS[1], 'x')", keys: []string{"k"}},
+		{name: "shebang line numbers", script: "#!lua\nerror('line two')"},
+		{name: "shebang no-writes", script: "#!lua flags=no-writes\nreturn redis.call('SET', KEYS[1], 'x')", keys: []string{"k"}},
+		{name: "shebang no-writes read", script: "#!lua flags=no-writes\nreturn redis.call('GET', KEYS[1])", keys: []string{"k"}},
+		{name: "shebang in ro", script: "#!lua\nreturn 1", ro: true},
+		{name: "shebang no-writes in ro", script: "#!lua flags=no-writes\nreturn 1", ro: true},
+		{name: "shebang flags", script: "#!lua flags=allow-oom,allow-stale,no-cluster,allow-cross-slot-keys\nreturn 1"},
+		{name: "shebang empty flags", script: "#!lua flags=\nreturn 1"},
+		{name: "shebang bad flag", script: "#!lua flags=no-writes,bad\nreturn 1"},
+		{name: "shebang bad engine", script: "#!py\nreturn 1"},
+		{name: "shebang no newline", script: "#!lua"},
+		{name: "shebang bad option", script: "#!lua x=1\nreturn 1"},
+		{name: "shebang quotes", script: "#!lua \"flags=no-writes\"\nreturn 1"},
+		{name: "shebang unbalanced", script: "#!lua \"unbalanced\nreturn 1"},
+	} {
+		h.check(c)
+	}
+}
+
+// TestConformanceScriptCommands compares SCRIPT and EVALSHA with Redis's.
+func TestConformanceScriptCommands(t *testing.T) {
+	h := newHarness(t, Config{})
+	body := "return 'loaded'"
+	sha := SHA([]byte(body))
+	for _, args := range [][]string{
+		{"SCRIPT", "LOAD", body},
+		{"SCRIPT", "LOAD", "return +"},
+		{"SCRIPT", "LOAD"},
+		{"SCRIPT", "EXISTS", sha, strings.ToUpper(sha), "0000000000000000000000000000000000000000", "short"},
+		{"SCRIPT", "EXISTS"},
+		{"EVALSHA", sha, "0"},
+		{"EVALSHA", strings.ToUpper(sha), "0"},
+		{"EVALSHA_RO", sha, "0"},
+		{"EVALSHA", "0000000000000000000000000000000000000000", "0"},
+		{"EVALSHA", "abc", "0"},
+		{"EVALSHA", "abc", "notanumber"},
+		{"EVALSHA", sha, "notanumber"},
+		{"EVALSHA", sha, "2", "onlyone"},
+		{"EVALSHA", sha, "-1"},
+		{"EVAL", body, "01"},
+		{"EVAL", body, "+1", "k"},
+		{"SCRIPT", "KILL"},
+		{"SCRIPT", "KILL", "now"},
+		{"SCRIPT", "FLUSH", "BAD"},
+		{"SCRIPT", "FLUSH", "ASYNC"},
+		{"SCRIPT", "EXISTS", sha},
+		{"EVALSHA", sha, "0"},
+		{"SCRIPT", "LOAD", body},
+		{"SCRIPT", "FLUSH"},
+		{"SCRIPT", "FLUSH", "sync"},
+		{"SCRIPT", "NOPE"},
+		{"SCRIPT", "load", "#!lua flags=bad\nreturn 1"},
+	} {
+		bs := make([][]byte, len(args))
+		for i, a := range args {
+			bs[i] = []byte(a)
+		}
+		want, _ := h.conns[2].doRaw(bs...)
+		var got values.Reply
+		if strings.EqualFold(args[0], "SCRIPT") {
+			got = h.e.ScriptCommand(bs)
+		} else {
+			req, bad := ParseEval(bs)
+			if bad != nil {
+				got = *bad
+			} else {
+				got = h.e.Eval(req, h.fwd)
+			}
+		}
+		if g := writeReply(nil, got, 2); !bytes.Equal(g, want) {
+			t.Errorf("%q:\n  redis:  %q\n  engine: %q", args, want, g)
+		}
 	}
 }

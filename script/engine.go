@@ -55,8 +55,9 @@ type Engine struct {
 
 	hookless bool // states without the hook: for measuring its cost only
 
-	natMu  sync.RWMutex
-	native map[string]Runner // by lower-case sha, Register
+	natMu       sync.RWMutex
+	native      map[string]*nativeEntry // by lower-case sha, Register
+	interpreted atomic.Uint64
 
 	mu        sync.Mutex
 	busy      map[*run]struct{}
@@ -79,7 +80,7 @@ func New(cfg Config) *Engine {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	e := &Engine{cfg: cfg, log: log, native: map[string]Runner{}, busy: map[*run]struct{}{}}
+	e := &Engine{cfg: cfg, log: log, native: map[string]*nativeEntry{}, busy: map[*run]struct{}{}}
 	e.rand.reset()
 	e.watch.init()
 	e.pool.init(e, cfg.IdleStates)
@@ -119,10 +120,18 @@ func (e *Engine) Exists(sha []byte) bool {
 // registered native handlers stay registered.
 func (e *Engine) Flush() { e.cache.flush() }
 
+// nativeEntry is a registered native handler and the runs it served.
+type nativeEntry struct {
+	r    Runner
+	name string
+	runs atomic.Uint64
+}
+
 // Register makes r run the script whose sha is sha (hex, any case) instead
 // of the interpreter, once the script is cached (EVAL of its body, or
 // SCRIPT LOAD): an EVALSHA of a sha never loaded still answers NOSCRIPT,
-// as it would without r. r must do exactly what the script does. A nil r
+// as it would without r. r must do exactly what the script does. Stats
+// names r by its Name method if it has one, else by the sha. A nil r
 // removes the registration.
 func (e *Engine) Register(sha string, r Runner) {
 	key := string(lowerHex([]byte(sha)))
@@ -132,14 +141,36 @@ func (e *Engine) Register(sha string, r Runner) {
 		delete(e.native, key)
 		return
 	}
-	e.native[key] = r
+	name := key
+	if n, ok := r.(interface{ Name() string }); ok {
+		name = n.Name()
+	}
+	e.native[key] = &nativeEntry{r: r, name: name}
 }
 
 // nativeFor returns the native handler registered for sha, if any.
-func (e *Engine) nativeFor(sha string) Runner {
+func (e *Engine) nativeFor(sha string) *nativeEntry {
 	e.natMu.RLock()
 	defer e.natMu.RUnlock()
 	return e.native[sha]
+}
+
+// Stats counts the runs each path served since New: the interpreter, and
+// each native handler registered now, by name. For INFO and metrics.
+type Stats struct {
+	Interpreted uint64
+	Native      map[string]uint64
+}
+
+// Stats returns the counts of runs by path.
+func (e *Engine) Stats() Stats {
+	s := Stats{Interpreted: e.interpreted.Load(), Native: map[string]uint64{}}
+	e.natMu.RLock()
+	defer e.natMu.RUnlock()
+	for _, n := range e.native {
+		s.Native[n.name] += n.runs.Load()
+	}
+	return s
 }
 
 // Busy reports whether some run has gone past the time limit and not yet

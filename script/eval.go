@@ -84,9 +84,11 @@ func (e *Engine) Run(s *Script, req Request, c Caller) values.Reply {
 	x.rec.state.Store(runClean)
 	x.run = &x.rec
 	var reply values.Reply
-	if r := e.nativeFor(s.sha); r != nil {
-		reply = r.Run(x)
+	if n := e.nativeFor(s.sha); n != nil {
+		n.runs.Add(1)
+		reply = n.r.Run(x)
 	} else {
+		e.interpreted.Add(1)
 		reply = s.Run(x)
 	}
 	x.Keys, x.Args, x.caller, x.run, x.rec.tag = nil, nil, nil, nil, nil

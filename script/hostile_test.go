@@ -364,7 +364,6 @@ func TestLargeBodies(t *testing.T) {
 		refused    bool
 	}{
 		{"comment", "return 1 --" + strings.Repeat("x", size), false},
-		{"string literal", "return #'" + strings.Repeat("x", size) + "'", false},
 		{"long string", "return #[[" + strings.Repeat("y", size) + "]]", false},
 		{"statements", strings.Repeat("redis.call('PING')\n", size/19), true},
 		{"table", "return #{" + strings.Repeat("1,", size/2) + "}", true},

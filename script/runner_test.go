@@ -36,6 +36,9 @@ var (
 	cmdPttl    = []byte("PTTL")
 )
 
+// Name is the name Stats gives the handler.
+func (fixedWindow) Name() string { return "fixed-window" }
+
 func (fixedWindow) Run(x *Exec) values.Reply {
 	if len(x.Keys) == 0 {
 		return x.Fail(errorReply(errBadArgTypes), 1)
@@ -164,9 +167,15 @@ func TestNativeRunnerNeedsTheScriptLoaded(t *testing.T) {
 	if mem.calls != 3 {
 		t.Fatalf("the native run made %d calls, want 3", mem.calls)
 	}
+	if s := e.Stats(); s.Interpreted != 0 || s.Native["fixed-window"] != 1 {
+		t.Fatalf("stats %+v, want one native run", s)
+	}
 	e.Register(sha, nil)
 	if r := e.Eval(req, mem); r.Kind != values.Array || r.Elems[1].Int != 3 {
 		t.Fatalf("after unregistering: %q", replyText(r))
+	}
+	if s := e.Stats(); s.Interpreted != 1 || len(s.Native) != 0 {
+		t.Fatalf("stats %+v, want one interpreted run", s)
 	}
 }
 
