@@ -208,3 +208,33 @@ func (c *nopCaller) Call(args [][]byte, resp int) values.Reply {
 	c.n++
 	return values.Reply{Kind: values.Int, Int: c.n%7 + 1}
 }
+
+// TestConcurrentRuns runs one script from many goroutines at once: the
+// compiled body is shared, the states are not (go test -race checks).
+func TestConcurrentRuns(t *testing.T) {
+	e := New(Config{})
+	defer e.Close()
+	mem := newMemCaller()
+	sha, errReply := e.Load([]byte(slidingLogScript))
+	if errReply != nil {
+		t.Fatal(string(errReply.Str))
+	}
+	done := make(chan values.Reply, 8)
+	for g := 0; g < 8; g++ {
+		go func(g int) {
+			var last values.Reply
+			for i := 0; i < 100; i++ {
+				key := []byte(fmt.Sprintf("user:%d", g))
+				args := [][]byte{[]byte(fmt.Sprint(1700000000000 + i)), []byte("60000"), []byte("50"), []byte(fmt.Sprint(i))}
+				last = e.Eval(Request{SHA: []byte(sha), Keys: [][]byte{key}, Args: args}, mem)
+			}
+			done <- last
+		}(g)
+	}
+	for g := 0; g < 8; g++ {
+		r := <-done
+		if r.Kind != values.Array || r.Elems[0].Int != 0 {
+			t.Fatalf("the 100th call of a limit of 50 answered %q", replyText(r))
+		}
+	}
+}
