@@ -1,6 +1,7 @@
 package script
 
 import (
+	"regexp"
 	"sync"
 
 	lua "github.com/yuin/gopher-lua"
@@ -16,6 +17,7 @@ type Script struct {
 	sha   string
 	proto *lua.FunctionProto
 	flags ScriptFlags
+	every bool // names KEYS, SCAN or DBSIZE in a string literal
 	e     *Engine
 }
 
@@ -25,6 +27,15 @@ func (s *Script) SHA() string { return s.sha }
 // Flags returns the flags of the script's shebang line ("#!lua
 // flags=no-writes,allow-oom"); 0 for a script without one.
 func (s *Script) Flags() ScriptFlags { return s.flags }
+
+// SeesEveryKey reports whether the body names a command that reads every
+// key (KEYS, SCAN, DBSIZE) in a string literal, as redis.call('keys', ...)
+// does: the server then runs it with every key locked rather than only
+// those in KEYS, so that such a call sees every key, as on Redis.
+func (s *Script) SeesEveryKey() bool { return s.every }
+
+// everyKey matches a string literal naming a command on every key.
+var everyKey = regexp.MustCompile(`(?i)(["'])(keys|scan|dbsize)["']`)
 
 // Run runs the body in the interpreter: the Runner a native handler
 // replaces.

@@ -109,7 +109,7 @@ func (e *Engine) compile(sha string, body []byte) (*Script, *values.Reply) {
 		r := errorReply(oneLine([]byte(compilePrefix + msg)))
 		return nil, &r
 	}
-	return &Script{sha: sha, proto: proto, flags: flags, e: e}, nil
+	return &Script{sha: sha, proto: proto, flags: flags, every: everyKey.Match(body), e: e}, nil
 }
 
 // shebang parses a "#!lua flags=..." first line: the flags, the length of
