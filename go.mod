@@ -16,6 +16,7 @@ require (
 	github.com/tidwall/match v1.1.1
 	github.com/tidwall/redcon v1.6.2
 	github.com/ulule/limiter/v3 v3.11.2
+	github.com/yuin/gopher-lua v1.1.2
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12
 	gopkg.in/yaml.v3 v3.0.1

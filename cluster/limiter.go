@@ -4,6 +4,7 @@ import (
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/shards"
 	"github.com/rlserver/rlserver/slots"
+	"github.com/rlserver/rlserver/values"
 )
 
 // Check is shards.Store.Check on the store of key's group, if this node
@@ -138,15 +139,15 @@ func (c *Cluster) Prefetch(keys [][]byte) uint64 {
 // serving meanwhile, runs its commands one by one outside a transaction
 // (run gets a nil Tx): each is then routed, and answered MOVED if its slot
 // moved.
-func (c *Cluster) Transact(plan shards.TxPlan, run func(tx *shards.Tx)) {
+func (c *Cluster) Transact(plan shards.TxPlan, run func(tx *shards.Tx)) error {
 	if len(plan.Keys) > 0 {
 		if g, err := c.serving(plan.Keys[0]); err == nil {
 			defer g.serving.RUnlock()
-			g.store.Transact(plan, run)
-			return
+			return g.store.Transact(plan, run)
 		}
 	}
 	run(nil)
+	return nil
 }
 
 // Digest returns the digest of the state of every group this node leads,
@@ -179,10 +180,24 @@ func (c *Cluster) TransactAll(run func(txs []*shards.Tx)) {
 			run(txs)
 			return
 		}
-		gs[i].store.Transact(shards.TxPlan{All: true}, func(tx *shards.Tx) {
+		err := gs[i].store.Transact(shards.TxPlan{All: true}, func(tx *shards.Tx) {
 			txs = append(txs, tx)
 			nest(i + 1)
 		})
+		if err != nil {
+			nest(i + 1) // a busy script's group is left out
+		}
 	}
 	nest(0)
+}
+
+// Proxying reports whether the node forwards the commands of slots it does
+// not serve (--proxy).
+func (c *Cluster) Proxying() bool { return c.cfg.Proxy }
+
+// ForwardExec runs args — a command of package values or a script whose
+// keys lie in key's slot — on the node that serves that slot (see
+// Forwarder.Exec).
+func (c *Cluster) ForwardExec(key []byte, args [][]byte, proto int, now int64) (values.Reply, error) {
+	return c.Forwarder().Exec(slots.Of(key), key, args, proto, now)
 }

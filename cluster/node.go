@@ -463,8 +463,8 @@ func (n *Node) DeleteRule(id string) (bool, error) {
 // other. While the log refuses writes, their replies, which wait for a
 // commit in strong mode, become the error; in fast mode they are kept in
 // memory and logged once the log takes writes again.
-func (n *Node) Transact(plan shards.TxPlan, run func(tx *shards.Tx)) {
-	n.store.Transact(plan, run)
+func (n *Node) Transact(plan shards.TxPlan, run func(tx *shards.Tx)) error {
+	return n.store.Transact(plan, run)
 }
 
 // SetBlock is shards.Store.SetBlock, refused while the log refuses

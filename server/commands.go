@@ -69,6 +69,7 @@ func commandTable() (map[string]*command, []*command) {
 	list = append(list, membershipCommands()...)
 	list = append(list, clusterCommands()...)
 	list = append(list, hotKeyCommands()...)
+	list = append(list, scriptCommands()...)
 	list = append(list, valueCommands(list)...)
 	sort.Slice(list, func(i, j int) bool { return list[i].name < list[j].name })
 	m := make(map[string]*command, len(list))

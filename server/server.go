@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/script"
 )
 
 // Limiter is the key state the server checks against. Implementations are
@@ -93,6 +94,13 @@ type Config struct {
 	// check counters, the latency histogram, INFO's check counts); for
 	// measuring what metrics cost.
 	DisableMetrics bool
+	// LuaTimeLimit is how long a script runs before it is busy: the
+	// commands that would wait for its keys are then answered BUSY, and
+	// SCRIPT KILL may stop it (Redis's lua-time-limit); default 5 s.
+	LuaTimeLimit time.Duration
+	// LuaMemoryLimit bounds the memory one script's Lua values may hold;
+	// default script.DefaultMemoryLimit (64 MiB).
+	LuaMemoryLimit int64
 }
 
 // Defaults for Config fields left zero.
@@ -127,9 +135,10 @@ type Server struct {
 	// nil), so that EXEC's transaction covers rule checks too.
 	txRules  bool
 	bound    MemoryBound
-	input    *budget       // of MaxBuffered
-	connMem  *atomic.Int64 // cfg.ConnMemory, or the server's own
-	throttle throttles     // of the log lines clients can cause
+	input    *budget        // of MaxBuffered
+	connMem  *atomic.Int64  // cfg.ConnMemory, or the server's own
+	throttle throttles      // of the log lines clients can cause
+	scripts  *script.Engine // EVAL, EVALSHA, SCRIPT (script_cmds.go)
 
 	mu       sync.Mutex
 	ln       net.Listener
@@ -223,6 +232,8 @@ func New(cfg Config) *Server {
 	s.throttle = newThrottles()
 	s.cmds, s.list = commandTable()
 	s.metrics = newMetrics(cfg.Registerer, s)
+	s.scripts = script.New(script.Config{TimeLimit: cfg.LuaTimeLimit, MemoryLimit: cfg.LuaMemoryLimit,
+		Logger: cfg.Logger, OnBusy: onBusy})
 	return s
 }
 
@@ -398,6 +409,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	go func() { s.wg.Wait(); close(done) }()
 	select {
 	case <-done:
+		s.scripts.Close()
 		return nil
 	case <-ctx.Done():
 		s.mu.Lock()

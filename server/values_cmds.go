@@ -76,7 +76,10 @@ func (s *Server) runValue(c *conn, vc *values.Command, args [][]byte, now int64)
 			return
 		}
 	}
-	r, err := s.execValue(c, vc, keys, args, now)
+	r, err := s.execValue(c.tx, c.proto, vc, keys, args, now)
+	if err != nil && c.tx == nil && len(keys) > 0 && s.proxying() && !errors.Is(err, shards.ErrBusy) {
+		r, err = s.forwardExec(keys[0], args, c.proto, now)
+	}
 	if err != nil {
 		c.writeErr(err)
 		return
@@ -84,58 +87,113 @@ func (s *Server) runValue(c *conn, vc *values.Command, args [][]byte, now int64)
 	c.writeReply(r)
 }
 
-// execValue runs vc on the keyspace: EXEC's transaction, or one of its
-// own. The error is the routing error of a cluster node that stopped
-// serving the keys meanwhile.
-func (s *Server) execValue(c *conn, vc *values.Command, keys, args [][]byte, now int64) (values.Reply, error) {
-	run := func(ks values.Keyspace, now int64) values.Reply {
-		return values.Exec(ks, now, c.proto, args)
-	}
-	if c.tx != nil {
-		k := c.tx.Keys(now)
-		return run(k, k.Now()), nil
-	}
+// execValue runs vc on this node: in tx (EXEC's transaction) if it is
+// set, else in a transaction of its own, across every store this node
+// serves for the commands on every key. The error is the routing error of
+// a cluster node that does not serve the keys now.
+func (s *Server) execValue(tx *shards.Tx, proto int, vc *values.Command, keys, args [][]byte, now int64) (values.Reply, error) {
 	all := vc.Flags&values.AllKeys != 0
-	if sp, ok := s.cfg.Limiter.(Spanner); ok && all {
+	if sp, ok := s.cfg.Limiter.(Spanner); ok && all && tx == nil {
 		var r values.Reply
 		sp.TransactAll(func(txs []*shards.Tx) {
 			ks := spanKeys(txs, now)
-			r = run(ks, ks.now)
+			r = values.Exec(ks, ks.now, proto, args)
 		})
 		return r, nil
 	}
-	t, ok := s.cfg.Limiter.(Transactor)
-	if !ok {
-		return values.Reply{}, errNoValues
-	}
 	var r values.Reply
-	ran := false
-	t.Transact(shards.TxPlan{Keys: keys, All: all}, func(tx *shards.Tx) {
-		if tx == nil {
+	ran, err := s.onKeys(tx, keys, all, false, now, func(k *shards.Keys, _ *shards.Tx) {
+		if k == nil {
+			r = values.ErrorReply("ERR this command needs a key")
 			return
 		}
-		k := tx.Keys(now)
-		r, ran = run(k, k.Now()), true
+		r = values.Exec(k, k.Now(), proto, args)
 		for _, key := range keys {
 			k.Hot(key)
 		}
 	})
+	if err != nil {
+		return values.Reply{}, err
+	}
 	if !ran {
-		return values.Reply{}, s.routeAgain(c, keys)
+		return values.Reply{}, s.routeAgain(keys)
 	}
 	return r, nil
 }
 
+// ExecForwarder is implemented by a cluster node run with --proxy: a
+// command of package values or a script whose slot another node serves
+// is run there, for clients that do not follow MOVED.
+type ExecForwarder interface {
+	// Proxying reports whether the node forwards (--proxy).
+	Proxying() bool
+	// ForwardExec runs args, whose keys lie in key's slot, on the node
+	// that serves it, and returns its reply.
+	ForwardExec(key []byte, args [][]byte, proto int, now int64) (values.Reply, error)
+}
+
+// proxying reports whether the Limiter is a cluster node that forwards
+// the commands of slots it does not serve (--proxy).
+func (s *Server) proxying() bool {
+	f, ok := s.cfg.Limiter.(ExecForwarder)
+	return ok && f.Proxying()
+}
+
+// forwardExec forwards a command of values or a script that this node
+// does not serve to the node that does (see proxying).
+func (s *Server) forwardExec(key []byte, args [][]byte, proto int, now int64) (values.Reply, error) {
+	return s.cfg.Limiter.(ExecForwarder).ForwardExec(key, args, proto, now)
+}
+
+// ExecLocal runs a command of package values or an EVAL-family command
+// that another cluster node forwarded, on this node, and returns its reply
+// for protocol proto (cluster.Executor). A routing error (this node does
+// not serve the keys now) is a reply too: TRYAGAIN, MOVED, CLUSTERDOWN.
+func (s *Server) ExecLocal(args [][]byte, proto int, now int64) values.Reply {
+	if len(args) == 0 {
+		return values.ErrorReply("ERR empty command")
+	}
+	cmd := s.lookup(args[0])
+	switch {
+	case cmd == nil:
+		return values.ErrorReply(unknownCommand(args))
+	case !cmd.arityOK(len(args)):
+		return values.ErrorReply("ERR wrong number of arguments for '" + cmd.name + "' command")
+	}
+	var r values.Reply
+	var err error
+	switch {
+	case cmd.value != nil:
+		keys := cmd.keysOf(args, nil)
+		r, err = s.execValue(nil, proto, cmd.value, keys, args, now)
+	case cmd.numKeysAt > 0:
+		r, err = s.evalLocal(nil, proto, args, now)
+	default:
+		return values.ErrorReply("ERR '" + cmd.name + "' is not forwarded")
+	}
+	if err != nil {
+		return values.ErrorReply(replyError(err))
+	}
+	return r
+}
+
 // routeAgain returns the routing error of keys whose group this cluster
-// node stopped serving between the command's routing and its run.
-func (s *Server) routeAgain(c *conn, keys [][]byte) error {
+// node stopped serving between the command's routing and its run:
+// Route's, or TRYAGAIN (a proxying node, whose Route is always nil).
+func (s *Server) routeAgain(keys [][]byte) error {
 	if s.cl != nil && len(keys) > 0 {
 		if err := s.cl.Route(slots.Of(keys[0])); err != nil {
 			return err
 		}
+		return errMovedMeanwhile
 	}
 	return errNoValues
 }
+
+// errMovedMeanwhile is answered when the keys' group moved between the
+// command's routing and its run, on a node that routes every key
+// (--proxy): a forwarder retries it.
+var errMovedMeanwhile = errors.New("TRYAGAIN the keys' slot moved while the command waited; try again")
 
 // writeReply writes r, built for c's protocol by package values.
 func (c *conn) writeReply(r values.Reply) {
@@ -163,6 +221,17 @@ func (c *conn) writeReply(r values.Reply) {
 		for _, e := range r.Elems {
 			c.writeReply(e)
 		}
+	case values.Set:
+		c.writeSet(len(r.Elems))
+		for _, e := range r.Elems {
+			c.writeReply(e)
+		}
+	case values.Bool:
+		c.writeBool(r)
+	case values.BigNumber:
+		c.writeTyped('(', r.Str)
+	case values.Verbatim:
+		c.writeVerbatimReply(r.Str)
 	default: // Array
 		c.writeArray(len(r.Elems))
 		for _, e := range r.Elems {
@@ -180,5 +249,47 @@ func (c *conn) writeDouble(r values.Reply) {
 	} else {
 		c.out = strconv.AppendFloat(c.out, r.Float, 'g', -1, 64)
 	}
+	c.out = append(c.out, '\r', '\n')
+}
+
+// writeBool writes a RESP3 boolean (an integer in RESP2).
+func (c *conn) writeBool(r values.Reply) {
+	if c.proto != 3 {
+		c.writeInt(r.Int)
+		return
+	}
+	if r.Int != 0 {
+		c.out = append(c.out, "#t\r\n"...)
+	} else {
+		c.out = append(c.out, "#f\r\n"...)
+	}
+}
+
+// writeTyped writes a RESP3 simple type (big number) whose text is b (a
+// bulk string in RESP2).
+func (c *conn) writeTyped(kind byte, b []byte) {
+	if c.proto != 3 {
+		c.writeBulk(b)
+		return
+	}
+	c.out = append(c.out, kind)
+	c.out = append(c.out, b...)
+	c.out = append(c.out, '\r', '\n')
+}
+
+// writeVerbatimReply writes a RESP3 verbatim string, b being "fmt:text"
+// (the text alone as a bulk string in RESP2).
+func (c *conn) writeVerbatimReply(b []byte) {
+	if c.proto != 3 {
+		if len(b) >= 4 {
+			b = b[4:]
+		}
+		c.writeBulk(b)
+		return
+	}
+	c.out = append(c.out, '=')
+	c.out = strconv.AppendInt(c.out, int64(len(b)), 10)
+	c.out = append(c.out, '\r', '\n')
+	c.out = append(c.out, b...)
 	c.out = append(c.out, '\r', '\n')
 }

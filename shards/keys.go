@@ -49,6 +49,9 @@ func (tx *Tx) Keys(now int64) *Keys {
 // Now returns the time the keyspace runs at, ns since the epoch.
 func (k *Keys) Now() int64 { return k.now }
 
+// All reports whether the transaction holds every shard.
+func (k *Keys) All() bool { return k.tx.all }
+
 // Holds reports whether key's shard is held by the transaction, so that
 // key may be used.
 func (k *Keys) Holds(key []byte) bool {

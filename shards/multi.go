@@ -78,7 +78,9 @@ func (s *Store) CheckAll(ops []Op, cost, now int64) (bool, error) {
 	if err := s.prepare(ops); err != nil {
 		return false, err
 	}
-	s.lockAll(ops, true)
+	if err := s.lockOps(ops); err != nil {
+		return false, err
+	}
 	defer s.lockAll(ops, false)
 	return s.checkLocked(ops, cost, now)
 }
@@ -128,6 +130,46 @@ func (s *Store) prepare(ops []Op) error {
 		}
 	}
 	return nil
+}
+
+// lockOps locks each distinct shard of ops once, in ascending index
+// order, as a client's command does (lockCmd); if a shard is a busy
+// script's, it unlocks what it took and returns ErrBusy.
+func (s *Store) lockOps(ops []Op) error {
+	for prev := -1; ; {
+		next := -1
+		for i := range ops {
+			if sh := ops[i].shard; sh > prev && (next < 0 || sh < next) {
+				next = sh
+			}
+		}
+		if next < 0 {
+			return nil
+		}
+		if err := s.shards[next].lockCmd(); err != nil {
+			s.unlockBelow(ops, next)
+			return err
+		}
+		prev = next
+	}
+}
+
+// unlockBelow unlocks each distinct shard of ops below end.
+func (s *Store) unlockBelow(ops []Op, end int) {
+	done := -1
+	for {
+		next := -1
+		for i := range ops {
+			if sh := ops[i].shard; sh > done && sh < end && (next < 0 || sh < next) {
+				next = sh
+			}
+		}
+		if next < 0 {
+			return
+		}
+		s.shards[next].mu.Unlock()
+		done = next
+	}
 }
 
 // lockAll locks (or unlocks) each distinct shard of ops once, in

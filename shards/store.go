@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/rlserver/rlserver/engine"
@@ -65,6 +66,10 @@ type shard struct {
 	lim     *limits     // the Store's memory bound (see room)
 	rng     uint64      // xorshift state for choosing victims
 	hot     hotSketch
+	// scripts counts the script transactions holding or about to hold
+	// the shard, busy says one has run past its time limit (busy.go).
+	scripts atomic.Int32
+	busy    atomic.Bool
 	// vals holds the keys that hold Redis values (see values.go);
 	// valBytes is the memory they are accounted.
 	vals     map[string]*valEntry
@@ -188,7 +193,9 @@ func (s *Store) shardFor(key []byte) *shard {
 func (s *Store) Check(key []byte, a engine.Algo, p engine.Params, cost, now int64) (engine.Result, error) {
 	h := xxhash.Sum64(key)
 	sh := &s.shards[h&s.mask]
-	sh.mu.Lock()
+	if err := sh.lockCmd(); err != nil {
+		return engine.Result{}, err
+	}
 	defer sh.mu.Unlock()
 	return sh.check(key, h, a, p, cost, now)
 }
@@ -310,7 +317,9 @@ func (sh *shard) remove(key []byte, e *entry) {
 func (s *Store) Throttle(key []byte, maxBurst, count, period, quantity, now int64) (engine.CellResult, error) {
 	h := xxhash.Sum64(key)
 	sh := &s.shards[h&s.mask]
-	sh.mu.Lock()
+	if err := sh.lockCmd(); err != nil {
+		return engine.CellResult{}, err
+	}
 	defer sh.mu.Unlock()
 	return sh.throttle(key, h, maxBurst, count, period, quantity, now)
 }
@@ -373,7 +382,9 @@ func (s *Store) Reset(key []byte, now int64) (bool, error) {
 		return false, err
 	}
 	sh := s.shardFor(key)
-	sh.mu.Lock()
+	if err := sh.lockCmd(); err != nil {
+		return false, err
+	}
 	defer sh.mu.Unlock()
 	return sh.reset(key, now), nil
 }
@@ -385,12 +396,15 @@ func (sh *shard) reset(key []byte, now int64) bool {
 }
 
 // Len returns the number of keys held, Redis values included, and
-// including expired keys that have not been swept yet.
+// including expired keys that have not been swept yet. The shards of a
+// script past its time limit are not counted.
 func (s *Store) Len() int {
 	n := 0
 	for i := range s.shards {
 		sh := &s.shards[i]
-		sh.mu.Lock()
+		if sh.lockCmd() != nil {
+			continue
+		}
 		n += sh.keys()
 		sh.mu.Unlock()
 	}
@@ -404,7 +418,9 @@ func (s *Store) MemoryBytes() int64 {
 	var n int64
 	for i := range s.shards {
 		sh := &s.shards[i]
-		sh.mu.Lock()
+		if sh.lockCmd() != nil {
+			continue // a busy script's: counted once it ends
+		}
 		n += sh.memory()
 		sh.mu.Unlock()
 	}

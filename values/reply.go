@@ -21,6 +21,11 @@ const (
 	NilArray                  // *-1 (RESP3 _)
 	Double                    // RESP3 ,n; Float holds it
 	Map                       // RESP3 %n; Elems holds key, value, key, value...
+	// Kinds only a script's result takes (RESP3 connections only).
+	Bool      // RESP3 #t / #f; Int is 1 or 0
+	Set       // RESP3 ~n; Elems are its members
+	BigNumber // RESP3 (n; Str holds the digits
+	Verbatim  // RESP3 =n; Str holds the format, a colon and the text ("txt:hi")
 )
 
 // Reply is a command's reply, a tree of RESP values.

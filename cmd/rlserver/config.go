@@ -15,6 +15,7 @@ import (
 
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/internal/clientid"
+	"github.com/rlserver/rlserver/script"
 	"github.com/rlserver/rlserver/shards"
 	"gopkg.in/yaml.v3"
 )
@@ -33,6 +34,8 @@ type Config struct {
 	IPv6Prefix      int    // network length by which /v1/forward-auth counts IPv6 callers
 	MaxKeyBytes     int
 	MaxLogLimit     int64
+	LuaTimeLimit    time.Duration // a script past it is busy: BUSY to what waits for its keys, SCRIPT KILL stops it
+	LuaMemoryLimit  int64         // bytes one script's Lua values may hold
 	Shards          int
 	LogLevel        string
 	LogFormat       string // text or json
@@ -97,6 +100,8 @@ func flagSet(cfg *Config) *flag.FlagSet {
 	fs.IntVar(&cfg.IPv6Prefix, "ipv6-prefix", clientid.DefaultIPv6Prefix, "network length (1 to 128) by which /v1/forward-auth counts IPv6 callers: every address of a /64 is one ip; 128 counts each address")
 	fs.IntVar(&cfg.MaxKeyBytes, "max-key-bytes", 1024, "longest key accepted, in bytes")
 	fs.Int64Var(&cfg.MaxLogLimit, "max-log-limit", 10000, "largest limit accepted for the log algorithm")
+	fs.DurationVar(&cfg.LuaTimeLimit, "lua-time-limit", 5*time.Second, "a script running longer is busy: commands that would wait for its keys get -BUSY, and SCRIPT KILL stops it if it has not written (Redis's lua-time-limit)")
+	fs.Var(sizeValue{&cfg.LuaMemoryLimit}, "lua-memory-limit", "memory one script's Lua values may hold before it stops with an error (64mb)")
 	fs.IntVar(&cfg.Shards, "shards", 256, "lock stripes for key state (rounded up to a power of two)")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "log format: text (key=value lines) or json (one JSON object a line, with time, level and msg)")
@@ -151,7 +156,8 @@ var onlyOnCommandLine = map[string]bool{"config": true, "version": true}
 // loadConfig builds the Config from args, the environment and the YAML file.
 // getenv is os.Getenv in production.
 func loadConfig(args []string, getenv func(string) string, stdout io.Writer) (Config, error) {
-	cfg := Config{SnapshotBytes: cluster.DefaultSnapshotBytes, MinFreeDisk: cluster.DefaultMinFreeDisk, DiskBallast: cluster.DefaultDiskBallast}
+	cfg := Config{SnapshotBytes: cluster.DefaultSnapshotBytes, MinFreeDisk: cluster.DefaultMinFreeDisk, DiskBallast: cluster.DefaultDiskBallast,
+		LuaMemoryLimit: script.DefaultMemoryLimit}
 	fs := flagSet(&cfg)
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
@@ -248,6 +254,10 @@ func (c *Config) Validate() error {
 		return errors.New("--listen must not be empty")
 	case c.MaxKeyBytes < 1 || c.MaxKeyBytes > 1<<20:
 		return fmt.Errorf("--max-key-bytes %d: want 1 to 1048576", c.MaxKeyBytes)
+	case c.LuaTimeLimit < time.Millisecond:
+		return fmt.Errorf("--lua-time-limit %s: want at least 1ms", c.LuaTimeLimit)
+	case c.LuaMemoryLimit < 1<<20:
+		return fmt.Errorf("--lua-memory-limit %d: want at least 1mb", c.LuaMemoryLimit)
 	case c.MaxLogLimit < 1 || c.MaxLogLimit > 1<<24:
 		return fmt.Errorf("--max-log-limit %d: want 1 to 16777216", c.MaxLogLimit)
 	case c.Shards < 1 || c.Shards > 1<<16:

@@ -90,7 +90,11 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 		Logger: log, Registerer: reg, Version: version, IOLoops: cfg.IOLoops,
 		MaxClients: clients, IdleTimeout: time.Duration(cfg.Timeout) * time.Second,
 		ConnMemory: &connMem, MaxBuffered: maxBuffered(cfg.MaxMemory), OpenClients: &open,
+		LuaTimeLimit: cfg.LuaTimeLimit, LuaMemoryLimit: cfg.LuaMemoryLimit,
 	})
+	if st.cl != nil {
+		st.cl.SetExecutor(srv) // runs the commands of values and scripts other nodes forward
+	}
 	tc, tf, err := tlsConfig(cfg)
 	if err != nil {
 		return err
