@@ -15,7 +15,6 @@ import (
 // report a difference within a few dozen steps, on any server pair.
 func TestHarnessSeesDifferences(t *testing.T) {
 	t.Parallel()
-	requirePython(t, "redis", "limits", "flask", "flask_limiter")
 	ctx := context.Background()
 	seed := testseed.Rand(t).Uint64()
 	const steps = 60

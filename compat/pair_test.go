@@ -50,9 +50,17 @@ type pair struct {
 
 	checked time.Time    // when ready last read the keys' PTTLs
 	called  [2]time.Time // start and end of the current step's calls
+	// deadline is the first instant after ready at which a key expires
+	// or a decision boundary falls; a step that ends later is tainted:
+	// the two sides may legitimately differ, so it is not compared.
+	deadline time.Time
+	expiry   time.Time // the first expiry nearExpiry saw
+	tainted  bool
+	calls    int // both's calls in this step
 
 	// Figures of the run.
-	steps, settleWaits, boundaryWaits, unguarded   int
+	steps, settleWaits, boundaryWaits, skipped     int
+	errorsAlike                                    int // calls both sides failed alike
 	maxSpan, maxExposure, maxTTLDiff, maxResetDiff time.Duration
 }
 
@@ -71,6 +79,13 @@ func startPair(t *testing.T) *pair {
 	}
 	for i, addr := range p.addrs {
 		p.c[i] = redis.NewClient(&redis.Options{Addr: addr})
+		info, err := p.c[i].Info(context.Background(), "server").Result()
+		if err != nil {
+			t.Fatalf("INFO on %s: %v", sideNames[i], err)
+		}
+		if isRL := strings.Contains(info, "rlserver_version:"); isRL != (i == 1 && *sutFlag == "rlserver") {
+			t.Fatalf("%s at %s is not the server it should be: INFO server says\n%s", sideNames[i], addr, info)
+		}
 		p.c2[i] = redis.NewClient(&redis.Options{Addr: addr, Protocol: 2})
 		t.Cleanup(func() { p.c[i].Close(); p.c2[i].Close() })
 		if err := p.c[i].FlushAll(context.Background()).Err(); err != nil {
@@ -91,30 +106,47 @@ func (p *pair) note(format string, args ...any) {
 // fail returns the mismatch of what between a and b, with the seed, the
 // step and the steps before it.
 func (p *pair) fail(what string, a, b any) error {
-	note := ""
-	if exp := p.called[1].Sub(p.checked); exp > guard {
-		note = fmt.Sprintf("\n(this step ended %v after the expiry check, more than the %v guard: "+
-			"an expiry may have fallen inside it)", exp.Round(time.Millisecond), guard)
-	}
-	return fmt.Errorf("step %d (replay with the seed logged above): %s differs\n  %s %s: %#v\n  %s %s: %#v%s\nlast steps:\n  %s",
-		p.step, what, sideNames[0], p.addrs[0], a, sideNames[1], p.addrs[1], b, note,
+	return fmt.Errorf("step %d (replay with the seed logged above): %s differs\n  %s %s: %#v\n  %s %s: %#v\nlast steps:\n  %s",
+		p.step, what, sideNames[0], p.addrs[0], a, sideNames[1], p.addrs[1], b,
 		strings.Join(p.record, "\n  "))
 }
 
-// both runs call on side 0, then at once on side 1, and notes how long
-// the two calls took.
+// both runs call on side 0, then at once on side 1, notes how long the
+// two calls took, and taints the step if they ended past the deadline.
 func both[T any](p *pair, call func(side int) T) [2]T {
 	p.called[0] = time.Now()
 	out := [2]T{call(0), call(1)}
 	p.called[1] = time.Now()
 	p.maxSpan = max(p.maxSpan, p.called[1].Sub(p.called[0]))
-	exp := p.called[1].Sub(p.checked)
-	p.maxExposure = max(p.maxExposure, exp)
-	if exp > guard {
-		p.unguarded++
+	p.maxExposure = max(p.maxExposure, p.called[1].Sub(p.checked))
+	if !p.called[1].Add(2 * time.Millisecond).Before(p.deadline) {
+		p.tainted = true
 	}
 	p.steps++
+	p.calls++
 	return out
+}
+
+// resync ends a tainted step: its results are not compared, and both
+// sides start again from no keys (their states may legitimately differ
+// from here). Too many of them fail the run: the machine was too slow to
+// compare anything.
+func (p *pair) resync(ctx context.Context, steps int) error {
+	p.skipped++
+	p.steps -= p.calls
+	p.note("tainted (it ended %v after the keys were read, past an expiry or boundary): not compared; FLUSHALL",
+		p.called[1].Sub(p.checked).Round(time.Millisecond))
+	if p.skipped > steps/4+2 {
+		return fmt.Errorf("step %d: %d steps of %d ran past an expiry or a decision boundary that was "+
+			"more than %v away when they began: the machine is too slow to compare the servers\nlast steps:\n  %s",
+			p.step, p.skipped, p.step+1, guard, strings.Join(p.record, "\n  "))
+	}
+	for i, c := range p.c {
+		if err := c.FlushAll(ctx).Err(); err != nil {
+			return fmt.Errorf("FLUSHALL on %s: %w", sideNames[i], err)
+		}
+	}
+	return nil
 }
 
 // ready waits until no key on either side is within guard of expiring (a
@@ -143,10 +175,17 @@ func (p *pair) ready(ctx context.Context, boundaries func() ([]time.Time, error)
 				return err
 			}
 		}
-		if wait := awayFrom(time.Now(), bs); wait > 0 {
+		now := time.Now()
+		if wait := awayFrom(now, bs); wait > 0 {
 			p.boundaryWaits++
 			time.Sleep(wait)
 			continue
+		}
+		p.deadline, p.tainted, p.calls = p.expiry, false, 0
+		for _, b := range bs {
+			if b.After(now) && b.Before(p.deadline) {
+				p.deadline = b
+			}
 		}
 		return nil
 	}
@@ -154,9 +193,11 @@ func (p *pair) ready(ctx context.Context, boundaries func() ([]time.Time, error)
 }
 
 // nearExpiry reads every key's PTTL on both sides and reports whether one
-// is within guard of expiring; it sets p.checked.
+// is within guard of expiring; it sets p.checked, and p.expiry to the
+// first instant a key expires.
 func (p *pair) nearExpiry(ctx context.Context) (bool, error) {
 	p.checked = time.Now()
+	p.expiry = p.checked.Add(time.Hour)
 	for i, c := range p.c {
 		keys, err := c.Keys(ctx, "*").Result()
 		if err != nil {
@@ -171,8 +212,12 @@ func (p *pair) nearExpiry(ctx context.Context) (bool, error) {
 			return false, fmt.Errorf("PTTL on %s: %w", sideNames[i], err)
 		}
 		for _, cmd := range cmds {
-			if ms, _ := cmd.Int64(); ms >= 0 && ms <= guard.Milliseconds() {
+			ms, _ := cmd.Int64()
+			if ms >= 0 && ms <= guard.Milliseconds() {
 				return true, nil
+			}
+			if at := p.checked.Add(time.Duration(ms) * time.Millisecond); ms >= 0 && at.Before(p.expiry) {
+				p.expiry = at
 			}
 		}
 	}
@@ -200,37 +245,63 @@ type stored struct {
 	PTTL  int64
 }
 
+// dump reads key on one side, in one MULTI/EXEC so that an expiry cannot
+// fall between the readings.
 func dump(ctx context.Context, c *redis.Client, key string) (stored, error) {
-	var s stored
-	var err error
-	if s.Type, err = c.Type(ctx, key).Result(); err != nil {
-		return s, err
-	}
-	switch s.Type {
-	case "string":
-		var v string
-		v, err = c.Get(ctx, key).Result()
-		s.Items = []string{v}
-	case "list":
-		s.Items, err = c.LRange(ctx, key, 0, -1).Result()
-	case "hash":
-		var m map[string]string
-		m, err = c.HGetAll(ctx, key).Result()
-		for _, f := range slices.Sorted(maps.Keys(m)) {
-			s.Items = append(s.Items, f, m[f])
+	for {
+		typ, err := c.Type(ctx, key).Result()
+		if err != nil {
+			return stored{}, err
 		}
-	case "zset":
-		var zs []redis.Z
-		zs, err = c.ZRangeWithScores(ctx, key, 0, -1).Result()
-		for _, z := range zs {
-			s.Items = append(s.Items, z.Member.(string), strconv.FormatFloat(z.Score, 'g', -1, 64))
+		var inner *redis.StatusCmd
+		var read redis.Cmder
+		var pttl *redis.Cmd
+		_, err = c.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+			inner = pipe.Type(ctx, key)
+			switch typ {
+			case "string":
+				read = pipe.Get(ctx, key)
+			case "list":
+				read = pipe.LRange(ctx, key, 0, -1)
+			case "hash":
+				read = pipe.HGetAll(ctx, key)
+			case "zset":
+				read = pipe.ZRangeWithScores(ctx, key, 0, -1)
+			}
+			pttl = pipe.Do(ctx, "PTTL", key)
+			return nil
+		})
+		if err != nil {
+			return stored{}, err
 		}
+		if inner.Val() != typ {
+			continue // it changed (expired) in between
+		}
+		return stored{Type: typ, Items: items(read), PTTL: pttl.Val().(int64)}, nil
 	}
-	if err != nil {
-		return s, err
+}
+
+// items returns what read read as stored's items.
+func items(read redis.Cmder) []string {
+	switch r := read.(type) {
+	case *redis.StringCmd:
+		return []string{r.Val()}
+	case *redis.StringSliceCmd:
+		return r.Val()
+	case *redis.MapStringStringCmd:
+		var out []string
+		for _, f := range slices.Sorted(maps.Keys(r.Val())) {
+			out = append(out, f, r.Val()[f])
+		}
+		return out
+	case *redis.ZSliceCmd:
+		var out []string
+		for _, z := range r.Val() {
+			out = append(out, z.Member.(string), strconv.FormatFloat(z.Score, 'g', -1, 64))
+		}
+		return out
 	}
-	s.PTTL, err = c.Do(ctx, "PTTL", key).Int64()
-	return s, err
+	return nil
 }
 
 // clockTol is how far values written from the servers' clocks may differ:
@@ -249,14 +320,20 @@ func (p *pair) compareStored(ctx context.Context, key, keyB string, tol func(fie
 		keyB = key
 	}
 	start := time.Now()
-	var s [2]stored
-	for i, k := range [2]string{key, keyB} {
-		var err error
-		if s[i], err = dump(ctx, p.c[i], k); err != nil {
-			return fmt.Errorf("reading %s on %s: %w", k, sideNames[i], err)
-		}
+	s, err := p.dumpBoth(ctx, key, keyB)
+	if err != nil {
+		return err
 	}
 	ttlTol := p.clockTol() + time.Since(start)
+	if gone := max(s[0].PTTL, s[1].PTTL); (s[0].PTTL == -2) != (s[1].PTTL == -2) &&
+		gone >= 0 && time.Duration(gone)*time.Millisecond <= ttlTol {
+		// Read while it expired: gone on one side, about to go on the
+		// other. Wait it out and read again.
+		time.Sleep(time.Duration(gone+2) * time.Millisecond)
+		if s, err = p.dumpBoth(ctx, key, keyB); err != nil {
+			return err
+		}
+	}
 	if !sameItems(s[0], s[1], tol) {
 		return p.fail("stored value of "+key, s[0], s[1])
 	}
@@ -267,6 +344,18 @@ func (p *pair) compareStored(ctx context.Context, key, keyB string, tol func(fie
 	}
 	p.maxTTLDiff = max(p.maxTTLDiff, d)
 	return nil
+}
+
+// dumpBoth reads key on side a and keyB on side b.
+func (p *pair) dumpBoth(ctx context.Context, key, keyB string) ([2]stored, error) {
+	var s [2]stored
+	for i, k := range [2]string{key, keyB} {
+		var err error
+		if s[i], err = dump(ctx, p.c[i], k); err != nil {
+			return s, fmt.Errorf("reading %s on %s: %w", k, sideNames[i], err)
+		}
+	}
+	return s, nil
 }
 
 func sameItems(a, b stored, tol func(string) float64) bool {
@@ -363,6 +452,19 @@ func pause(rng *rand.Rand, max time.Duration) {
 	}
 }
 
+// spoil sets key to a string that is not a number, for ttl, on both
+// sides: the next calls of a limiter on it fail, and their errors are
+// compared (scripts' errors name the script and the line).
+func (p *pair) spoil(ctx context.Context, key string, ttl time.Duration) error {
+	p.note("SET %s garbage PX %d", key, ttl.Milliseconds())
+	for i, c := range p.c {
+		if err := c.Set(ctx, key, "garbage", ttl).Err(); err != nil {
+			return fmt.Errorf("SET on %s: %w", sideNames[i], err)
+		}
+	}
+	return nil
+}
+
 // errText is err's message, "" for nil and redis.Nil.
 func errText(err error) string {
 	if err == nil || errors.Is(err, redis.Nil) {
@@ -373,11 +475,12 @@ func errText(err error) string {
 
 // figures is the run's summary for the test log.
 func (p *pair) figures() string {
-	return fmt.Sprintf("%d calls compared; waits: %d for expiries, %d for boundaries; "+
-		"longest step %v, longest from expiry check to step end %v (%d steps past the %v guard); "+
+	return fmt.Sprintf("%d calls compared (%d failing alike); waits: %d for expiries, %d for boundaries; "+
+		"longest step %v, longest from expiry check to step end %v; "+
+		"%d steps not compared (they ran past an expiry or boundary, and FLUSHALL followed); "+
 		"largest PTTL difference %v, largest reset difference %v",
-		p.steps, p.settleWaits, p.boundaryWaits, p.maxSpan.Round(time.Microsecond),
-		p.maxExposure.Round(time.Microsecond), p.unguarded, guard, p.maxTTLDiff, p.maxResetDiff)
+		p.steps, p.errorsAlike, p.settleWaits, p.boundaryWaits, p.maxSpan.Round(time.Microsecond),
+		p.maxExposure.Round(time.Microsecond), p.skipped, p.maxTTLDiff, p.maxResetDiff)
 }
 
 func abs(x int64) int64 {

@@ -40,7 +40,8 @@ const jan2017 = 1483228800
 // reads the server's TIME; EVALSHA, EVAL on NOSCRIPT; DEL for Reset)
 // against redis-server and rlserver in lock step: Allow, AllowN,
 // AllowAtMost and Reset on random keys, limits and costs, SCRIPT FLUSH
-// now and then. Allowed and remaining must be equal, retry and reset
+// now and then, and now and then a key that holds no number (the script
+// fails: the errors are compared). Allowed and remaining must be equal, retry and reset
 // within a second, the stored TATs and their PTTLs as close as the clocks
 // explain.
 func TestRedisRate(t *testing.T) {
@@ -80,14 +81,21 @@ func driveRedisRate(ctx context.Context, p *pair, rng *rand.Rand, steps int, ske
 	for p.step = 0; p.step < steps; p.step++ {
 		pause(rng, 100*time.Millisecond)
 		k := keys[rng.IntN(len(keys))]
-		op, n := choose(rng, 30, 30, 25, 7, 5), 1+rng.IntN(4)
-		p.note("%s %s %v n=%d", []string{"Allow", "AllowN", "AllowAtMost", "Reset", "SCRIPT FLUSH"}[op], k.name, k.limit[0], n)
-		if op == 4 {
+		op, n := choose(rng, 30, 30, 25, 7, 5, 2), 1+rng.IntN(4)
+		switch op {
+		case 4:
+			p.note("SCRIPT FLUSH")
 			if err := p.scriptFlush(ctx); err != nil {
 				return err
 			}
 			continue
+		case 5:
+			if err := p.spoil(ctx, "rate:"+k.name, 300*time.Millisecond); err != nil {
+				return err
+			}
+			continue
 		}
+		p.note("%s %s %v n=%d", []string{"Allow", "AllowN", "AllowAtMost", "Reset"}[op], k.name, k.limit[0], n)
 		if err := p.ready(ctx, func() ([]time.Time, error) { return tatBoundaries(ctx, p, k) }); err != nil {
 			return err
 		}
@@ -106,6 +114,12 @@ func driveRedisRate(ctx context.Context, p *pair, rng *rand.Rand, steps int, ske
 			}
 			return rateOut{r, errText(err)}
 		})
+		if p.tainted {
+			if err := p.resync(ctx, steps); err != nil {
+				return err
+			}
+			continue
+		}
 		if err := compareRate(p, out); err != nil {
 			return err
 		}
@@ -121,6 +135,9 @@ func compareRate(p *pair, out [2]rateOut) error {
 	a, b := out[0], out[1]
 	if a.err != b.err || (a.res == nil) != (b.res == nil) {
 		return p.fail("the call", a, b)
+	}
+	if a.err != "" {
+		p.errorsAlike++
 	}
 	if a.res == nil {
 		return nil
@@ -153,7 +170,7 @@ func tatBoundaries(ctx context.Context, p *pair, k rateKey) ([]time.Time, error)
 		}
 		tat, err := strconv.ParseFloat(v, 64)
 		if err != nil {
-			return nil, fmt.Errorf("%s stores TAT %q: %w", sideNames[i], v, err)
+			continue // spoilt: the script fails
 		}
 		interval := k.limit[i].Period.Seconds() / float64(k.limit[i].Rate)
 		bs = append(bs, gridNear(time.Now(), jan2017+tat, interval, true)...)

@@ -122,9 +122,15 @@ func driveHand(ctx context.Context, p *pair, rng *rand.Rand, h hand, steps int, 
 	for p.step = 0; p.step < steps; p.step++ {
 		pause(rng, 120*time.Millisecond)
 		k := keys[rng.IntN(len(keys))]
-		if rng.IntN(20) == 0 {
+		switch rng.IntN(40) {
+		case 0, 1:
 			p.note("SCRIPT FLUSH")
 			if err := p.scriptFlush(ctx); err != nil {
+				return err
+			}
+			continue
+		case 2:
+			if err := p.spoil(ctx, k.name, 300*time.Millisecond); err != nil {
 				return err
 			}
 			continue
@@ -143,12 +149,23 @@ func driveHand(ctx context.Context, p *pair, rng *rand.Rand, h hand, steps int, 
 		if err != nil {
 			return err
 		}
+		if p.tainted {
+			if err := p.resync(ctx, steps); err != nil {
+				return err
+			}
+			continue
+		}
 		var tol func(int) float64
 		if h.replyTol != nil {
 			tol = h.replyTol(p, k)
 		}
 		if got[0].err != got[1].err || !sameReply(got[0].v, got[1].v, tol) {
+			st, _ := p.dumpBoth(ctx, k.name, "")
+			p.note("after it: %s holds %+v on a, %+v on b", k.name, st[0], st[1])
 			return p.fail("the reply", got[0], got[1])
+		}
+		if got[0].err != "" {
+			p.errorsAlike++
 		}
 		var stol func(string) float64
 		if h.storeTol != nil {
@@ -272,6 +289,9 @@ func slidingLog(s luaScript, useTime bool) hand {
 			var bs []time.Time
 			for _, c := range p.c {
 				zs, err := c.ZRangeWithScores(ctx, k.name, 0, -1).Result()
+				if isWrongType(err) {
+					continue // spoilt: the script fails
+				}
 				if err != nil {
 					return nil, err
 				}
@@ -360,6 +380,9 @@ func bucketBoundaries(ctx context.Context, p *pair, k handKey) ([]time.Time, err
 	var bs []time.Time
 	for i, c := range p.c {
 		st, err := c.HMGet(ctx, k.name, "tokens", "ts").Result()
+		if isWrongType(err) {
+			continue // spoilt: the script fails
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -376,6 +399,10 @@ func bucketBoundaries(ctx context.Context, p *pair, k handKey) ([]time.Time, err
 		}
 	}
 	return bs, nil
+}
+
+func isWrongType(err error) bool {
+	return err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE")
 }
 
 func skewBy(skew bool) int {

@@ -27,7 +27,8 @@ var ululeRates = []limiter.Rate{
 // LOAD when the store is built, EVALSHA, SCRIPT LOAD again on NOSCRIPT,
 // DEL for Reset) against redis-server and rlserver in lock step: Get, Peek,
 // Increment and Reset on random keys, rates and counts, SCRIPT FLUSH now
-// and then. Limit, remaining and reached must be equal, the reset within a
+// and then, and now and then a key that holds no number (the errors are
+// compared). Limit, remaining and reached must be equal, the reset within a
 // second, the stored counters equal and their PTTLs as close as the clocks
 // explain.
 func TestUluleLimiter(t *testing.T) {
@@ -72,14 +73,21 @@ func driveUlule(ctx context.Context, p *pair, rng *rand.Rand, steps int, skew bo
 	for p.step = 0; p.step < steps; p.step++ {
 		pause(rng, 150*time.Millisecond)
 		k := keys[rng.IntN(len(keys))]
-		op, n := choose(rng, 30, 20, 35, 7, 5), int64(1+rng.IntN(3))
-		p.note("%s %s %v n=%d", []string{"Get", "Peek", "Increment", "Reset", "SCRIPT FLUSH"}[op], k.name, k.lim[0].Rate, n)
-		if op == 4 {
+		op, n := choose(rng, 30, 20, 35, 7, 5, 2), int64(1+rng.IntN(3))
+		switch op {
+		case 4:
+			p.note("SCRIPT FLUSH")
 			if err := p.scriptFlush(ctx); err != nil {
 				return err
 			}
 			continue
+		case 5:
+			if err := p.spoil(ctx, "limiter:"+k.name, 300*time.Millisecond); err != nil {
+				return err
+			}
+			continue
 		}
+		p.note("%s %s %v n=%d", []string{"Get", "Peek", "Increment", "Reset"}[op], k.name, k.lim[0].Rate, n)
 		if err := p.ready(ctx, nil); err != nil {
 			return err
 		}
@@ -98,6 +106,12 @@ func driveUlule(ctx context.Context, p *pair, rng *rand.Rand, steps int, skew bo
 			}
 			return ululeOut{c, errText(err)}
 		})
+		if p.tainted {
+			if err := p.resync(ctx, steps); err != nil {
+				return err
+			}
+			continue
+		}
 		if err := compareUlule(p, out); err != nil {
 			return err
 		}
@@ -112,6 +126,9 @@ func compareUlule(p *pair, out [2]ululeOut) error {
 	a, b := out[0], out[1]
 	if a.err != b.err {
 		return p.fail("the call", a.err, b.err)
+	}
+	if a.err != "" {
+		p.errorsAlike++
 	}
 	if a.ctx.Limit != b.ctx.Limit || a.ctx.Remaining != b.ctx.Remaining || a.ctx.Reached != b.ctx.Reached {
 		return p.fail("limit, remaining, reached", a.ctx, b.ctx)

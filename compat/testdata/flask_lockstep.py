@@ -117,6 +117,9 @@ def run(args, rng):
         clock.now = _time.time()
         resp = pair.both(lambda i: clients[strategy][i].get(path, headers={"X-User": user}))
         clock.now = None
+        if pair.tainted:
+            pair.resync(args.steps)
+            continue
         compare(pair, resp)
         pair.compare_all()
     return pair.summary()

@@ -66,6 +66,9 @@ def run(args, rng):
         clock.now = _time.time()
         got = pair.both(lambda i: call(limiters[i][strategy], storages[i], op, item[i], who, cost))
         clock.now = None
+        if pair.tainted:
+            pair.resync(args.steps)
+            continue
         compare(pair, op, got)
         pair.compare_stored(item[0].key_for(*who), item[1].key_for(*who))
     return pair.summary()
