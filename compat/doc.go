@@ -6,19 +6,28 @@
 // reference) and an in-memory rlserver (internal/testserver, side b), makes
 // every call of a library on a and at once on b, and compares what they
 // answer and what they stored. The libraries are the real ones, as their
-// users call them, with the scripts they carry: go-redis/redis_rate and
-// ulule/limiter (Go, imported by the tests), Python's limits and
-// Flask-Limiter on Flask (Debian's packages, run by /usr/bin/python3 on
-// the drivers in testdata/), and scripts of our own in the shapes rate
-// limiting tutorials teach (testdata/*.lua).
+// users call them, with the scripts they carry: go-redis/redis_rate v10 and
+// ulule/limiter v3 (Go, imported by the tests, on go-redis clients in RESP3
+// and RESP2), Python's limits and Flask-Limiter on Flask (Debian's
+// python3-limits, python3-flask-limiter and python3-flask, run by
+// /usr/bin/python3 on the drivers in testdata/, over redis-py), and
+// scripts of our own in the shapes rate-limiting tutorials teach
+// (testdata/*.lua, by EVAL and by SCRIPT LOAD + EVALSHA).
 //
-// The two servers keep their own clocks. A key that is about to expire on
-// either side is waited out before a step (an expiry inside a step may
-// legitimately land on one side only), and a script that reads the
-// server's TIME is stepped only when its state is not within the guard of
-// a decision boundary. Resets may differ by a second; values the clocks
-// write (PTTLs, timestamps) by what the time between the two sides' calls
-// explains. -compat.sut=redis points side b at a second redis-server, to
-// check the harness itself; every randomized test prints its seed and
-// replays it with -seed or RL_SEED.
+// The two servers keep their own clocks. Before a step, a key within the
+// guard (25 ms; 50 ms for the Python drivers) of expiring on either side
+// is waited out, and so is a decision boundary of a script that reads the
+// server's TIME (the instants its state says its answer changes at). A step
+// that still runs past an expiry or a boundary (a slow machine) is not
+// compared: both sides are flushed and the run goes on, counted, and too
+// many fail it. The Python libraries read the time on the client: both
+// sides get the same timestamp for a step. Resets may differ by a second;
+// values the clocks write (PTTLs, stored timestamps, tokens) by what the
+// time between the two sides' calls explains.
+//
+// -compat.sut=redis points side b at a second redis-server, to check the
+// harness itself, and TestHarnessSeesDifferences checks that every driver
+// fails when the two sides are given different limits. Randomized tests
+// print their seed and replay it with -seed or RL_SEED; RL_COMPAT_STEPS
+// sets the steps of a run.
 package compat

@@ -163,3 +163,56 @@ func TestGridNear(t *testing.T) {
 		}
 	}
 }
+
+// TestTaintedSteps checks that a step ending past the deadline ready set
+// is tainted, that resync flushes both sides, and that too many tainted
+// steps fail the run.
+func TestTaintedSteps(t *testing.T) {
+	ctx := context.Background()
+	p := startPair(t)
+	for _, c := range p.c {
+		if err := c.Set(ctx, "k", "1", 20*time.Millisecond).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.ready(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range p.c { // ready waits out a key about to expire
+		if ks := c.Keys(ctx, "*").Val(); len(ks) != 0 {
+			t.Fatalf("after ready %s holds %q", sideNames[i], ks)
+		}
+	}
+	if d := p.deadline.Sub(p.checked); d < time.Hour-time.Second {
+		t.Fatalf("with no keys, the deadline is %v after the check, want an hour", d)
+	}
+	both(p, func(int) int { return 0 })
+	if p.tainted {
+		t.Fatal("a step well before the deadline is tainted")
+	}
+	p.deadline = time.Now().Add(time.Millisecond) // a boundary falls inside the next step
+	both(p, func(int) int { time.Sleep(2 * time.Millisecond); return 0 })
+	if !p.tainted {
+		t.Fatal("a step past the deadline is not tainted")
+	}
+	for _, c := range p.c {
+		c.Set(ctx, "k", "1", 0)
+	}
+	if err := p.resync(ctx, 100); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range p.c {
+		if ks := c.Keys(ctx, "*").Val(); len(ks) != 0 {
+			t.Fatalf("after resync %s holds %q", sideNames[i], ks)
+		}
+	}
+	var err error
+	for range 30 {
+		if err = p.resync(ctx, 100); err != nil {
+			break
+		}
+	}
+	if err == nil || !strings.Contains(err.Error(), "too slow") {
+		t.Fatalf("30 tainted steps of 100: %v, want the run failed", err)
+	}
+}

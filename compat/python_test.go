@@ -52,7 +52,7 @@ func TestPythonLimits(t *testing.T) {
 	t.Parallel()
 	seed := testseed.Rand(t).Uint64()
 	p := startPair(t)
-	out, ok := runDriver(t, p, "limits_lockstep.py", seed, stepsFor(t, 200), false)
+	out, ok := runDriver(t, p, "limits_lockstep.py", seed, stepsFor(t, 150), false)
 	if !ok {
 		t.Fatalf("limits_lockstep.py --seed %d:\n%s", seed, out)
 	}
@@ -69,7 +69,7 @@ func TestPythonFlaskLimiter(t *testing.T) {
 	t.Parallel()
 	seed := testseed.Rand(t).Uint64()
 	p := startPair(t)
-	out, ok := runDriver(t, p, "flask_lockstep.py", seed, stepsFor(t, 120), false)
+	out, ok := runDriver(t, p, "flask_lockstep.py", seed, stepsFor(t, 100), false)
 	if !ok {
 		t.Fatalf("flask_lockstep.py --seed %d:\n%s", seed, out)
 	}

@@ -37,8 +37,9 @@ var rateLimits = []redis_rate.Limit{
 const jan2017 = 1483228800
 
 // TestRedisRate drives go-redis/redis_rate v10 (GCRA in a Lua script that
-// reads the server's TIME; EVALSHA, EVAL on NOSCRIPT; DEL for Reset)
-// against redis-server and rlserver in lock step: Allow, AllowN,
+// reads the server's TIME; EVALSHA, EVAL on NOSCRIPT; DEL for Reset) on
+// go-redis clients in RESP3 and RESP2 against redis-server and rlserver
+// in lock step: Allow, AllowN,
 // AllowAtMost and Reset on random keys, limits and costs, SCRIPT FLUSH
 // now and then, and now and then a key that holds no number (the script
 // fails: the errors are compared). Allowed and remaining must be equal, retry and reset
@@ -48,7 +49,7 @@ func TestRedisRate(t *testing.T) {
 	t.Parallel()
 	rng := testseed.Rand(t)
 	p := startPair(t)
-	if err := driveRedisRate(context.Background(), p, rng, stepsFor(t, 150), false); err != nil {
+	if err := driveRedisRate(context.Background(), p, rng, stepsFor(t, 120), false); err != nil {
 		t.Fatal(err)
 	}
 	t.Log(p.figures())
@@ -68,7 +69,10 @@ type rateOut struct {
 // and returns the first difference. With skew, side b's limits allow a
 // larger burst (the harness must then see a difference).
 func driveRedisRate(ctx context.Context, p *pair, rng *rand.Rand, steps int, skew bool) error {
-	lims := [2]*redis_rate.Limiter{redis_rate.NewLimiter(p.c[0]), redis_rate.NewLimiter(p.c[1])}
+	lims := [2][2]*redis_rate.Limiter{ // RESP3, RESP2
+		{redis_rate.NewLimiter(p.c[0]), redis_rate.NewLimiter(p.c[1])},
+		{redis_rate.NewLimiter(p.c2[0]), redis_rate.NewLimiter(p.c2[1])},
+	}
 	keys := make([]rateKey, 4)
 	for i := range keys {
 		l := rateLimits[rng.IntN(len(rateLimits))]
@@ -81,7 +85,7 @@ func driveRedisRate(ctx context.Context, p *pair, rng *rand.Rand, steps int, ske
 	for p.step = 0; p.step < steps; p.step++ {
 		pause(rng, 100*time.Millisecond)
 		k := keys[rng.IntN(len(keys))]
-		op, n := choose(rng, 30, 30, 25, 7, 5, 2), 1+rng.IntN(4)
+		op, n, proto := choose(rng, 30, 30, 25, 7, 5, 2), 1+rng.IntN(4), rng.IntN(2)
 		switch op {
 		case 4:
 			p.note("SCRIPT FLUSH")
@@ -95,7 +99,7 @@ func driveRedisRate(ctx context.Context, p *pair, rng *rand.Rand, steps int, ske
 			}
 			continue
 		}
-		p.note("%s %s %v n=%d", []string{"Allow", "AllowN", "AllowAtMost", "Reset"}[op], k.name, k.limit[0], n)
+		p.note("%s %s %v n=%d over RESP%d", []string{"Allow", "AllowN", "AllowAtMost", "Reset"}[op], k.name, k.limit[0], n, 3-proto)
 		if err := p.ready(ctx, func() ([]time.Time, error) { return tatBoundaries(ctx, p, k) }); err != nil {
 			return err
 		}
@@ -104,13 +108,13 @@ func driveRedisRate(ctx context.Context, p *pair, rng *rand.Rand, steps int, ske
 			var err error
 			switch op {
 			case 0:
-				r, err = lims[i].Allow(ctx, k.name, k.limit[i])
+				r, err = lims[proto][i].Allow(ctx, k.name, k.limit[i])
 			case 1:
-				r, err = lims[i].AllowN(ctx, k.name, k.limit[i], n)
+				r, err = lims[proto][i].AllowN(ctx, k.name, k.limit[i], n)
 			case 2:
-				r, err = lims[i].AllowAtMost(ctx, k.name, k.limit[i], n)
+				r, err = lims[proto][i].AllowAtMost(ctx, k.name, k.limit[i], n)
 			case 3:
-				err = lims[i].Reset(ctx, k.name)
+				err = lims[proto][i].Reset(ctx, k.name)
 			}
 			return rateOut{r, errText(err)}
 		})

@@ -106,7 +106,7 @@ func runHand(t *testing.T, h hand) {
 	t.Helper()
 	rng := testseed.Rand(t)
 	p := startPair(t)
-	if err := driveHand(context.Background(), p, rng, h, stepsFor(t, 150), false); err != nil {
+	if err := driveHand(context.Background(), p, rng, h, stepsFor(t, 120), false); err != nil {
 		t.Fatal(err)
 	}
 	t.Log(p.figures())

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/ulule/limiter/v3"
 	sredis "github.com/ulule/limiter/v3/drivers/store/redis"
 
@@ -25,7 +26,8 @@ var ululeRates = []limiter.Rate{
 
 // TestUluleLimiter drives ulule/limiter v3 with its Redis store (SCRIPT
 // LOAD when the store is built, EVALSHA, SCRIPT LOAD again on NOSCRIPT,
-// DEL for Reset) against redis-server and rlserver in lock step: Get, Peek,
+// DEL for Reset) on go-redis clients in RESP3 and RESP2 against
+// redis-server and rlserver in lock step: Get, Peek,
 // Increment and Reset on random keys, rates and counts, SCRIPT FLUSH now
 // and then, and now and then a key that holds no number (the errors are
 // compared). Limit, remaining and reached must be equal, the reset within a
@@ -35,7 +37,7 @@ func TestUluleLimiter(t *testing.T) {
 	t.Parallel()
 	rng := testseed.Rand(t)
 	p := startPair(t)
-	if err := driveUlule(context.Background(), p, rng, stepsFor(t, 150), false); err != nil {
+	if err := driveUlule(context.Background(), p, rng, stepsFor(t, 120), false); err != nil {
 		t.Fatal(err)
 	}
 	t.Log(p.figures())
@@ -50,16 +52,18 @@ type ululeOut struct {
 // and returns the first difference. With skew, side b's rates allow one
 // more (the harness must then see a difference).
 func driveUlule(ctx context.Context, p *pair, rng *rand.Rand, steps int, skew bool) error {
-	var stores [2]limiter.Store
-	for i := range stores {
-		var err error
-		if stores[i], err = sredis.NewStoreWithOptions(p.c[i], limiter.StoreOptions{Prefix: "limiter"}); err != nil {
-			return fmt.Errorf("building the store on %s: %w", sideNames[i], err)
+	var stores [2][2]limiter.Store // RESP3, RESP2
+	for proto, cs := range [2][2]*redis.Client{p.c, p.c2} {
+		for i, c := range cs {
+			var err error
+			if stores[proto][i], err = sredis.NewStoreWithOptions(c, limiter.StoreOptions{Prefix: "limiter"}); err != nil {
+				return fmt.Errorf("building the store on %s: %w", sideNames[i], err)
+			}
 		}
 	}
 	type key struct {
 		name string
-		lim  [2]*limiter.Limiter
+		lim  [2][2]*limiter.Limiter
 	}
 	keys := make([]key, 4)
 	for i := range keys {
@@ -68,12 +72,15 @@ func driveUlule(ctx context.Context, p *pair, rng *rand.Rand, steps int, skew bo
 		if skew {
 			rb.Limit++
 		}
-		keys[i] = key{fmt.Sprintf("user:%d", i), [2]*limiter.Limiter{limiter.New(stores[0], rate), limiter.New(stores[1], rb)}}
+		keys[i] = key{name: fmt.Sprintf("user:%d", i)}
+		for proto := range stores {
+			keys[i].lim[proto] = [2]*limiter.Limiter{limiter.New(stores[proto][0], rate), limiter.New(stores[proto][1], rb)}
+		}
 	}
 	for p.step = 0; p.step < steps; p.step++ {
 		pause(rng, 150*time.Millisecond)
 		k := keys[rng.IntN(len(keys))]
-		op, n := choose(rng, 30, 20, 35, 7, 5, 2), int64(1+rng.IntN(3))
+		op, n, proto := choose(rng, 30, 20, 35, 7, 5, 2), int64(1+rng.IntN(3)), rng.IntN(2)
 		switch op {
 		case 4:
 			p.note("SCRIPT FLUSH")
@@ -87,7 +94,8 @@ func driveUlule(ctx context.Context, p *pair, rng *rand.Rand, steps int, skew bo
 			}
 			continue
 		}
-		p.note("%s %s %v n=%d", []string{"Get", "Peek", "Increment", "Reset"}[op], k.name, k.lim[0].Rate, n)
+		p.note("%s %s %v n=%d over RESP%d", []string{"Get", "Peek", "Increment", "Reset"}[op], k.name, k.lim[0][0].Rate, n, 3-proto)
+		lim := k.lim[proto]
 		if err := p.ready(ctx, nil); err != nil {
 			return err
 		}
@@ -96,13 +104,13 @@ func driveUlule(ctx context.Context, p *pair, rng *rand.Rand, steps int, skew bo
 			var err error
 			switch op {
 			case 0:
-				c, err = k.lim[i].Get(ctx, k.name)
+				c, err = lim[i].Get(ctx, k.name)
 			case 1:
-				c, err = k.lim[i].Peek(ctx, k.name)
+				c, err = lim[i].Peek(ctx, k.name)
 			case 2:
-				c, err = k.lim[i].Increment(ctx, k.name, n)
+				c, err = lim[i].Increment(ctx, k.name, n)
 			case 3:
-				c, err = k.lim[i].Reset(ctx, k.name)
+				c, err = lim[i].Reset(ctx, k.name)
 			}
 			return ululeOut{c, errText(err)}
 		})
