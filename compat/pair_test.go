@@ -60,7 +60,8 @@ type pair struct {
 
 	// Figures of the run.
 	steps, settleWaits, boundaryWaits, skipped     int
-	errorsAlike                                    int // calls both sides failed alike
+	errorsAlike                                    int            // calls both sides failed alike
+	answers                                        map[string]int // what the compared calls decided
 	maxSpan, maxExposure, maxTTLDiff, maxResetDiff time.Duration
 }
 
@@ -465,6 +466,14 @@ func (p *pair) spoil(ctx context.Context, key string, ttl time.Duration) error {
 	return nil
 }
 
+// answered counts one decision both sides made.
+func (p *pair) answered(what string) {
+	if p.answers == nil {
+		p.answers = map[string]int{}
+	}
+	p.answers[what]++
+}
+
 // errText is err's message, "" for nil and redis.Nil.
 func errText(err error) string {
 	if err == nil || errors.Is(err, redis.Nil) {
@@ -478,9 +487,9 @@ func (p *pair) figures() string {
 	return fmt.Sprintf("%d calls compared (%d failing alike); waits: %d for expiries, %d for boundaries; "+
 		"longest step %v, longest from expiry check to step end %v; "+
 		"%d steps not compared (they ran past an expiry or boundary, and FLUSHALL followed); "+
-		"largest PTTL difference %v, largest reset difference %v",
+		"largest PTTL difference %v, largest reset difference %v; answers %v",
 		p.steps, p.errorsAlike, p.settleWaits, p.boundaryWaits, p.maxSpan.Round(time.Microsecond),
-		p.maxExposure.Round(time.Microsecond), p.skipped, p.maxTTLDiff, p.maxResetDiff)
+		p.maxExposure.Round(time.Microsecond), p.skipped, p.maxTTLDiff, p.maxResetDiff, p.answers)
 }
 
 func abs(x int64) int64 {

@@ -149,6 +149,7 @@ func compareRate(p *pair, out [2]rateOut) error {
 	if a.res.Allowed != b.res.Allowed || a.res.Remaining != b.res.Remaining {
 		return p.fail("allowed, remaining", *a.res, *b.res)
 	}
+	p.answered(map[bool]string{true: "allowed", false: "denied"}[a.res.Allowed > 0])
 	if (a.res.RetryAfter == -1) != (b.res.RetryAfter == -1) {
 		return p.fail("retry after", a.res.RetryAfter, b.res.RetryAfter)
 	}

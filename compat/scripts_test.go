@@ -166,6 +166,8 @@ func driveHand(ctx context.Context, p *pair, rng *rand.Rand, h hand, steps int, 
 		}
 		if got[0].err != "" {
 			p.errorsAlike++
+		} else if r, ok := got[0].v.([]any); ok && len(r) > 0 {
+			p.answered(fmt.Sprintf("allowed=%v", r[0]))
 		}
 		var stol func(string) float64
 		if h.storeTol != nil {

@@ -141,5 +141,6 @@ func compareUlule(p *pair, out [2]ululeOut) error {
 	if a.ctx.Limit != b.ctx.Limit || a.ctx.Remaining != b.ctx.Remaining || a.ctx.Reached != b.ctx.Reached {
 		return p.fail("limit, remaining, reached", a.ctx, b.ctx)
 	}
+	p.answered(map[bool]string{true: "reached", false: "not reached"}[a.ctx.Reached])
 	return p.compareReset("reset", time.Duration(a.ctx.Reset)*time.Second, time.Duration(b.ctx.Reset)*time.Second)
 }

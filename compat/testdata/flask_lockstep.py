@@ -35,26 +35,26 @@ def make_app(addr, strategy, skew):
         storage_uri=lockstep.uri(addr),
         strategy=strategy,
         headers_enabled=True,
-        default_limits=["%d per 2 seconds" % (6 + more)],
+        default_limits=["%d per 2 seconds" % (4 + more)],
         application_limits=["%d per minute" % (150 + more)],
         key_prefix=strategy,  # the strategies keep keys of different types
     )
     app.logger.setLevel(logging.CRITICAL)  # a 500 is compared, not logged
-    shared = limiter.shared_limit("%d per second" % (4 + more), scope="pair-of-routes")
+    shared = limiter.shared_limit("%d per second" % (3 + more), scope="pair-of-routes")
 
     @app.route("/fixed")
-    @limiter.limit("%d/second" % (5 + more))
+    @limiter.limit("%d/second" % (3 + more))
     def fixed():
         return "fixed"
 
     @app.route("/pair")
-    @limiter.limit("%d per 2 seconds" % (3 + more))
-    @limiter.limit("%d per minute" % (12 + more))
+    @limiter.limit("%d per 2 seconds" % (2 + more))
+    @limiter.limit("%d per minute" % (8 + more))
     def pair():
         return "pair"
 
     @app.route("/cost")
-    @limiter.limit("%d/second" % (8 + more), cost=lambda: int(flask.request.args.get("cost", "1")))
+    @limiter.limit("%d/second" % (5 + more), cost=lambda: int(flask.request.args.get("cost", "1")))
     def cost():
         return "cost"
 
@@ -103,13 +103,12 @@ def run(args, rng):
     for pair.step in range(args.steps):
         if rng.random() < 0.3:
             _time.sleep(rng.random() * 0.08)  # let windows pass
-        strategy = rng.choice(STRATEGIES)
-        path = rng.choice(PATHS)
-        if path == "/cost":
-            path += "?cost=%d" % rng.randint(1, 4)
-        elif path == "/login":
-            path += "?ok=%d" % rng.randint(0, 1)
-        user = rng.choice(USERS)
+        if pair.step == 0 or rng.random() < 0.5:  # else the same again: bursts
+            strategy, path, user = rng.choice(STRATEGIES), rng.choice(PATHS), rng.choice(USERS)
+            if path == "/cost":
+                path += "?cost=%d" % rng.randint(1, 4)
+            elif path == "/login":
+                path += "?ok=%d" % rng.randint(0, 1)
         pair.note("%s GET %s as %r" % (strategy, path, user))
         if rng.random() < 0.04:
             pair.script_flush()
@@ -121,6 +120,7 @@ def run(args, rng):
             pair.resync(args.steps)
             continue
         compare(pair, resp)
+        pair.counts[str(resp[0].status_code)] += 1
         pair.compare_all()
     return pair.summary()
 

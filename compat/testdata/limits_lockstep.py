@@ -52,9 +52,10 @@ def run(args, rng):
     for pair.step in range(args.steps):
         if rng.random() < 0.3:
             _time.sleep(rng.random() * 0.08)  # let windows pass
-        strategy = rng.choice(args.strategies.split(","))
-        item = rng.choice(pool)
-        who = [strategy, rng.choice(WHO)]  # a strategy's keys are its own
+        if pair.step == 0 or rng.random() < 0.5:  # else the same key again: bursts
+            strategy = rng.choice(args.strategies.split(","))
+            item = rng.choice(pool)
+            who = [strategy, rng.choice(WHO)]  # a strategy's keys are its own
         op = rng.choices(["hit", "test", "stats", "clear", "reset", "flush"],
                          [45, 18, 22, 6, 3, 6])[0]
         cost = rng.choice([1, 1, 1, 2, 3]) if op == "hit" else 1
@@ -70,6 +71,7 @@ def run(args, rng):
             pair.resync(args.steps)
             continue
         compare(pair, op, got)
+        pair.counts["%s=%s" % (op, got[0] if op in ("hit", "test") else "")] += 1
         pair.compare_stored(item[0].key_for(*who), item[1].key_for(*who))
     return pair.summary()
 

@@ -10,6 +10,7 @@ the same on both sides, where they pass time from the client.
 """
 
 import argparse
+import collections
 import random
 import sys
 import time as _time
@@ -96,6 +97,7 @@ class Pair:
         self.expiry = 0.0  # when the first key settle saw expires
         self.tainted = False  # the step ended past self.expiry: not compared
         self.skipped = 0  # steps not compared
+        self.counts = collections.Counter()  # what the compared steps answered
 
     def note(self, text):
         self.history.append("step %d: %s" % (self.step, text))
@@ -237,9 +239,10 @@ class Pair:
 
     def summary(self):
         return ("steps=%d settle_waits=%d max_pttl_diff_ms=%d max_reset_diff_s=%s max_span_ms=%.1f "
-                "max_exposure_ms=%.1f not_compared=%d" % (
+                "max_exposure_ms=%.1f not_compared=%d answers=%s" % (
                     self.step + 1, self.settle_waits, self.max_ttl_diff, self.max_reset_diff,
-                    self.max_span * 1000, self.max_exposure * 1000, self.skipped))
+                    self.max_span * 1000, self.max_exposure * 1000, self.skipped,
+                    ",".join("%s:%d" % kv for kv in sorted(self.counts.items()))))
 
 
 def main(run, extra=None):
