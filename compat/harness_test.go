@@ -89,6 +89,8 @@ func TestCompareStored(t *testing.T) {
 		{"hash field", [2][][]any{{{"HSET", "k", "f", "1"}}, {{"HSET", "k", "g", "1"}}}, 1, true},
 		{"zset member", [2][][]any{{{"ZADD", "k", "1", "a"}}, {{"ZADD", "k", "1", "b"}}}, 1, true},
 		{"zset score within", [2][][]any{{{"ZADD", "k", "1", "a"}}, {{"ZADD", "k", "2", "a"}}}, 1, false},
+		{"zset order within", [2][][]any{{{"ZADD", "k", "1", "a", "1.5", "b"}}, {{"ZADD", "k", "1.5", "a", "1", "b"}}}, 1, false},
+		{"zset order exact", [2][][]any{{{"ZADD", "k", "1", "a", "1", "b"}}, {{"ZADD", "k", "1", "a", "0.5", "b"}}}, 0, true},
 		{"TTL on a only", [2][][]any{{{"SET", "k", "1", "PX", "5000"}}, {{"SET", "k", "1"}}}, 0, true},
 		{"TTLs apart", [2][][]any{{{"SET", "k", "1", "PX", "5000"}}, {{"SET", "k", "1", "PX", "4500"}}}, 0, true},
 		{"TTLs alike", [2][][]any{{{"SET", "k", "1", "PX", "5000"}}, {{"SET", "k", "1", "PX", "5000"}}}, 0, false},
