@@ -47,6 +47,9 @@ func startRLS(t *testing.T, yaml string, opt envoyrls.ServerOptions) *rls {
 		}
 		r.svc.SetConfig(c)
 	}
+	if opt.Registerer == nil {
+		opt.Registerer = r.reg
+	}
 	gs := envoyrls.NewGRPCServer(r.svc, opt)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
