@@ -86,6 +86,9 @@ func startRLS(ctx context.Context, cfg Config, st *state, reg prometheus.Registe
 		return nil, fmt.Errorf("listen on %s (--grpc): %w", cfg.GRPC, err)
 	}
 	f.gs = envoyrls.NewGRPCServer(f.svc, envoyrls.ServerOptions{TLS: tc, Tokens: f.tokens, Registerer: reg})
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "rlserver_grpc_connections",
+		Help: "Connections to --grpc open, at most --grpc-maxclients (one more is closed at once)."},
+		func() float64 { return float64(f.open.Load()) }))
 	go f.gs.Serve(newLimitListener(ln, maxConns, &f.open))
 	log.Info("envoy rate limit service listening", "grpc", ln.Addr().String(), "envoy_config", cfg.EnvoyConfig, "grpc_maxclients", maxConns)
 	return f, nil

@@ -223,6 +223,9 @@ func TestGRPCBudgetLeavesRESPAndHealthz(t *testing.T) {
 	if g := flood.Gone.Load(); g != 20 {
 		t.Errorf("%d of 30 gRPC connections closed with --grpc-maxclients 10, want 20", g)
 	}
+	if m := httpGet(t, "http://"+p.http+"/metrics"); !strings.Contains(m, "\nrlserver_grpc_connections 10\n") {
+		t.Errorf("/metrics: %q, want rlserver_grpc_connections 10", grepLines(m, "rlserver_grpc_connections"))
+	}
 	flood.Close()
 	envoy, _ := rlsClient(t, grpcAddr, "s3cret")
 	waitFor(t, 10*time.Second, "an Envoy call answered once the flood left", func() bool {
