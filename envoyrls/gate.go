@@ -100,7 +100,7 @@ func (g *gate) tap(ctx context.Context, info *tap.Info) (context.Context, error)
 		p = &g.pools[1]
 	}
 	cctx, cancel := context.WithCancelCause(ctx)
-	c := &call{pool: p, cancel: cancel, since: time.Now()}
+	c := &call{pool: p, cancel: cancel}
 	if !g.admit(c) {
 		cancel(nil)
 		g.count("busy")
@@ -127,6 +127,7 @@ func (g *gate) admit(c *call) bool {
 		releaseLocked(victim)
 	}
 	p.calls++
+	c.since = time.Now() // under g.mu: each waiting list is in the order of since
 	c.wait = p.waiting.PushBack(c)
 	g.armLocked(g.msgTimeout)
 	g.mu.Unlock()
