@@ -159,3 +159,30 @@ func (c *Cluster) Digest(now int64) uint64 {
 	}
 	return sum
 }
+
+// TransactAll locks every shard of every group this node serves, in the
+// order hostedGroups lists them (the same for every caller, so two calls
+// cannot deadlock), and calls run with a transaction on each: the
+// commands that see every key (KEYS, SCAN, DBSIZE), as a Redis Cluster
+// master sees its own slots' keys.
+func (c *Cluster) TransactAll(run func(txs []*shards.Tx)) {
+	gs := c.led()
+	defer func() {
+		for _, g := range gs {
+			g.serving.RUnlock()
+		}
+	}()
+	txs := make([]*shards.Tx, 0, len(gs))
+	var nest func(i int)
+	nest = func(i int) {
+		if i == len(gs) {
+			run(txs)
+			return
+		}
+		gs[i].store.Transact(shards.TxPlan{All: true}, func(tx *shards.Tx) {
+			txs = append(txs, tx)
+			nest(i + 1)
+		})
+	}
+	nest(0)
+}

@@ -3,6 +3,7 @@ package server
 import (
 	"github.com/rlserver/rlserver/rules"
 	"github.com/rlserver/rlserver/shards"
+	"github.com/rlserver/rlserver/values"
 )
 
 // Transactor is implemented by a Limiter that can run a group of commands
@@ -267,6 +268,11 @@ func (s *Server) plan(m *multiState) (shards.TxPlan, bool) {
 			writesRules, touches = true, true
 		case "flushall", "dbsize", "info":
 			p.All, touches = true, true
+		default:
+			if cmd := s.lookup(args[0]); cmd.value != nil {
+				p.Keys, touches = cmd.keysOf(args, p.Keys), true
+				p.All = p.All || cmd.value.Flags&values.AllKeys != 0
+			}
 		}
 	}
 	if s.txRules && len(m.queries) > 0 {

@@ -161,6 +161,12 @@ func (s *Store) decide(op *Op, cost, now int64) error {
 	if e != nil && e.algo != op.Algo && !op.Replace {
 		return &WrongTypeError{Held: e.algo, Want: op.Algo}
 	}
+	if e == nil {
+		// A Redis value is the user's data: never Replaced.
+		if err := sh.valueError(op.Key, op.Algo, now); err != nil {
+			return err
+		}
+	}
 	if (e == nil || e.algo != op.Algo) && cost > 0 && s.limits.policy == NoEviction {
 		if err := sh.room(); err != nil {
 			return err // a new key, and no room: nothing is charged

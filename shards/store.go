@@ -65,6 +65,10 @@ type shard struct {
 	lim     *limits     // the Store's memory bound (see room)
 	rng     uint64      // xorshift state for choosing victims
 	hot     hotSketch
+	// vals holds the keys that hold Redis values (see values.go);
+	// valBytes is the memory they are accounted.
+	vals     map[string]*valEntry
+	valBytes int64
 }
 
 // tick returns max(now, latest time seen) and records it. Call with mu held.
@@ -204,6 +208,11 @@ func (sh *shard) checkState(key []byte, h uint64, a engine.Algo, p engine.Params
 	now = sh.tick(now)
 	e := sh.lookup(key, tagOf(h))
 	if cost == 0 {
+		if e == nil {
+			if err := sh.valueError(key, a, now); err != nil {
+				return engine.Result{}, err
+			}
+		}
 		return peek(e, a, p, now)
 	}
 	if err := sh.lim.refused(); err != nil {
@@ -222,6 +231,9 @@ func (sh *shard) checkState(key []byte, h uint64, a engine.Algo, p engine.Params
 		}
 	}
 	if e == nil {
+		if err := sh.valueError(key, a, now); err != nil {
+			return engine.Result{}, err
+		}
 		if err := sh.room(); err != nil {
 			return engine.Result{}, err
 		}
@@ -326,6 +338,11 @@ func (sh *shard) throttleState(key []byte, maxBurst, count, period, quantity, no
 	if e != nil && e.algo != engine.GCRA {
 		return engine.CellResult{}, &WrongTypeError{Held: e.algo, Want: engine.GCRA}
 	}
+	if e == nil {
+		if err := sh.valueError(key, engine.GCRA, now); err != nil {
+			return engine.CellResult{}, err
+		}
+	}
 	var st engine.State
 	if e != nil {
 		st = e.st
@@ -362,36 +379,33 @@ func (s *Store) Reset(key []byte, now int64) (bool, error) {
 }
 
 // reset is Reset on the key's shard, whose lock the caller holds.
+// A key holding a Redis value is deleted too, as DEL would.
 func (sh *shard) reset(key []byte, now int64) bool {
-	e := sh.get(key, sh.tick(now))
-	if e == nil {
-		return false
-	}
-	sh.remove(key, e)
-	return true
+	return sh.deleteKey(key, tagOf(xxhash.Sum64(key)), sh.tick(now))
 }
 
-// Len returns the number of keys held, including expired keys that have not
-// been swept yet.
+// Len returns the number of keys held, Redis values included, and
+// including expired keys that have not been swept yet.
 func (s *Store) Len() int {
 	n := 0
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		n += sh.tab.n
+		n += sh.keys()
 		sh.mu.Unlock()
 	}
 	return n
 }
 
 // MemoryBytes returns the memory the keys take: index slots, record pages
-// (names and state, including free space not yet compacted) and log rings.
+// (names and state, including free space not yet compacted), log rings
+// and Redis values.
 func (s *Store) MemoryBytes() int64 {
 	var n int64
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		n += sh.tab.memory()
+		n += sh.memory()
 		sh.mu.Unlock()
 	}
 	return n

@@ -198,7 +198,7 @@ func (tx *Tx) Len() int {
 	}
 	n := 0
 	for i := range tx.s.shards {
-		n += tx.s.shards[i].tab.n
+		n += tx.s.shards[i].keys()
 	}
 	return n
 }
@@ -211,7 +211,7 @@ func (tx *Tx) MemoryBytes() int64 {
 	}
 	var n int64
 	for i := range tx.s.shards {
-		n += tx.s.shards[i].tab.memory()
+		n += tx.s.shards[i].memory()
 	}
 	return n
 }

@@ -30,6 +30,7 @@ type Config struct {
 	AdminToken      string
 	MetricsAuth     bool
 	TrustedProxies  string // CIDRs, comma-separated: the gateways /v1/forward-auth takes X-Forwarded-For from
+	IPv6Prefix      int    // network length by which /v1/forward-auth counts IPv6 callers
 	MaxKeyBytes     int
 	MaxLogLimit     int64
 	Shards          int
@@ -93,7 +94,8 @@ func flagSet(cfg *Config) *flag.FlagSet {
 	fs.StringVar(&cfg.RequirePass, "requirepass", "", "password clients must AUTH with; empty disables AUTH")
 	fs.StringVar(&cfg.AdminToken, "admin-token", "", `password of the "admin" user and HTTP bearer token, required for FLUSHALL and rule changes when set`)
 	fs.BoolVar(&cfg.MetricsAuth, "metrics-auth", false, "GET /metrics needs a bearer token too (--requirepass or --admin-token); by default it is open, as Prometheus scrapers expect")
-	fs.StringVar(&cfg.TrustedProxies, "trusted-proxies", "127.0.0.0/8,::1", `CIDRs or addresses of the gateways whose X-Forwarded-For /v1/forward-auth honours (comma-separated; "" trusts none)`)
+	fs.StringVar(&cfg.TrustedProxies, "trusted-proxies", "127.0.0.0/8,::1", `CIDRs or addresses of the gateways whose headers /v1/forward-auth believes: the target, X-Forwarded-For, X-User-Id, X-Api-Key, X-Tier (comma-separated; "" trusts none)`)
+	fs.IntVar(&cfg.IPv6Prefix, "ipv6-prefix", clientid.DefaultIPv6Prefix, "network length (1 to 128) by which /v1/forward-auth counts IPv6 callers: every address of a /64 is one ip; 128 counts each address")
 	fs.IntVar(&cfg.MaxKeyBytes, "max-key-bytes", 1024, "longest key accepted, in bytes")
 	fs.Int64Var(&cfg.MaxLogLimit, "max-log-limit", 10000, "largest limit accepted for the log algorithm")
 	fs.IntVar(&cfg.Shards, "shards", 256, "lock stripes for key state (rounded up to a power of two)")
@@ -288,6 +290,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--grpc-maxclients %d: want 1 to 1048576", c.GRPCMaxClients)
 	case c.Timeout < 0 || c.Timeout > 1<<31-1:
 		return fmt.Errorf("--timeout %d: want 0 (never) or a number of seconds", c.Timeout)
+	case c.IPv6Prefix < 1 || c.IPv6Prefix > 128:
+		return fmt.Errorf("--ipv6-prefix %d: want 1 to 128 (64: a /64 is one caller; 128: each address is)", c.IPv6Prefix)
 	case c.MetricsAuth && c.RequirePass == "" && c.AdminToken == "":
 		return errors.New("--metrics-auth needs --requirepass or --admin-token: they are the tokens /metrics would ask for")
 	}
