@@ -82,7 +82,11 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 	} else if err := fr.load(ctx, fileRules, 0); err != nil {
 		return err
 	}
-	clients := maxClients(cfg.MaxClients, log)
+	grpcWant := 0
+	if cfg.GRPC != "" {
+		grpcWant = cfg.GRPCMaxClients
+	}
+	clients, grpcClients := clientBudgets(cfg.MaxClients, grpcWant, log)
 	var open atomic.Int64 // client connections, RESP and HTTP: --maxclients bounds them together
 	srv := server.New(server.Config{
 		Limiter: st.lim, RequirePass: cfg.RequirePass, AdminToken: cfg.AdminToken,
@@ -103,7 +107,7 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
-	rls, err := startRLS(ctx, cfg, st, reg, tc, clients, &open, log)
+	rls, err := startRLS(ctx, cfg, st, reg, tc, grpcClients, log)
 	if err != nil {
 		ln.Close()
 		return err
