@@ -58,11 +58,13 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 		return err
 	}
 	defer stopPprof()
-	wall := &wallClock{}
+	wall := newWallClock()
 	if cfg.TestClockShiftFile != "" {
 		wall.watchShift(ctx, cfg.TestClockShiftFile, log)
 	}
-	st, err := openState(ctx, &cfg, wall.Now, shards.Options{Shards: cfg.Shards, MaxMemory: cfg.MaxMemory, Policy: policy, Other: &connMem}, reg, log)
+	clk := newNodeClock(wall, log)
+	clk.register(reg)
+	st, err := openState(ctx, &cfg, clk, shards.Options{Shards: cfg.Shards, MaxMemory: cfg.MaxMemory, Policy: policy, Other: &connMem}, reg, log)
 	if err != nil {
 		return err
 	}
@@ -93,7 +95,8 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 		MaxKeyBytes: cfg.MaxKeyBytes, MaxLogLimit: cfg.MaxLogLimit,
 		Logger: log, Registerer: reg, Version: version, IOLoops: cfg.IOLoops,
 		MaxClients: clients, IdleTimeout: time.Duration(cfg.Timeout) * time.Second,
-		ConnMemory: &connMem, MaxBuffered: maxBuffered(cfg.MaxMemory), OpenClients: &open, Clock: st.now,
+		ConnMemory: &connMem, MaxBuffered: maxBuffered(cfg.MaxMemory), OpenClients: &open,
+		Clock: st.now, ClockOffset: clk.Offset,
 	})
 	tc, tf, err := tlsConfig(cfg)
 	if err != nil {
@@ -131,6 +134,7 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 	for _, store := range st.stores {
 		go sweep(ctx, store, st.now)
 	}
+	go clk.keep(ctx)
 	if st.cl != nil {
 		st.cl.Listening() // other nodes may hand this one leads now
 	}

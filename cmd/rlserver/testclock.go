@@ -10,16 +10,25 @@ import (
 	"time"
 )
 
-// wallClock is the node's reading of the system's wall clock, shifted by
-// what --test-clock-shift-file holds. The flag is for tests: they step the
-// wall clock of a real process, as NTP or a resumed VM would, without
-// touching the machine's clock.
+// wallClock reads the clocks the node's decision clock follows (a
+// clock.Source): the system's wall clock, shifted by what
+// --test-clock-shift-file holds, and the process's monotonic clock. The
+// flag is for tests: they step the wall clock of a real process, as NTP or
+// a resumed VM would, without touching the machine's clock.
 type wallClock struct {
+	start time.Time    // the origin of the monotonic readings
 	shift atomic.Int64 // ns added to the system's wall clock
 }
 
-// Now returns the shifted wall clock in ns since the epoch.
-func (w *wallClock) Now() int64 { return time.Now().UnixNano() + w.shift.Load() }
+// newWallClock returns the system's clocks, unshifted.
+func newWallClock() *wallClock { return &wallClock{start: time.Now()} }
+
+// Read returns the shifted wall clock in ns since the epoch and the
+// monotonic clock in ns since w was made, from one reading.
+func (w *wallClock) Read() (wall, mono int64) {
+	t := time.Now()
+	return t.UnixNano() + w.shift.Load(), int64(t.Sub(w.start))
+}
 
 // shiftPoll is how often --test-clock-shift-file is read.
 const shiftPoll = 10 * time.Millisecond
