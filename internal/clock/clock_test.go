@@ -229,3 +229,27 @@ func TestNowAllocatesNothing(t *testing.T) {
 		t.Fatalf("Now allocates %v times", n)
 	}
 }
+
+// BenchmarkNow: a reading on the system's clocks, as rlserver takes one
+// per pipelined batch, against time.Now alone.
+func BenchmarkNow(b *testing.B) {
+	start := time.Now()
+	c := New(SourceFunc(func() (int64, int64) {
+		t := time.Now()
+		return t.UnixNano(), int64(t.Sub(start))
+	}))
+	b.Run("clock", func(b *testing.B) {
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				c.Now()
+			}
+		})
+	})
+	b.Run("time.Now", func(b *testing.B) {
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				_ = time.Now().UnixNano()
+			}
+		})
+	})
+}
