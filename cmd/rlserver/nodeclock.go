@@ -24,9 +24,11 @@ type nodeClock struct {
 	log  *slog.Logger
 	boot func() clock.Boot
 
-	mu    sync.Mutex
-	path  string     // the mark's file; "" without a data directory
-	saved clock.Mark // the mark last saved
+	mu      sync.Mutex
+	pending string     // the mark's file, once resumed from it
+	path    string     // the mark's file once the state is open (persist); "" until then
+	saved   clock.Mark // the mark last saved
+	failing bool       // the last save failed (logged once)
 }
 
 // newNodeClock returns a decision clock over src, starting at its wall
@@ -43,10 +45,11 @@ func (n *nodeClock) register(reg prometheus.Registerer) {
 		func() float64 { return float64(n.Offset()) / 1e9 }))
 }
 
-// resume resumes the clock from the mark in dir, if there is one, and
-// saves a fresh mark there. A mark that cannot be read is logged and
-// ignored: the clock then starts at the wall clock, and is raised to the
-// time of the log's latest entry once the log is replayed
+// resume resumes the clock from the mark in dir, if there is one; it
+// writes nothing (a start that is refused leaves the directory as it
+// was): persist does, once the state is open. A mark that cannot be read
+// is logged and ignored: the clock then starts at the wall clock, and is
+// raised to the time of the log's latest entry once the log is replayed
 // (cluster.Durability.RaiseClock), so it never decides before its state.
 func (n *nodeClock) resume(dir string) {
 	path := filepath.Join(dir, clockFile)
@@ -56,16 +59,27 @@ func (n *nodeClock) resume(dir string) {
 		n.log.Error("the decision clock's file is unreadable: the clock starts at the wall clock", "err", err)
 	case ok:
 		n.Resume(m, n.boot())
-		n.log.Info("decision clock resumed", "offset", time.Duration(n.Offset()).Round(time.Millisecond),
-			"mark_offset", time.Duration(m.Offset()).Round(time.Millisecond))
+		if off := n.Offset(); abs(off) >= int64(time.Millisecond) {
+			n.log.Warn("the decision clock resumed away from the wall clock: it converges on it at 1% (INFO rlserver clock_offset_ms)",
+				"offset", time.Duration(off).Round(time.Millisecond), "file_offset", time.Duration(m.Offset()).Round(time.Millisecond))
+		}
 	}
 	n.mu.Lock()
-	n.path = path
+	n.pending = path
+	n.mu.Unlock()
+}
+
+// persist starts keeping the mark in the file resume read (none without
+// a data directory), and writes it now. Call once the state is open.
+func (n *nodeClock) persist() {
+	n.mu.Lock()
+	n.path = n.pending
 	n.mu.Unlock()
 	n.save()
 }
 
-// save writes the clock's mark now, if the node has a data directory.
+// save writes the clock's mark now, once persist has been called. A
+// failure is logged once, until a save succeeds again.
 func (n *nodeClock) save() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -74,10 +88,13 @@ func (n *nodeClock) save() {
 	}
 	m := n.Mark(n.boot())
 	if err := clock.Save(n.path, m); err != nil {
-		n.log.Warn("the decision clock's file could not be written", "file", n.path, "err", err)
+		if !n.failing {
+			n.log.Warn("the decision clock's file could not be written (a restart may resume it from an older one)", "file", n.path, "err", err)
+		}
+		n.failing = true
 		return
 	}
-	n.saved = m
+	n.saved, n.failing = m, false
 }
 
 // raise raises the clock to t, the latest time the node's state was

@@ -68,6 +68,7 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 	if err != nil {
 		return err
 	}
+	clk.persist()
 	stopped := false
 	defer func() {
 		if !stopped {

@@ -58,9 +58,8 @@ func openState(ctx context.Context, cfg *Config, clk *nodeClock, opts shards.Opt
 	if err != nil {
 		return nil, err
 	}
-	clk.resume(cfg.DataDir)
 	unlock := func() {
-		clk.save() // the decisions have stopped: the time they ended at
+		clk.save() // the decisions have stopped: the time they ended at (if persisting)
 		dirLock()
 	}
 	recalled, err := recallSettings(cfg, cfg.DataDir)
@@ -83,6 +82,7 @@ func openState(ctx context.Context, cfg *Config, clk *nodeClock, opts shards.Opt
 		}
 		return nil, err
 	}
+	clk.resume(cfg.DataDir)      // the directory passed its checks
 	opts.Refuse = disk.Space.Err // state changes wait for disk space
 	layout, err := disk.LoadLayout()
 	if err == nil && layout == nil && cfg.Peers == "" && disk.HasState() {
