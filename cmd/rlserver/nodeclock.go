@@ -21,6 +21,7 @@ const clockFile = "rlserver.clock.json"
 // across restarts. Safe for concurrent use.
 type nodeClock struct {
 	*clock.Clock
+	src  clock.Source
 	log  *slog.Logger
 	boot func() clock.Boot
 
@@ -34,7 +35,7 @@ type nodeClock struct {
 // newNodeClock returns a decision clock over src, starting at its wall
 // clock.
 func newNodeClock(src clock.Source, log *slog.Logger) *nodeClock {
-	return &nodeClock{Clock: clock.New(src), log: log, boot: readBoot}
+	return &nodeClock{Clock: clock.New(src), src: src, log: log, boot: readBoot}
 }
 
 // register adds rlserver_clock_offset_seconds to reg.
@@ -109,42 +110,75 @@ func (n *nodeClock) raise(t int64) {
 	n.save()
 }
 
-// Step detection and saving: keep reads the offset every keepEvery. A
-// change larger than stepLog between two readings is a step of the wall
-// clock (the clock's own correction moves it by 1% of the time between).
+// Step detection and saving: keep reads the clocks every keepEvery. A
+// change of the offset larger than stepLog between two readings is a step
+// of the wall clock (the clock's own correction moves it by 1% of the time
+// between); a boot clock ahead of the monotonic clock by more than stepLog
+// is a suspend.
 const (
 	keepEvery = time.Second
 	stepLog   = 100 * time.Millisecond
 )
 
-// keep, until ctx ends, logs the wall clock's steps and saves the mark
-// whenever the offset moved by a millisecond or more since the last one
-// (while the clock converges: once a second; while it agrees with the wall
-// clock, never).
+// keep, until ctx ends, checks the clocks every keepEvery (check).
 func (n *nodeClock) keep(ctx context.Context) {
 	t := time.NewTicker(keepEvery)
 	defer t.Stop()
-	last := n.Offset()
+	last := n.reading()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-		}
-		off := n.Offset()
-		if d := time.Duration(off - last); d > stepLog || d < -stepLog {
-			n.log.Warn("the wall clock stepped: decisions stay on the decision clock, which converges on it at 1% (INFO rlserver clock_offset_ms)",
-				"step", -d.Round(time.Millisecond), "offset", time.Duration(off).Round(time.Millisecond),
-				"converged_in", (time.Duration(abs(off)) * clock.Slew).Round(time.Second))
-		}
-		last = off
-		n.mu.Lock()
-		due := n.path != "" && abs(off-n.saved.Offset()) >= int64(time.Millisecond)
-		n.mu.Unlock()
-		if due {
-			n.save()
+			last = n.check(last)
 		}
 	}
+}
+
+// reading is what check compares: the decision time and its offset, the
+// boot clock (-1 when the boot is unknown) and the monotonic clock, read
+// together.
+type reading struct{ decided, offset, boot, mono int64 }
+
+func (n *nodeClock) reading() reading {
+	b := n.boot()
+	_, mono := n.src.Read()
+	d, w := n.Read()
+	r := reading{decided: d, offset: d - w, boot: b.Uptime, mono: mono}
+	if b.ID == "" {
+		r.boot = -1
+	}
+	return r
+}
+
+// check compares the clocks with last and returns the new reading. Time
+// the machine spent suspended (its boot clock went on, the process's
+// monotonic clock did not) is real time: the clock is moved on to where
+// the boot clock says it would be. A step of the wall clock is logged. The mark is saved whenever the offset
+// moved by a millisecond or more since the last save (once a second while
+// the clock converges; never while it agrees with the wall clock).
+func (n *nodeClock) check(last reading) reading {
+	now := n.reading()
+	if last.boot >= 0 && now.boot >= 0 {
+		if slept := (now.boot - last.boot) - (now.mono - last.mono); slept > int64(stepLog) {
+			n.AtLeast(last.decided + now.boot - last.boot)
+			now = n.reading()
+			n.log.Info("the machine was suspended: the decision clock counts that time (measured on its boot clock)",
+				"suspended", time.Duration(slept).Round(time.Millisecond), "offset", time.Duration(now.offset).Round(time.Millisecond))
+		}
+	}
+	if d := time.Duration(now.offset - last.offset); d > stepLog || d < -stepLog {
+		n.log.Warn("the wall clock stepped: decisions stay on the decision clock, which converges on it at 1% (INFO rlserver clock_offset_ms)",
+			"step", -d.Round(time.Millisecond), "offset", time.Duration(now.offset).Round(time.Millisecond),
+			"converged_in", (time.Duration(abs(now.offset)) * clock.Slew).Round(time.Second))
+	}
+	n.mu.Lock()
+	due := n.path != "" && abs(now.offset-n.saved.Offset()) >= int64(time.Millisecond)
+	n.mu.Unlock()
+	if due {
+		n.save()
+	}
+	return now
 }
 
 func abs(n int64) int64 { return max(n, -n) }
