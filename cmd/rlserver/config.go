@@ -80,6 +80,10 @@ type Config struct {
 	ElectionTimeout    time.Duration
 	LeaderLeaseTimeout time.Duration
 
+	// TestClockShiftFile names a file holding a duration that shifts the
+	// wall clock the node reads (for tests; see testclock.go).
+	TestClockShiftFile string
+
 	// given holds the names of the flags set by the command line, the
 	// environment or the config file (not defaults): a cluster node's
 	// data directory supplies the others it remembers (recallSettings).
@@ -141,6 +145,7 @@ func flagSet(cfg *Config) *flag.FlagSet {
 	fs.DurationVar(&cfg.HeartbeatTimeout, "raft-heartbeat-timeout", cluster.DefaultHeartbeatTimeout, "cluster: a follower that hears nothing from its leader this long (randomized up to twice it) starts an election")
 	fs.DurationVar(&cfg.ElectionTimeout, "raft-election-timeout", cluster.DefaultElectionTimeout, "cluster: how long a candidate waits for votes before it tries again")
 	fs.DurationVar(&cfg.LeaderLeaseTimeout, "raft-leader-lease-timeout", cluster.DefaultLeaderLeaseTimeout, "cluster: a leader that cannot reach a majority this long steps down (at most --raft-heartbeat-timeout)")
+	fs.StringVar(&cfg.TestClockShiftFile, "test-clock-shift-file", "", `for tests only: a file holding a duration ("-1h", "24h") added to the wall clock this node reads, read every 10ms, so that tests can step a real node's clock; "" reads the system's clock as it is`)
 	return fs
 }
 
