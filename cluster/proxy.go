@@ -227,7 +227,7 @@ func (c *Cluster) runExec(ctx context.Context, req keyReq) (keyReply, error) {
 	if e == nil {
 		return keyReply{}, errors.New("ERR this node runs no forwarded commands")
 	}
-	r := (*e).ExecLocal(req.Args, req.Proto, max(req.Now, c.clock()))
+	r := (*e).ExecLocal(req.Args, req.Proto, c.clock()) // the leader's clock, as runKey
 	if r.Kind == values.Error {
 		if w := redisWord(errors.New(string(r.Str))); w == "MOVED" || w == "TRYAGAIN" || w == "CLUSTERDOWN" {
 			return keyReply{}, errors.New(string(r.Str))
