@@ -21,7 +21,7 @@ func TestConfigDefaults(t *testing.T) {
 	}
 	want := Config{Listen: "127.0.0.1:6379", HTTP: "127.0.0.1:8080", GRPC: "127.0.0.1:8081", DataDir: "./data",
 		TrustedProxies: "127.0.0.0/8,::1", IPv6Prefix: 64,
-		MaxKeyBytes: 1024, MaxLogLimit: 10000, Shards: 256, LogLevel: "info", LogFormat: "text", MaxClients: 10000, GRPCMaxClients: 1024,
+		MaxKeyBytes: 1024, MaxLogLimit: 10000, LuaTimeLimit: 5 * time.Second, LuaMemoryLimit: 64 << 20, Shards: 256, LogLevel: "info", LogFormat: "text", MaxClients: 10000, GRPCMaxClients: 1024,
 		MaxMemoryPolicy: "volatile-ttl",
 		Consistency:     "fast", FlushInterval: 10 * time.Millisecond, SnapshotEntries: 4096, SnapshotBytes: 64 << 20,
 		SnapshotInterval: 10 * time.Second, TrailingLogs: 64, MinFreeDisk: 256 << 20, DiskBallast: 64 << 20,
