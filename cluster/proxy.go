@@ -34,7 +34,11 @@ type keyReq struct {
 	Count    int64 `json:"count,omitempty"`
 	Period   int64 `json:"period,omitempty"`
 	Quantity int64 `json:"quantity,omitempty"`
-	Now      int64 `json:"now"`
+	// Now is the sender's clock. The leader decides at its own (runKey):
+	// a sender whose clock is ahead would otherwise move the shards of
+	// the leader's group ahead of the leader's clock and freeze their
+	// keys for the difference.
+	Now int64 `json:"now"`
 	// exec: a command of package values or a script, whole, and the
 	// protocol of the client's connection (2 or 3).
 	Args  [][]byte `json:"args,omitempty"`
@@ -120,8 +124,9 @@ func redisWord(err error) string {
 	return s
 }
 
-// runKey runs a forwarded command on this node, which serves its slot; in
-// strong mode it returns once the change is committed.
+// runKey runs a forwarded command on this node, which serves its slot, at
+// this node's clock (the group's leader's); in strong mode it returns once
+// the change is committed.
 func (c *Cluster) runKey(ctx context.Context, req keyReq) (keyReply, error) {
 	g, err := c.serving(req.Key)
 	if err != nil {
@@ -132,14 +137,15 @@ func (c *Cluster) runKey(ctx context.Context, req keyReq) (keyReply, error) {
 		g.serving.RUnlock() // the command routes itself again
 		return c.runExec(ctx, req)
 	}
+	now := c.clock()
 	switch req.Op {
 	case "check":
 		rep.Result, err = g.store.Check(req.Key, engine.Algo(req.Algo),
-			engine.Params{Limit: req.Limit, Window: req.Window, Burst: req.Burst}, req.Cost, max(req.Now, c.clock()))
+			engine.Params{Limit: req.Limit, Window: req.Window, Burst: req.Burst}, req.Cost, now)
 	case "throttle":
-		rep.Cell, err = g.store.Throttle(req.Key, req.MaxBurst, req.Count, req.Period, req.Quantity, max(req.Now, c.clock()))
+		rep.Cell, err = g.store.Throttle(req.Key, req.MaxBurst, req.Count, req.Period, req.Quantity, now)
 	case "reset":
-		rep.Existed, err = g.store.Reset(req.Key, max(req.Now, c.clock()))
+		rep.Existed, err = g.store.Reset(req.Key, now)
 	default:
 		err = errors.New("ERR unknown forwarded command " + req.Op)
 	}
@@ -221,7 +227,7 @@ func (c *Cluster) runExec(ctx context.Context, req keyReq) (keyReply, error) {
 	if e == nil {
 		return keyReply{}, errors.New("ERR this node runs no forwarded commands")
 	}
-	r := (*e).ExecLocal(req.Args, req.Proto, max(req.Now, c.clock()))
+	r := (*e).ExecLocal(req.Args, req.Proto, c.clock()) // the leader's clock, as runKey
 	if r.Kind == values.Error {
 		if w := redisWord(errors.New(string(r.Str))); w == "MOVED" || w == "TRYAGAIN" || w == "CLUSTERDOWN" {
 			return keyReply{}, errors.New(string(r.Str))

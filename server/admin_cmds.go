@@ -213,6 +213,11 @@ func (s *Server) rlserverInfo(keys, stateBytes int64) []string {
 		"state_bytes", strconv.FormatInt(stateBytes, 10),
 		"max_key_bytes", strconv.Itoa(s.cfg.MaxKeyBytes),
 		"max_log_limit", strconv.FormatInt(s.cfg.MaxLogLimit, 10)}
+	var offset int64
+	if s.cfg.ClockOffset != nil {
+		offset = s.cfg.ClockOffset() / 1e6
+	}
+	out = append(out, "clock_offset_ms", strconv.FormatInt(offset, 10))
 	return append(out, s.metrics.checkFields()...)
 }
 

@@ -48,7 +48,12 @@ type Config struct {
 	MaxKeyBytes int    // longest key accepted; default 1024
 	MaxLogLimit int64  // largest limit for the log algorithm; default 10000
 	MaxRequest  int    // largest single request in bytes; default 8 MiB, at most 1 GiB
-	Clock       func() int64
+	// Clock is the time of every command, in ns since the epoch; default
+	// the wall clock. rlserver gives its decision clock (internal/clock).
+	Clock func() int64
+	// ClockOffset, if set, returns the Clock less the wall clock, in ns:
+	// INFO rlserver shows it as clock_offset_ms.
+	ClockOffset func() int64
 	Logger      *slog.Logger
 	Registerer  prometheus.Registerer
 	Version     string

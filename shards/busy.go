@@ -49,17 +49,15 @@ func (sh *shard) awaitScript() error {
 	}
 }
 
-// lockShards locks the shards the transaction holds, in index order: a
-// script's with Lock (it may wait, on a goroutine of its own), a command's
-// with lockCmd, unlocking what it took if that fails.
-func (tx *Tx) lockShards(script bool) error {
+// lockShards locks the shards the transaction holds, in index order, as
+// a client's command does (lockCmd): a shard held by a busy script makes
+// it unlock what it took and return ErrBusy, whether the transaction is a
+// command's or another script's. The index order keeps two transactions
+// from waiting for each other.
+func (tx *Tx) lockShards() error {
 	s := tx.s
 	for i := range s.shards {
 		if !tx.holds(uint64(i)) {
-			continue
-		}
-		if script {
-			s.shards[i].mu.Lock()
 			continue
 		}
 		if err := s.shards[i].lockCmd(); err != nil {

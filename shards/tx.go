@@ -53,8 +53,7 @@ type Tx struct {
 // seen by its rule checks: the transaction is ordered before them. run
 // must not call the Store's own methods on keys the plan names (their
 // shards are locked); it uses the Tx. It returns ErrBusy, without calling
-// run, if a shard is held by a script past its time limit (see busy.go);
-// a script's transaction (plan.Script) waits for its shards instead.
+// run, if a shard is held by a script past its time limit (see busy.go).
 func (s *Store) Transact(plan TxPlan, run func(tx *Tx)) error {
 	tx := &Tx{s: s, all: plan.All, set: s.rules.set.Load()}
 	if !plan.All {
@@ -79,7 +78,7 @@ func (s *Store) Transact(plan TxPlan, run func(tx *Tx)) error {
 		tx.countScript(1)
 		defer tx.countScript(-1)
 	}
-	if err := tx.lockShards(plan.Script); err != nil {
+	if err := tx.lockShards(); err != nil {
 		return err
 	}
 	defer tx.unlockShards(len(s.shards))

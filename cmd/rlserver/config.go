@@ -47,6 +47,7 @@ type Config struct {
 	Procs           int
 	IOLoops         int
 	MaxClients      int
+	GRPCMaxClients  int // gRPC connections, a budget apart from MaxClients
 	Timeout         int // seconds
 	MaxMemory       int64
 	MaxMemoryPolicy string
@@ -78,6 +79,10 @@ type Config struct {
 	HeartbeatTimeout   time.Duration
 	ElectionTimeout    time.Duration
 	LeaderLeaseTimeout time.Duration
+
+	// TestClockShiftFile names a file holding a duration that shifts the
+	// wall clock the node reads (for tests; see testclock.go).
+	TestClockShiftFile string
 
 	// given holds the names of the flags set by the command line, the
 	// environment or the config file (not defaults): a cluster node's
@@ -117,6 +122,7 @@ func flagSet(cfg *Config) *flag.FlagSet {
 	fs.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key file of --tls-cert")
 	fs.StringVar(&cfg.TLSCACert, "tls-ca-cert", "", "PEM file of the CA certificates that must have signed every client's certificate (clients must present one)")
 	fs.IntVar(&cfg.MaxClients, "maxclients", 10000, "client connections served at once, RESP and HTTP together; one more RESP client gets \"max number of clients reached\", one more HTTP client is closed")
+	fs.IntVar(&cfg.GRPCMaxClients, "grpc-maxclients", 1024, "connections to --grpc served at once, a budget apart from --maxclients (so that gRPC clients cannot lock out RESP, HTTP or /healthz); one more is closed")
 	fs.IntVar(&cfg.Timeout, "timeout", 0, "close a RESP client idle for this many seconds; 0 means never")
 	fs.StringVar(&cfg.Pprof, "pprof", "", `address for Go's /debug/pprof profiles (e.g. 127.0.0.1:6060); "" disables it`)
 	fs.StringVar(&cfg.NodeID, "node-id", "", `this node's name in its Raft group; "" takes the one the data directory holds, else "node1"`)
@@ -139,6 +145,7 @@ func flagSet(cfg *Config) *flag.FlagSet {
 	fs.DurationVar(&cfg.HeartbeatTimeout, "raft-heartbeat-timeout", cluster.DefaultHeartbeatTimeout, "cluster: a follower that hears nothing from its leader this long (randomized up to twice it) starts an election")
 	fs.DurationVar(&cfg.ElectionTimeout, "raft-election-timeout", cluster.DefaultElectionTimeout, "cluster: how long a candidate waits for votes before it tries again")
 	fs.DurationVar(&cfg.LeaderLeaseTimeout, "raft-leader-lease-timeout", cluster.DefaultLeaderLeaseTimeout, "cluster: a leader that cannot reach a majority this long steps down (at most --raft-heartbeat-timeout)")
+	fs.StringVar(&cfg.TestClockShiftFile, "test-clock-shift-file", "", `for tests only: a file holding a duration ("-1h", "24h") added to the wall clock this node reads, read every 10ms, so that tests can step a real node's clock; "" reads the system's clock as it is`)
 	return fs
 }
 
@@ -294,6 +301,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--raft-leader-lease-timeout %s: want 5ms to --raft-heartbeat-timeout (%s)", c.LeaderLeaseTimeout, c.HeartbeatTimeout)
 	case c.MaxClients < 1 || c.MaxClients > 1<<20:
 		return fmt.Errorf("--maxclients %d: want 1 to 1048576", c.MaxClients)
+	case c.GRPCMaxClients < 1 || c.GRPCMaxClients > 1<<20:
+		return fmt.Errorf("--grpc-maxclients %d: want 1 to 1048576", c.GRPCMaxClients)
 	case c.Timeout < 0 || c.Timeout > 1<<31-1:
 		return fmt.Errorf("--timeout %d: want 0 (never) or a number of seconds", c.Timeout)
 	case c.IPv6Prefix < 1 || c.IPv6Prefix > 128:

@@ -54,7 +54,7 @@ func startStatus(ctx context.Context, cfg Config, st *state, srv *server.Server,
 // statusHotKeys is the status page's hot-keys hook over lim's (nil if lim
 // keeps none): a cluster node's answer sums every node's, waiting at most
 // the second the cluster gives a node.
-func statusHotKeys(lim any) func(n int) []statuspage.HotKey {
+func statusHotKeys(lim any, now func() int64) func(n int) []statuspage.HotKey {
 	hs, ok := lim.(httpapi.HotKeySource)
 	if !ok {
 		return nil
@@ -62,7 +62,7 @@ func statusHotKeys(lim any) func(n int) []statuspage.HotKey {
 	return func(n int) []statuspage.HotKey {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		all := hs.HotKeys(ctx, n, time.Now().UnixNano())
+		all := hs.HotKeys(ctx, n, now())
 		out := make([]statuspage.HotKey, len(all))
 		for i, k := range all {
 			out[i] = statuspage.HotKey{Key: k.Key, Checks: k.Checks, Denied: k.Denied}
@@ -73,13 +73,13 @@ func statusHotKeys(lim any) func(n int) []statuspage.HotKey {
 
 // statusBlocks is the status page's blocks hook over lim's blocks (nil if
 // lim keeps none): the live ones, nearest to their end first.
-func statusBlocks(lim any) func() []statuspage.Block {
+func statusBlocks(lim any, now func() int64) func() []statuspage.Block {
 	bs, ok := lim.(interface{ ActiveBlocks(now int64) []rules.Block })
 	if !ok {
 		return nil
 	}
 	return func() []statuspage.Block {
-		all := bs.ActiveBlocks(time.Now().UnixNano())
+		all := bs.ActiveBlocks(now())
 		out := make([]statuspage.Block, len(all))
 		for i, b := range all {
 			out[i] = statuspage.Block{Identifier: b.Identifier, TTLMillis: b.TTL.Milliseconds(), Reason: b.Reason, Rule: b.Rule}
