@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -82,8 +83,9 @@ func TestRestartKeepsValues(t *testing.T) {
 	p.stop()
 }
 
-// TestClusterScriptsAndValues: three nodes in strong mode serve scripts and
-// Redis values to a go-redis ClusterClient with its default options: keys
+// TestClusterScriptsAndValues: three nodes in strong mode serve scripts
+// (go-redis/redis_rate's and a sliding log) and Redis values to a go-redis
+// ClusterClient with its default options: keys
 // of every slot follow MOVED to their group's leader, keys of different
 // slots in one command are CROSSSLOT (hash tags put them together), and
 // after kill -9 of the node that leads the most groups nothing a script
@@ -99,6 +101,18 @@ func TestClusterScriptsAndValues(t *testing.T) {
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
 	t.Cleanup(func() { c.Close() })
 	log := redis.NewScript(slidingLog)
+	// go-redis/redis_rate, as its users call it, on the ClusterClient:
+	// 3 of a burst of 5 on each of 30 keys.
+	rl := redis_rate.NewLimiter(c)
+	limit := redis_rate.Limit{Rate: 5, Burst: 5, Period: time.Hour}
+	for i := 0; i < 30; i++ {
+		for j := 0; j < 3; j++ {
+			res, err := rl.Allow(ctx, fmt.Sprint("rate:", i), limit)
+			if err != nil || res.Allowed != 1 || res.Remaining != 4-j {
+				t.Fatalf("redis_rate Allow rate:%d, call %d: %+v %v", i, j, res, err)
+			}
+		}
+	}
 	const keys = 60
 	for i := 0; i < keys; i++ {
 		for j := 0; j < 3; j++ {
@@ -147,5 +161,17 @@ func TestClusterScriptsAndValues(t *testing.T) {
 	v, err := log.Run(ctx, c2, []string{"log:0"}, 1e12+5, 86400000, 10, "after").Slice()
 	if err != nil || v[1] != int64(4) {
 		t.Errorf("a script after the failover: %v %v, want 4 entries", v, err)
+	}
+	// redis_rate goes on from what it had: 2 of 5 left on every key, then
+	// denied once they are spent.
+	rl2 := redis_rate.NewLimiter(c2)
+	for i := 0; i < 30; i++ {
+		for j := 0; j < 3; j++ {
+			res, err := rl2.Allow(ctx, fmt.Sprint("rate:", i), limit)
+			want := j < 2
+			if err != nil || (res.Allowed == 1) != want {
+				t.Fatalf("after kill -9: redis_rate Allow rate:%d, call %d: %+v %v (allowed want %v): an admission was forgotten", i, j+4, res, err, want)
+			}
+		}
 	}
 }
