@@ -201,3 +201,14 @@ func (c *Cluster) Proxying() bool { return c.cfg.Proxy }
 func (c *Cluster) ForwardExec(key []byte, args [][]byte, proto int, now int64) (values.Reply, error) {
 	return c.Forwarder().Exec(slots.Of(key), key, args, proto, now)
 }
+
+// Persistent returns the keys without an expiry in the groups this node
+// leads (INFO keyspace).
+func (c *Cluster) Persistent() int {
+	n := 0
+	for _, g := range c.led() {
+		n += g.store.Persistent()
+		g.serving.RUnlock()
+	}
+	return n
+}

@@ -518,6 +518,9 @@ func (n *Node) RuleCount() int { return n.store.RuleCount() }
 // Len returns the number of keys held.
 func (n *Node) Len() int { return n.store.Len() }
 
+// Persistent is shards.Store.Persistent (INFO keyspace).
+func (n *Node) Persistent() int { return n.store.Persistent() }
+
 // MemoryBytes returns the memory the keys take.
 func (n *Node) MemoryBytes() int64 { return n.store.MemoryBytes() }
 

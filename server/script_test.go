@@ -262,4 +262,11 @@ func TestScriptKeys(t *testing.T) {
 	if err != nil || get.Val() != "11" {
 		t.Errorf("EVAL in MULTI: %v, GET %q", err, get.Val())
 	}
+	// INFO keyspace counts the values (two without a TTL, one with) and
+	// the limiter's key (which always expires).
+	rdb.Set(ctx, "c", "3", time.Hour)
+	rdb.Do(ctx, "RL.CHECK", "rl", "token", 5, "1h")
+	if info := rdb.Info(ctx, "keyspace").Val(); !strings.Contains(info, "db0:keys=4,expires=2,") {
+		t.Errorf("INFO keyspace: %q, want keys=4,expires=2", info)
+	}
 }

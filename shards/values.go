@@ -212,3 +212,23 @@ func (sh *shard) evictValue(key string) {
 	sh.dropValue([]byte(key), ve)
 	sh.evicted++
 }
+
+// Persistent returns the number of keys without an expiry: Redis values
+// with no TTL (limiter state always expires). INFO's keyspace line counts
+// the others as its expires. The shards of a busy script are not counted.
+func (s *Store) Persistent() int {
+	n := 0
+	for i := range s.shards {
+		sh := &s.shards[i]
+		if len(sh.vals) == 0 || sh.lockCmd() != nil {
+			continue
+		}
+		for _, ve := range sh.vals {
+			if ve.exp == 0 {
+				n++
+			}
+		}
+		sh.mu.Unlock()
+	}
+	return n
+}

@@ -16,4 +16,7 @@ var (
 	_ server.Spanner       = clusterNode{}
 	_ server.ExecForwarder = clusterNode{}
 	_ cluster.Executor     = (*server.Server)(nil)
+	_ server.Persistents   = (*shards.Store)(nil)
+	_ server.Persistents   = clusterNode{}
+	_ server.Persistents   = (*cluster.Node)(nil)
 )
