@@ -206,7 +206,7 @@ func (sc *scriptCaller) Call(args [][]byte, resp int) values.Reply {
 	if sc.keys == nil {
 		return values.ErrorReply("ERR this script holds no keys: pass the keys it uses in KEYS")
 	}
-	return values.Exec(sc.keys, sc.now, resp, args)
+	return sc.keys.Exec(resp, args)
 }
 
 // may reports whether the run may use key.

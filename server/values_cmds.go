@@ -107,7 +107,7 @@ func (s *Server) execValue(tx *shards.Tx, proto int, vc *values.Command, keys, a
 			r = values.ErrorReply("ERR this command needs a key")
 			return
 		}
-		r = values.Exec(k, k.Now(), proto, args)
+		r = k.Exec(proto, args)
 		for _, key := range keys {
 			k.Hot(key)
 		}

@@ -18,6 +18,7 @@ import (
 type Keys struct {
 	tx  *Tx
 	now int64
+	eff effect // the command Exec runs (see effects.go)
 }
 
 // otherNames are the TYPE names of limiter state, by algorithm.
@@ -82,7 +83,18 @@ func (k *Keys) Lookup(key []byte) values.Entry {
 // Put stores v with expiry exp as key's value (see values.Keyspace).
 func (k *Keys) Put(key []byte, v *values.Value, exp int64) {
 	sh, h := k.shard(key)
-	sh.putValue(key, tagOf(h), v, exp, k.now)
+	sh.putValue(key, tagOf(h), v, exp, k.now, &k.eff)
+}
+
+// Exec runs a command of package values on the keyspace at its time
+// (values.Exec), and has the journal record the change it makes to its one
+// key as the command itself rather than the key's whole value (see
+// effects.go). Commands should run through it, not values.Exec.
+func (k *Keys) Exec(resp int, args [][]byte) values.Reply {
+	k.eff.set(args)
+	r := values.Exec(k, k.now, resp, args)
+	k.eff.clear()
+	return r
 }
 
 // Delete removes key whatever it holds (see values.Keyspace).

@@ -28,6 +28,8 @@ import (
 //	             | varint expires-T | varint N | varint P
 //	recValSet:   uvarint key length | key | varint expires (ns since the
 //	             epoch, 0 for never) | the value (values.AppendValue)
+//	recValCmd:   a command of package values that changed one key, replayed
+//	             (see effects.go)
 //
 // recSetRel is recSet for the algorithms other than the log, with T taken
 // from the base: the journal's records are written while checks run, when
@@ -124,6 +126,8 @@ func (s *Store) applyRecord(b []byte, now, base int64) (int, error) {
 		return s.applySetRel(b, now, base)
 	case recValSet:
 		return s.applyValSet(b, now)
+	case recValCmd:
+		return s.applyValCmd(b, base)
 	case recFlushAll:
 		s.clearKeys()
 		return 1, nil
@@ -260,12 +264,7 @@ func (s *Store) applyValSet(b []byte, now int64) (int, error) {
 		sh.dropValue(key, ve)
 	}
 	if exp == 0 || exp > now {
-		if sh.vals == nil {
-			sh.vals = make(map[string]*valEntry)
-		}
-		ve := &valEntry{v: v, exp: exp, size: int64(len(key)) + v.Size() + valOverhead}
-		sh.vals[string(key)] = ve
-		sh.valBytes += ve.size
+		sh.setValue(key, tagOf(h), v, exp, now)
 	}
 	return off, nil
 }

@@ -77,8 +77,10 @@ func (sh *shard) valueError(key []byte, a engine.Algo, now int64) error {
 }
 
 // putValue stores v with expiry exp as key's value, replacing the key's
-// limiter state if it has any, and lists the change. Call with mu held.
-func (sh *shard) putValue(key []byte, tag uint32, v *values.Value, exp, now int64) {
+// limiter state if it has any, and journals the change: as eff's command
+// if it covers it (see effects.go), else by listing the key. Call with mu
+// held.
+func (sh *shard) putValue(key []byte, tag uint32, v *values.Value, exp, now int64, eff *effect) {
 	if exp != 0 && exp <= now {
 		sh.deleteKey(key, tag, now)
 		return
@@ -87,6 +89,23 @@ func (sh *shard) putValue(key []byte, tag uint32, v *values.Value, exp, now int6
 		e := &sh.scratch
 		sh.tab.decode(i, e)
 		sh.remove(key, e)
+	}
+	ve := sh.setValue(key, tag, v, exp, now)
+	switch {
+	case !sh.journal:
+	case eff.covers(sh, key, ve):
+		sh.noteEffect(key, eff, now)
+	default:
+		sh.noteValue(key, ve)
+	}
+}
+
+// setValue stores v with expiry exp as key's value, dropping the key's
+// limiter state, and returns its entry; nothing is journaled. Call with
+// mu held.
+func (sh *shard) setValue(key []byte, tag uint32, v *values.Value, exp, now int64) *valEntry {
+	if i := sh.tab.find(key, tag); i >= 0 {
+		sh.tab.remove(i)
 	}
 	ve := sh.vals[string(key)]
 	if ve == nil {
@@ -100,7 +119,7 @@ func (sh *shard) putValue(key []byte, tag uint32, v *values.Value, exp, now int6
 	size := int64(len(key)) + v.Size() + valOverhead
 	sh.valBytes += size - ve.size
 	ve.size = size
-	sh.noteValue(key, ve)
+	return ve
 }
 
 // deleteKey removes key whatever it holds, as a change (journaled), and
