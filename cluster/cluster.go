@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
@@ -104,6 +105,14 @@ type Cluster struct {
 	metaR    *raft.Raft
 	// blockDenied counts the rules checks this node denied by a block.
 	blockDenied atomic.Uint64
+	// reqPrefix (random, drawn at start) and reqSeq name this node's meta
+	// requests (nextReq).
+	reqPrefix string
+	reqSeq    atomic.Uint64
+	// metaAnswered, a test's hook, is called by the meta leader after it
+	// applied another node's meta command and before it answers: a test
+	// stalls it there, as a SIGSTOP of the leader after the commit does.
+	metaAnswered func()
 	// groups holds this node's replica of each data group, by id (nil for
 	// a group it does not host; [0] is unused). Replicas come and go as
 	// groups move between nodes, so readers load them atomically.
@@ -153,7 +162,8 @@ type Cluster struct {
 // when every slot is.
 func OpenCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	cfg = clusterDefaults(cfg)
-	c := &Cluster{cfg: cfg, id: clusterID(cfg.NodeID), log: cfg.Logger, clock: cfg.Clock, shutdownCh: make(chan struct{})}
+	c := &Cluster{cfg: cfg, id: clusterID(cfg.NodeID), log: cfg.Logger, clock: cfg.Clock, shutdownCh: make(chan struct{}),
+		reqPrefix: randomHex(8)}
 	layout, err := c.layout()
 	if err == nil && layout.Version == layoutVersion && !layout.Bootstrapped && layout.Groups > 0 {
 		err = cfg.Storage.SaveLayout(*layout) // before anything is bootstrapped: see Layout
@@ -699,4 +709,11 @@ func (c *Cluster) slotRange(g int) (int, int) {
 	first := ((g-1)*slots.Count + n - 1) / n
 	last := (g*slots.Count+n-1)/n - 1
 	return first, last
+}
+
+// randomHex returns n random bytes in hex.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
 }

@@ -449,6 +449,15 @@ func (n *Node) CreateRule(r rules.Rule) error {
 	return n.store.CreateRule(r)
 }
 
+// ChangeRules is shards.Store.ChangeRules (the change's records reach the
+// log in one entry), refused while the log refuses writes.
+func (n *Node) ChangeRules(ch rules.Change) (rules.ChangeResult, error) {
+	if err := n.refuse(); err != nil {
+		return rules.ChangeResult{}, err
+	}
+	return n.store.ChangeRules(ch)
+}
+
 // DeleteRule is shards.Store.DeleteRule, refused while the log refuses
 // writes.
 func (n *Node) DeleteRule(id string) (bool, error) {
