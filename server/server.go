@@ -222,6 +222,7 @@ func New(cfg Config) *Server {
 	s.input, s.connMem = &budget{max: cfg.MaxBuffered}, cfg.ConnMemory
 	s.throttle = newThrottles()
 	s.cmds, s.list = commandTable()
+	s.initRuleWaits()
 	s.metrics = newMetrics(cfg.Registerer, s)
 	return s
 }
