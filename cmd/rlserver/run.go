@@ -48,7 +48,10 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	registerMaxMemory(reg, cfg.MaxMemory)
-	fileRules, err := readRules(cfg.RulesFile, cfg.MaxLogLimit)
+	if cfg.MaxConfigBytes <= 0 {
+		cfg.MaxConfigBytes = DefaultMaxConfigBytes // a Config made without loadConfig
+	}
+	fileRules, err := readRules(cfg.RulesFile, cfg.MaxLogLimit, cfg.MaxConfigBytes)
 	if err != nil {
 		return err
 	}
@@ -68,7 +71,7 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 			st.close(context.Background(), log)
 		}
 	}()
-	fr, err := newFileRules(cfg.RulesFile, cfg.MaxLogLimit, st.lim, cfg.DataDir, log)
+	fr, err := newFileRules(cfg.RulesFile, cfg.MaxLogLimit, cfg.MaxConfigBytes, st.lim, cfg.DataDir, log)
 	if err != nil {
 		return err
 	}

@@ -23,6 +23,7 @@ type limiter interface {
 	server.Limiter
 	server.RuleStore
 	CreateRule(r rules.Rule) error
+	ChangeRules(ch rules.Change) (rules.ChangeResult, error)
 }
 
 // state is the node's key state and how to stop it.
