@@ -153,7 +153,7 @@ func (t *ruleTable) reset() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.set.Store(nil)
-	t.blocks.table.Store(nil)
+	t.blocks.publish(nil)
 	t.changes, t.nchanges = t.changes[:0], 0
 }
 
