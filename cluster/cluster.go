@@ -72,6 +72,15 @@ type ClusterConfig struct {
 	// when it has room); default Storage.Space.Err. A node whose disk
 	// refuses hands its leads to nodes whose disks do not, and takes none.
 	DiskErr func() error
+	// MaxBlocks bounds the blocks the meta group holds (--max-blocks; 0:
+	// no bound). It travels in each block this node proposes, so that every
+	// node drops the same blocks (those nearest to their end) when a block
+	// goes beyond it.
+	MaxBlocks int
+	// BlockBytes, if not nil, is kept at the memory the meta group's
+	// blocks take (rules.BlockBytes), which the data groups' stores count
+	// against --maxmemory (shards.Options.Held).
+	BlockBytes *atomic.Int64
 }
 
 // Defaults of ClusterConfig.
@@ -105,6 +114,10 @@ type Cluster struct {
 	metaR    *raft.Raft
 	// blockDenied counts the rules checks this node denied by a block.
 	blockDenied atomic.Uint64
+	// blockProposals bounds the blocks a rule check proposes at once;
+	// blocksShed counts those not proposed for it.
+	blockProposals chan struct{}
+	blocksShed     atomic.Uint64
 	// reqPrefix (random, drawn at start) and reqSeq name this node's meta
 	// requests (nextReq).
 	reqPrefix string
@@ -163,7 +176,7 @@ type Cluster struct {
 func OpenCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	cfg = clusterDefaults(cfg)
 	c := &Cluster{cfg: cfg, id: clusterID(cfg.NodeID), log: cfg.Logger, clock: cfg.Clock, shutdownCh: make(chan struct{}),
-		reqPrefix: randomHex(8)}
+		reqPrefix: randomHex(8), blockProposals: make(chan struct{}, maxBlockProposals)}
 	layout, err := c.layout()
 	if err == nil && layout.Version == layoutVersion && !layout.Bootstrapped && layout.Groups > 0 {
 		err = cfg.Storage.SaveLayout(*layout) // before anything is bootstrapped: see Layout
@@ -174,6 +187,7 @@ func OpenCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	c.ngroups.Store(int32(layout.Groups))
 	c.initial = layout.Peers
 	c.meta = newMetaFSM()
+	c.meta.bytes = cfg.BlockBytes
 	c.metrics = newMetrics(cfg.Registerer, c.appliedSum, func() bool { return false }, cfg.Storage.LogStats)
 	cfg.Registerer.MustRegister(newGroupApplied(c), prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "rlserver_cluster_leads_lost_total",

@@ -76,6 +76,10 @@ type metaCmd struct {
 	ID        string           `json:"id,omitempty"`
 	Block     *rules.Block     `json:"block,omitempty"`  // block.set
 	Change    *rules.Change    `json:"change,omitempty"` // rules.change
+	// Max, in a block.set, is the proposer's --max-blocks (0: no bound):
+	// beyond it the blocks nearest to their end are dropped, on every node
+	// alike.
+	Max int `json:"max,omitempty"`
 	// Req, when set, names the request (unique: the proposing node's
 	// prefix and a count). A request applied already is answered as it
 	// was then, and changes nothing: a proposer that lost the answer (its
@@ -106,6 +110,12 @@ type metaFSM struct {
 	// blocksMade counts the blocks applied here, by source (a rule id or
 	// "manual"); under mu.
 	blocksMade map[string]uint64
+	// blocksDropped counts the blocks dropped to stay within a block.set's
+	// Max (--max-blocks).
+	blocksDropped atomic.Uint64
+	// bytes, if not nil, is kept at the blocks' memory
+	// (ClusterConfig.BlockBytes).
+	bytes *atomic.Int64
 	// changed is called (outside mu) after every applied change.
 	changed func()
 	// done holds the answers of the requests applied last (metaCmd.Req),
@@ -290,7 +300,9 @@ func (f *metaFSM) applyBlock(c metaCmd, now int64) metaResult {
 		if b.Until <= now && now != 0 {
 			break // expired already
 		}
-		t = t.With(b)
+		var dropped int
+		t, dropped = t.WithCapped(b, c.Max)
+		f.blocksDropped.Add(uint64(dropped))
 		src := b.Rule
 		if src == "" {
 			src = "manual"
@@ -300,11 +312,20 @@ func (f *metaFSM) applyBlock(c metaCmd, now int64) metaResult {
 		}
 		f.blocksMade[src]++
 	}
+	f.storeBlocks(t)
+	return res
+}
+
+// storeBlocks publishes t (nil when empty) and its memory. Call with mu
+// held.
+func (f *metaFSM) storeBlocks(t *rules.BlockTable) {
 	if t.Len() == 0 {
 		t = nil
 	}
 	f.blocks.Store(t)
-	return res
+	if f.bytes != nil {
+		f.bytes.Store(t.Bytes())
+	}
 }
 
 // publish replaces the readers' copies of the state; the rules are copied
@@ -423,11 +444,7 @@ func (f *metaFSM) Restore(rc io.ReadCloser) error {
 	fresh.Groups = s.Groups
 	f.mu.Lock()
 	f.state = fresh
-	if len(blocks) == 0 {
-		f.blocks.Store(nil)
-	} else {
-		f.blocks.Store(rules.NewBlockTable(blocks...))
-	}
+	f.storeBlocks(rules.NewBlockTable(blocks...))
 	f.blocksPruned = 0
 	f.done, f.doneOrder = map[string]metaResult{}, nil
 	for _, d := range s.Done {

@@ -499,6 +499,11 @@ func (n *Node) ActiveBlocks(now int64) []rules.Block { return n.store.ActiveBloc
 // BlockStats returns the store's counts of blocks.
 func (n *Node) BlockStats(now int64) shards.BlockStats { return n.store.BlockStats(now) }
 
+// NewestBlocks is shards.Store.NewestBlocks.
+func (n *Node) NewestBlocks(count int, now int64) ([]rules.Block, int) {
+	return n.store.NewestBlocks(count, now)
+}
+
 // Rule returns the rule with the given id.
 func (n *Node) Rule(id string) (rules.Rule, bool) { return n.store.Rule(id) }
 

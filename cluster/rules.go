@@ -196,17 +196,30 @@ func (c *Cluster) countDenial(q *rules.Query, e *rules.Eval, now int64) {
 		return
 	}
 	b := shards.DenialBlock(e, now, dur)
+	select {
+	case c.blockProposals <- struct{}{}:
+	default:
+		c.blocksShed.Add(1) // as many blocks on their way as the meta group takes: not this one
+		return
+	}
 	go func() {
+		defer func() { <-c.blockProposals }()
 		if err := c.SetBlock(b, now); err != nil {
 			c.log.Warn("a rule's block could not be made", "identifier", b.Identifier, "rule", b.Rule, "err", err)
 		}
 	}()
 }
 
+// maxBlockProposals bounds the blocks rule checks propose at once: under
+// an attack from many identifiers, blocks beyond what the meta group
+// commits are not proposed (BlockStats.Dropped counts them) rather than
+// queued in goroutines without bound.
+const maxBlockProposals = 64
+
 // SetBlock blocks b.Identifier until b.Until through the meta group, so
 // that every node denies it.
 func (c *Cluster) SetBlock(b rules.Block, now int64) error {
-	_, err := c.ruleCmd(metaCmd{Op: "block.set", Block: &b})
+	_, err := c.ruleCmd(metaCmd{Op: "block.set", Block: &b, Max: c.cfg.MaxBlocks})
 	return err
 }
 
@@ -226,7 +239,16 @@ func (c *Cluster) ActiveBlocks(now int64) []rules.Block {
 // source, the rules checks this node denied by a block, and those live
 // at now.
 func (c *Cluster) BlockStats(now int64) shards.BlockStats {
-	return shards.BlockStats{Made: c.meta.blocksMadeCopy(), Denied: c.blockDenied.Load(), Active: len(c.ActiveBlocks(now))}
+	t := c.meta.blockTable()
+	return shards.BlockStats{Made: c.meta.blocksMadeCopy(), Denied: c.blockDenied.Load(), Active: t.Live(now),
+		Dropped: c.meta.blocksDropped.Load() + c.blocksShed.Load(), Bytes: t.Bytes()}
+}
+
+// NewestBlocks returns up to n of the blocks live at now, those made last
+// first, with their TTLs, and how many blocks are live.
+func (c *Cluster) NewestBlocks(n int, now int64) ([]rules.Block, int) {
+	t := c.meta.blockTable()
+	return t.Newest(n, now), t.Live(now)
 }
 
 // CheckAll is shards.Store.CheckAll across the cluster: the ops' counters
