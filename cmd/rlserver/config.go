@@ -46,6 +46,7 @@ type Config struct {
 	MaxClients      int
 	Timeout         int // seconds
 	MaxMemory       int64
+	MaxBlocks       int // 0: sized to memory (maxBlocks)
 	MaxMemoryPolicy string
 	TLSCert         string
 	TLSKey          string
@@ -111,6 +112,7 @@ func flagSet(cfg *Config) *flag.FlagSet {
 	fs.IntVar(&cfg.Procs, "procs", 0, "CPU cores the server runs Go code on at once (GOMAXPROCS); 0 means all")
 	fs.IntVar(&cfg.IOLoops, "io-loops", 0, "event loops serving client connections (Linux); 0 means one per --procs, -1 a goroutine per connection")
 	fs.Var(sizeValue{&cfg.MaxMemory}, "maxmemory", "bound on the memory of key state and client connections (256mb, 2gb; 0 is none)")
+	fs.IntVar(&cfg.MaxBlocks, "max-blocks", 0, "most blocked identifiers held at once; a new block beyond it drops those nearest to their end first (rlserver_blocks_dropped_total); 0 sizes it to memory: a quarter of --maxmemory at 256 bytes a block, or 1000000 without --maxmemory")
 	fs.StringVar(&cfg.MaxMemoryPolicy, "maxmemory-policy", "volatile-ttl", "at --maxmemory: volatile-ttl evicts the state nearest to fresh, noeviction refuses new keys with -OOM")
 	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM certificate (chain) file: serve RESP and HTTP over TLS only (with --tls-key)")
 	fs.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key file of --tls-cert")
@@ -269,6 +271,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--snapshot-entries %d: want at least 16", c.SnapshotEntries)
 	case c.SnapshotBytes < 1<<20:
 		return fmt.Errorf("--snapshot-bytes %d: want at least 1mb", c.SnapshotBytes)
+	case c.MaxBlocks < 0 || c.MaxBlocks > 1<<28:
+		return fmt.Errorf("--max-blocks %d: want 0 (sized to memory) to 268435456", c.MaxBlocks)
 	case c.MaxConfigBytes < 1<<10 || c.MaxConfigBytes > 1<<30:
 		return fmt.Errorf("--max-config-bytes %d: want 1kb to 1gb", c.MaxConfigBytes)
 	case c.MinFreeDisk != 0 && c.MinFreeDisk < 1<<20:

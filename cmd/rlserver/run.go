@@ -45,6 +45,7 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 	var connMem atomic.Int64 // the server's connection buffers, which --maxmemory counts
 	policy, _ := shards.ParsePolicy(cfg.MaxMemoryPolicy)
 	limitHeap(cfg.MaxMemory, log)
+	warnBlocks(cfg, log)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	registerMaxMemory(reg, cfg.MaxMemory)
@@ -61,7 +62,8 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 		return err
 	}
 	defer stopPprof()
-	st, err := openState(ctx, &cfg, shards.Options{Shards: cfg.Shards, MaxMemory: cfg.MaxMemory, Policy: policy, Other: &connMem}, reg, log)
+	st, err := openState(ctx, &cfg, shards.Options{Shards: cfg.Shards, MaxMemory: cfg.MaxMemory, Policy: policy, Other: &connMem,
+		MaxBlocks: maxBlocks(cfg)}, reg, log)
 	if err != nil {
 		return err
 	}
