@@ -140,7 +140,7 @@ func (r *ruleRun) add(b []byte) (int, error) {
 	if b[0] == recRuleDel {
 		id = string(v)
 	} else {
-		rule, err := rules.DecodeJSON(v)
+		rule, err := rules.DecodeStored(v)
 		if err == nil {
 			c, err = rules.Compile(rule, 0)
 		}
