@@ -119,9 +119,11 @@ type metaFSM struct {
 	// changed is called (outside mu) after every applied change.
 	changed func()
 	// done holds the answers of the requests applied last (metaCmd.Req),
-	// doneOrder their names, oldest first; under mu.
-	done      map[string]metaResult
-	doneOrder []string
+	// doneRing their names: in the order applied until it holds maxDone,
+	// then a ring whose oldest is at doneNext; under mu.
+	done     map[string]metaResult
+	doneRing []string
+	doneNext int
 }
 
 func newMetaFSM() *metaFSM {
@@ -266,11 +268,19 @@ func (f *metaFSM) remember(req string, res metaResult) {
 		return
 	}
 	f.done[req] = res
-	f.doneOrder = append(f.doneOrder, req)
-	if len(f.doneOrder) > maxDone {
-		delete(f.done, f.doneOrder[0])
-		f.doneOrder = append(f.doneOrder[:0:0], f.doneOrder[1:]...)
+	if len(f.doneRing) < maxDone {
+		f.doneRing = append(f.doneRing, req)
+		return
 	}
+	delete(f.done, f.doneRing[f.doneNext])
+	f.doneRing[f.doneNext] = req
+	f.doneNext = (f.doneNext + 1) % maxDone
+}
+
+// doneOrder returns the requests remembered, oldest first. Call with mu
+// held.
+func (f *metaFSM) doneOrder() []string {
+	return append(append([]string(nil), f.doneRing[f.doneNext:]...), f.doneRing[:f.doneNext]...)
 }
 
 // applyBlock applies a block.set or block.del at now to the block table
@@ -403,8 +413,9 @@ func (f *metaFSM) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.Lock()
 	st := *f.current() // as of the last entry applied, with the blocks and requests below
 	blocks := f.blockTable()
-	st.Done = make([]doneReq, len(f.doneOrder))
-	for i, req := range f.doneOrder {
+	order := f.doneOrder()
+	st.Done = make([]doneReq, len(order))
+	for i, req := range order {
 		st.Done[i] = doneReq{Req: req, Result: f.done[req]}
 	}
 	f.mu.Unlock()
@@ -446,7 +457,7 @@ func (f *metaFSM) Restore(rc io.ReadCloser) error {
 	f.state = fresh
 	f.storeBlocks(rules.NewBlockTable(blocks...))
 	f.blocksPruned = 0
-	f.done, f.doneOrder = map[string]metaResult{}, nil
+	f.done, f.doneRing, f.doneNext = map[string]metaResult{}, nil, 0
 	for _, d := range s.Done {
 		f.remember(d.Req, d.Result)
 	}

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync/atomic"
@@ -147,4 +148,33 @@ func (tc *testCluster) metaLeader() int {
 		return false
 	})
 	return at
+}
+
+// TestMetaRequestsRemembered: the meta group remembers the last maxDone
+// requests, oldest forgotten first, and a snapshot keeps them in order.
+func TestMetaRequestsRemembered(t *testing.T) {
+	f := newMetaFSM()
+	for i := 0; i < maxDone+10; i++ {
+		f.remember(fmt.Sprintf("r%d", i), metaResult{Added: i%2 == 0})
+	}
+	if len(f.done) != maxDone {
+		t.Fatalf("%d remembered", len(f.done))
+	}
+	order := f.doneOrder()
+	if order[0] != "r10" || order[maxDone-1] != fmt.Sprintf("r%d", maxDone+9) {
+		t.Fatalf("oldest %s, newest %s", order[0], order[maxDone-1])
+	}
+	if _, ok := f.done["r9"]; ok {
+		t.Fatal("r9, beyond the bound, is remembered")
+	}
+	snap, _ := f.Snapshot()
+	var sink bufSink
+	snap.Persist(&sink)
+	g := newMetaFSM()
+	if err := g.Restore(readCloser{strings.NewReader(sink.String())}); err != nil {
+		t.Fatal(err)
+	}
+	if got := g.doneOrder(); len(got) != maxDone || got[0] != "r10" || !g.done["r10"].Added {
+		t.Fatalf("restored: %d, first %s", len(got), got[0])
+	}
 }
