@@ -83,8 +83,9 @@ func newFileRules(path string, maxLogLimit, maxBytes int64, store ruleWriter, da
 // (rules.Change): every rule store reader — on this node, and in a
 // cluster on every node — sees the rules of the last load or of this one,
 // never a part. A store without a leader (a cluster electing) is retried
-// until retry has passed or ctx ends. If the change is refused, nothing
-// changed and the next load tries again.
+// until retry has passed or ctx ends. If the change is refused, the next
+// load tries again, and deletes the rules of this one it does not name
+// (in a cluster, a change whose answer was lost may have been made).
 func (f *fileRules) load(ctx context.Context, list []rules.Rule, retry time.Duration) error {
 	if f.path == "" {
 		return nil
@@ -109,7 +110,10 @@ func (f *fileRules) load(ctx context.Context, list []rules.Rule, retry time.Dura
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("rules file %s: not loaded, the rules stay as they were: %w", f.path, err)
+		for id := range named { // the change may have been made (an unknown outcome): the next load cleans up after it
+			f.owned[id] = true
+		}
+		return fmt.Errorf("rules file %s: not loaded: %w", f.path, err)
 	}
 	f.owned = named
 	if err := f.writeRecord(); err != nil {
