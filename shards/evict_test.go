@@ -134,10 +134,10 @@ func TestOtherMemoryCounts(t *testing.T) {
 // next make room for it. Before, blocks were neither bounded nor counted.
 func TestBlocksCappedAndCounted(t *testing.T) {
 	now := int64(1_700_000_000e9)
-	s := NewStore(Options{Shards: 4, MaxMemory: 2 << 20, MaxBlocks: 1000})
+	s := NewStore(Options{Shards: 4, MaxMemory: 1 << 20, MaxBlocks: 1000})
 	s.EnableJournal()
 	p := engine.Params{Limit: 10, Window: 3600e9}
-	for i := 0; i < 100_000; i++ {
+	for i := 0; i < 40_000; i++ {
 		s.Check([]byte("k:"+strconv.Itoa(i)), engine.Fixed, p, 1, now)
 	}
 	keysOnly := s.MemoryBytes()
@@ -157,11 +157,11 @@ func TestBlocksCappedAndCounted(t *testing.T) {
 	if st.Bytes < 1000*100 || s.MemoryBytes() < keysOnly+st.Bytes {
 		t.Fatalf("blocks take %d bytes; the store counts %d, its keys %d", st.Bytes, s.MemoryBytes(), keysOnly)
 	}
-	for i := 100_000; i < 200_000; i++ {
+	for i := 40_000; i < 80_000; i++ {
 		s.Check([]byte("k:"+strconv.Itoa(i)), engine.Fixed, p, 1, now)
 	}
-	if m := s.MemoryBytes(); m > 2<<20 || m-st.Bytes > keysOnly {
-		t.Fatalf("keys and blocks take %d bytes (blocks %d, keys alone before %d) of a 2 MB bound", m, st.Bytes, keysOnly)
+	if m := s.MemoryBytes(); m > 1<<20 || m-st.Bytes > keysOnly {
+		t.Fatalf("keys and blocks take %d bytes (blocks %d, keys alone before %d) of a 1 MB bound", m, st.Bytes, keysOnly)
 	}
 	journal, _ := s.AppendChanges(nil)
 	r := NewStore(Options{Shards: 4, MaxBlocks: 1000})
