@@ -95,8 +95,9 @@ func relink(t *testing.T, link, target string) {
 // the file's and one made at run time. Before, an empty or comment-only
 // file deleted every rule the file had set (at INFO), and /dev/zero or a
 // FIFO was read without end (1.4 GB of RSS in 5 s, growing), after which
-// no SIGHUP was served. Here the node's peak RSS stays small, a later
-// SIGHUP with a good file loads it, and SIGTERM stops it with status 0.
+// no SIGHUP was served. --envoy-config pointed at /dev/zero is refused
+// too. Here the node's peak RSS stays small, a later SIGHUP with a good
+// file loads it, and SIGTERM stops it with status 0.
 func TestSIGHUPRefusesEmptyAndEndlessRulesFiles(t *testing.T) {
 	bin := buildBinary(t)
 	dir := t.TempDir()
@@ -110,7 +111,9 @@ func TestSIGHUPRefusesEmptyAndEndlessRulesFiles(t *testing.T) {
 	good := write("good.yaml", fileRule("file-a", "/a", 5)+fileRule("file-b", "/b", 3))
 	cur := filepath.Join(dir, "rules.yaml")
 	relink(t, cur, good)
-	p := startProc(t, bin, t.TempDir(), "--rules", cur)
+	envoy := filepath.Join(dir, "envoy.yaml")
+	relink(t, envoy, write("envoy-good.yaml", "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1}\n"))
+	p := startProc(t, bin, t.TempDir(), "--rules", cur, "--envoy-config", envoy, "--grpc", "")
 	if err := p.client.Do(context.Background(), "RL.RULE.SET", "runtime-r",
 		`{"target":"/r","tier":"*","key_type":"user","algo":"fixed","limit":9,"window":"1h"}`).Err(); err != nil {
 		t.Fatal(err)
@@ -133,6 +136,11 @@ func TestSIGHUPRefusesEmptyAndEndlessRulesFiles(t *testing.T) {
 
 	relink(t, cur, "/dev/zero")
 	hupRefused(t, p, cur, "larger than")
+	relink(t, envoy, "/dev/zero")
+	p.cmd.Process.Signal(syscall.SIGHUP)
+	waitFor(t, 20*time.Second, "--envoy-config /dev/zero refused", func() bool {
+		return strings.Contains(p.logs.String(), "envoy config: not loaded") && strings.Contains(p.logs.String(), "larger than --max-config-bytes")
+	})
 	fifo := filepath.Join(dir, "fifo.yaml")
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
 		t.Fatal(err)
