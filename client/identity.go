@@ -25,6 +25,11 @@ type Identity struct {
 	// APIKeyHeader names a header holding an API key ("X-API-Key"). The
 	// identifier is a SHA-256 digest of the key, not the key.
 	APIKeyHeader string
+	// IPv6Prefix is the network length, 1 to 128, by which IPv6 callers
+	// are counted: the "ip" identifier of every address of a /64 is
+	// "2001:db8:1:2::/64", as rlserver's forward auth counts them (its
+	// --ipv6-prefix); 128 counts each address apart. 0 means 64.
+	IPv6Prefix int
 }
 
 // ParsePrefixes parses a comma-separated list of CIDRs or single addresses
@@ -39,7 +44,7 @@ func ParsePrefixes(list string) ([]netip.Prefix, error) {
 
 // Identify returns the identifiers of r's caller.
 func (id *Identity) Identify(r *http.Request) map[string]string {
-	ids := map[string]string{"ip": id.ClientIP(r)}
+	ids := map[string]string{"ip": id.ipKey(r)}
 	user := ""
 	if id.User != nil {
 		user = id.User(r)
@@ -61,16 +66,35 @@ func (id *Identity) Identify(r *http.Request) map[string]string {
 // that is a trusted proxy, in which case X-Forwarded-For is walked from the
 // right past trusted proxies to the first address that is not one. An
 // unparsable entry stops the walk at the trusted hop that forwarded it.
-// rlserver's /v1/forward-auth finds the caller the same way
+// An IPv4-mapped address is the IPv4 one, and a zone (fe80::1%eth0) is
+// dropped. rlserver's /v1/forward-auth finds the caller the same way
 // (internal/clientid).
 func (id *Identity) ClientIP(r *http.Request) string {
-	peer, err := clientid.Peer(r.RemoteAddr)
-	if err != nil { // not an IP peer (a test, a unix socket): its name
+	a, ok := id.clientAddr(r)
+	if !ok { // not an IP peer (a test, a unix socket): its name
 		if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
 			return host
 		}
 		return r.RemoteAddr
 	}
+	return a.String()
+}
+
+// ipKey returns the "ip" identifier of r's caller: ClientIP, with an
+// IPv6 address as its network of IPv6Prefix bits.
+func (id *Identity) ipKey(r *http.Request) string {
+	if a, ok := id.clientAddr(r); ok {
+		return clientid.IPKey(a, id.IPv6Prefix)
+	}
+	return id.ClientIP(r)
+}
+
+// clientAddr returns the caller's address, if the peer has one.
+func (id *Identity) clientAddr(r *http.Request) (netip.Addr, bool) {
+	peer, err := clientid.Peer(r.RemoteAddr)
+	if err != nil {
+		return netip.Addr{}, false
+	}
 	client, _ := clientid.ClientIP(peer, r.Header.Values("X-Forwarded-For"), id.TrustedProxies)
-	return client.String()
+	return client, true
 }

@@ -31,6 +31,7 @@ func TestClientIP(t *testing.T) {
 		{"ipv6", "[2001:db8::1]:4000", nil, "2001:db8::1"},
 		{"ipv6 proxy", "[fd00::1]:4000", []string{"2001:db8::9"}, "2001:db8::9"},
 		{"mapped ipv4", "[::ffff:203.0.113.9]:4000", nil, "203.0.113.9"},
+		{"zone", "[fe80::1%eth0]:4000", nil, "fe80::1"},
 	}
 	for _, tt := range tests {
 		r := httptest.NewRequest("GET", "/", nil)
@@ -64,5 +65,29 @@ func TestIdentify(t *testing.T) {
 	r.Header.Del("X-API-Key")
 	if _, ok := id.Identify(r)["apikey"]; ok {
 		t.Fatal("apikey without the header")
+	}
+}
+
+// TestIdentifyIPv6: the "ip" identifier of an IPv6 caller is its /64 (as
+// rlserver's forward auth counts it), or IPv6Prefix bits of it.
+func TestIdentifyIPv6(t *testing.T) {
+	for _, tt := range []struct {
+		prefix       int
+		remote, want string
+	}{
+		{0, "[2001:db8:1:2::7]:1", "2001:db8:1:2::/64"},
+		{0, "[2001:db8:1:2:ffff::1]:1", "2001:db8:1:2::/64"},
+		{48, "[2001:db8:1:2::7]:1", "2001:db8:1::/48"},
+		{128, "[2001:db8:1:2::7]:1", "2001:db8:1:2::7"},
+		{128, "[fe80::1%eth0]:1", "fe80::1"},
+		{0, "203.0.113.5:1", "203.0.113.5"},
+		{0, "pipe", "pipe"},
+	} {
+		id := client.Identity{IPv6Prefix: tt.prefix}
+		r := httptest.NewRequest("GET", "/", nil)
+		r.RemoteAddr = tt.remote
+		if got := id.Identify(r)["ip"]; got != tt.want {
+			t.Errorf("IPv6Prefix %d, %s: ip %s, want %s", tt.prefix, tt.remote, got, tt.want)
+		}
 	}
 }

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/rlserver/rlserver/internal/rlheader"
+	"github.com/rlserver/rlserver/internal/urlpath"
 )
 
 // FailMode says what the middleware does when rlserver fails to answer in
@@ -45,7 +47,13 @@ type MiddlewareConfig struct {
 	// honour its context: with Client, build the go-redis client with
 	// ContextTimeoutEnabled (Dial does).
 	Timeout time.Duration
-	// Target names the request for rule matching; default: the URL path.
+	// Target names the request for rule matching. By default it is the
+	// path as the client wrote it, decoded once and cleaned as rlserver's
+	// forward auth cleans a target ("//a", "/x/../a" and "/%2e%2e/a" are
+	// "/a"), so that no spelling a backend serves as a limited path misses
+	// its rule; a path that backends may read as different paths (an
+	// encoded '/', a backslash, a control character, a bad or double
+	// escape) is answered 400 and goes no further.
 	Target func(*http.Request) string
 	// Tier names the caller's tier; default: "default".
 	Tier func(*http.Request) string
@@ -132,9 +140,6 @@ func Middleware(cfg MiddlewareConfig) (func(http.Handler) http.Handler, error) {
 		}
 		cfg.grace = g
 	}
-	if cfg.Target == nil {
-		cfg.Target = func(r *http.Request) string { return r.URL.Path }
-	}
 	if cfg.Tier == nil {
 		cfg.Tier = func(*http.Request) string { return "default" }
 	}
@@ -149,9 +154,14 @@ func Middleware(cfg MiddlewareConfig) (func(http.Handler) http.Handler, error) {
 }
 
 func (cfg *MiddlewareConfig) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	target, err := cfg.target(r)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), cfg.Timeout)
 	start := cfg.Clock()
-	target, tier, ids, cost := cfg.Target(r), cfg.Tier(r), cfg.Identity.Identify(r), cfg.Cost(r)
+	tier, ids, cost := cfg.Tier(r), cfg.Identity.Identify(r), cfg.Cost(r)
 	res, err := cfg.Checker.CheckRules(ctx, target, tier, ids, cost)
 	cancel()
 	if err == nil {
@@ -179,6 +189,23 @@ func (cfg *MiddlewareConfig) serve(w http.ResponseWriter, r *http.Request, next 
 	}
 	w.Header().Set("Retry-After", "1")
 	writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "rate limiter unavailable"})
+}
+
+// target returns r's target for the rules: Target's, else the path the
+// client wrote, decoded once and cleaned (internal/urlpath).
+func (cfg *MiddlewareConfig) target(r *http.Request) (string, error) {
+	if cfg.Target != nil {
+		return cfg.Target(r), nil
+	}
+	raw := r.RequestURI
+	if raw == "" { // a request made in the process, not read from a connection
+		raw = r.URL.RequestURI()
+	}
+	t, err := urlpath.Target(raw)
+	if err != nil {
+		return "", fmt.Errorf("path %q: %w: refused, since backends may read it as different paths", raw, err)
+	}
+	return t, nil
 }
 
 // answer carries out the decision res, made at now: the request goes on

@@ -134,7 +134,8 @@ type Cluster struct {
 	app     *applier
 	metrics *metrics
 	peers   peerTable
-	initial []Peer // the members the data directory was bootstrapped with
+	exec    atomic.Pointer[Executor] // runs forwarded commands of values and scripts (SetExecutor)
+	initial []Peer                   // the members the data directory was bootstrapped with
 	// layoutMu orders the writes of the data directory's Layout.
 	layoutMu sync.Mutex
 

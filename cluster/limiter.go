@@ -4,6 +4,7 @@ import (
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/shards"
 	"github.com/rlserver/rlserver/slots"
+	"github.com/rlserver/rlserver/values"
 )
 
 // Check is shards.Store.Check on the store of key's group, if this node
@@ -138,15 +139,15 @@ func (c *Cluster) Prefetch(keys [][]byte) uint64 {
 // serving meanwhile, runs its commands one by one outside a transaction
 // (run gets a nil Tx): each is then routed, and answered MOVED if its slot
 // moved.
-func (c *Cluster) Transact(plan shards.TxPlan, run func(tx *shards.Tx)) {
+func (c *Cluster) Transact(plan shards.TxPlan, run func(tx *shards.Tx)) error {
 	if len(plan.Keys) > 0 {
 		if g, err := c.serving(plan.Keys[0]); err == nil {
 			defer g.serving.RUnlock()
-			g.store.Transact(plan, run)
-			return
+			return g.store.Transact(plan, run)
 		}
 	}
 	run(nil)
+	return nil
 }
 
 // Digest returns the digest of the state of every group this node leads,
@@ -158,4 +159,56 @@ func (c *Cluster) Digest(now int64) uint64 {
 		g.serving.RUnlock()
 	}
 	return sum
+}
+
+// TransactAll locks every shard of every group this node serves, in the
+// order hostedGroups lists them (the same for every caller, so two calls
+// cannot deadlock), and calls run with a transaction on each: the
+// commands that see every key (KEYS, SCAN, DBSIZE), as a Redis Cluster
+// master sees its own slots' keys.
+func (c *Cluster) TransactAll(run func(txs []*shards.Tx)) {
+	gs := c.led()
+	defer func() {
+		for _, g := range gs {
+			g.serving.RUnlock()
+		}
+	}()
+	txs := make([]*shards.Tx, 0, len(gs))
+	var nest func(i int)
+	nest = func(i int) {
+		if i == len(gs) {
+			run(txs)
+			return
+		}
+		err := gs[i].store.Transact(shards.TxPlan{All: true}, func(tx *shards.Tx) {
+			txs = append(txs, tx)
+			nest(i + 1)
+		})
+		if err != nil {
+			nest(i + 1) // a busy script's group is left out
+		}
+	}
+	nest(0)
+}
+
+// Proxying reports whether the node forwards the commands of slots it does
+// not serve (--proxy).
+func (c *Cluster) Proxying() bool { return c.cfg.Proxy }
+
+// ForwardExec runs args — a command of package values or a script whose
+// keys lie in key's slot — on the node that serves that slot (see
+// Forwarder.Exec).
+func (c *Cluster) ForwardExec(key []byte, args [][]byte, proto int, now int64) (values.Reply, error) {
+	return c.Forwarder().Exec(slots.Of(key), key, args, proto, now)
+}
+
+// Persistent returns the keys without an expiry in the groups this node
+// leads (INFO keyspace).
+func (c *Cluster) Persistent() int {
+	n := 0
+	for _, g := range c.led() {
+		n += g.store.Persistent()
+		g.serving.RUnlock()
+	}
+	return n
 }

@@ -86,6 +86,12 @@ type metaCmd struct {
 	// leader stalled or moved after the commit) sends it again, and learns
 	// that it committed rather than making it twice.
 	Req string `json:"req,omitempty"`
+	// At is the proposing node's clock when it made the command (ns; 0 in
+	// entries of earlier versions, whose time is raft's AppendedAt, the
+	// meta leader's wall clock). Blocks expire by it: a meta leader whose
+	// wall clock stepped ahead would otherwise drop every block that
+	// expires before its wall clock, for good.
+	At int64 `json:"at,omitempty"`
 }
 
 // metaResult is what applying a metaCmd returns through raft's future.
@@ -151,8 +157,8 @@ func (f *metaFSM) Apply(l *raft.Log) any {
 		f.mu.Unlock()
 		return res // applied already: answered as then, nothing changes
 	}
-	var at int64 // 0: an entry without a time drops no block
-	if !l.AppendedAt.IsZero() {
+	at := c.At // 0: an entry without a time drops no block
+	if at == 0 && !l.AppendedAt.IsZero() {
 		at = l.AppendedAt.UnixNano()
 	}
 	res := f.apply(c, at)
@@ -165,8 +171,8 @@ func (f *metaFSM) Apply(l *raft.Log) any {
 	return res
 }
 
-// apply changes the state by c, which the leader appended at now (the
-// time in its log entry, the same on every node). Call with mu held.
+// apply changes the state by c, made at now (the time in its log entry,
+// the same on every node). Call with mu held.
 func (f *metaFSM) apply(c metaCmd, now int64) metaResult {
 	s := &f.state
 	switch c.Op {

@@ -116,3 +116,25 @@ func TestMetaBlocksCapped(t *testing.T) {
 		t.Fatalf("BlockBytes %d, the table's %d", got, fs[0].blockTable().Bytes())
 	}
 }
+
+// A block command carries its proposer's clock (metaCmd.At), and blocks
+// expire by it, not by the meta leader's wall clock (raft's AppendedAt):
+// a meta leader whose wall clock stepped a day ahead drops nothing
+// (before: every block expiring within the day, for good). An entry
+// without At (an earlier version's) keeps AppendedAt.
+func TestMetaBlocksExpireByTheProposersClock(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	ahead := t0.Add(24 * time.Hour)
+	f := newMetaFSM()
+	held := rules.Block{Identifier: "ip=1.2.3.4", Until: t0.Add(15 * time.Minute).UnixNano()}
+	f.Apply(metaEntry(t, 1, t0, metaCmd{Op: "block.set", Block: &held, At: t0.UnixNano()}))
+	other := rules.Block{Identifier: "ip=5.6.7.8", Until: t0.Add(time.Hour).UnixNano()}
+	f.Apply(metaEntry(t, 2, ahead, metaCmd{Op: "block.set", Block: &other, At: t0.Add(2 * time.Second).UnixNano()}))
+	if got := f.blockTable().Active(t0.Add(3 * time.Second).UnixNano()); len(got) != 2 {
+		t.Fatalf("after a block.set appended by a leader a day ahead: %+v, want both blocks", got)
+	}
+	f.Apply(metaEntry(t, 3, ahead, metaCmd{Op: "block.del", ID: "ip=9.9.9.9"}))
+	if got := f.blockTable().Len(); got != 0 {
+		t.Fatalf("an entry without At, appended a day ahead: %d blocks left, want them expired by AppendedAt", got)
+	}
+}

@@ -70,8 +70,20 @@ type Durability struct {
 	SnapshotBytes    int64
 	SnapshotInterval time.Duration
 	TrailingLogs     uint64
-	// Clock stamps log entries; default time.Now.
+	// Clock is the node's clock, in ns since the epoch: it stamps log
+	// entries and times what the node decides itself; default the wall
+	// clock. rlserver gives the decision clock (internal/clock), which
+	// does not step.
 	Clock func() int64
+	// RaiseClock raises Clock to at least the given time, if it is behind
+	// it. The node calls it with the time of the latest entry it applied,
+	// when it starts to lead a group (a standalone node: once it has
+	// replayed its log), so that it never decides at a time earlier than
+	// one its group has committed: a shard never runs a check earlier than
+	// one it has run, so a leader whose clock was behind the group's
+	// entries would leave every key frozen for the difference. Nil does
+	// nothing.
+	RaiseClock func(ns int64)
 	// Logger receives the node's and raft's logs; default discards.
 	Logger *slog.Logger
 	// Registerer receives the node's metrics; default a private registry.
@@ -97,6 +109,9 @@ func (d Durability) withDefaults() Durability {
 	}
 	if d.Clock == nil {
 		d.Clock = func() int64 { return time.Now().UnixNano() }
+	}
+	if d.RaiseClock == nil {
+		d.RaiseClock = func(int64) {}
 	}
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
@@ -214,6 +229,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		n.raft.Shutdown()
 		return nil, err
 	}
+	cfg.RaiseClock(n.fsm.lastNow.Load())
 	n.app.activate(g)
 	g.ready.Store(true)
 	go n.app.run()
@@ -472,8 +488,8 @@ func (n *Node) DeleteRule(id string) (bool, error) {
 // other. While the log refuses writes, their replies, which wait for a
 // commit in strong mode, become the error; in fast mode they are kept in
 // memory and logged once the log takes writes again.
-func (n *Node) Transact(plan shards.TxPlan, run func(tx *shards.Tx)) {
-	n.store.Transact(plan, run)
+func (n *Node) Transact(plan shards.TxPlan, run func(tx *shards.Tx)) error {
+	return n.store.Transact(plan, run)
 }
 
 // SetBlock is shards.Store.SetBlock, refused while the log refuses
@@ -515,6 +531,9 @@ func (n *Node) RuleCount() int { return n.store.RuleCount() }
 
 // Len returns the number of keys held.
 func (n *Node) Len() int { return n.store.Len() }
+
+// Persistent is shards.Store.Persistent (INFO keyspace).
+func (n *Node) Persistent() int { return n.store.Persistent() }
 
 // MemoryBytes returns the memory the keys take.
 func (n *Node) MemoryBytes() int64 { return n.store.MemoryBytes() }

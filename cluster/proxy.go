@@ -8,6 +8,7 @@ import (
 
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/slots"
+	"github.com/rlserver/rlserver/values"
 )
 
 // Forwarding: a node answers a keyed command for a slot it does not serve
@@ -33,7 +34,15 @@ type keyReq struct {
 	Count    int64 `json:"count,omitempty"`
 	Period   int64 `json:"period,omitempty"`
 	Quantity int64 `json:"quantity,omitempty"`
-	Now      int64 `json:"now"`
+	// Now is the sender's clock. The leader decides at its own (runKey):
+	// a sender whose clock is ahead would otherwise move the shards of
+	// the leader's group ahead of the leader's clock and freeze their
+	// keys for the difference.
+	Now int64 `json:"now"`
+	// exec: a command of package values or a script, whole, and the
+	// protocol of the client's connection (2 or 3).
+	Args  [][]byte `json:"args,omitempty"`
+	Proto int      `json:"proto,omitempty"`
 }
 
 // keyReply is the answer to a keyReq.
@@ -41,6 +50,7 @@ type keyReply struct {
 	Result  engine.Result     `json:"result"`
 	Cell    engine.CellResult `json:"cell"`
 	Existed bool              `json:"existed"`
+	Reply   *values.Reply     `json:"reply,omitempty"`
 }
 
 // forwardTimeout bounds a forwarded command, retries included.
@@ -114,22 +124,28 @@ func redisWord(err error) string {
 	return s
 }
 
-// runKey runs a forwarded command on this node, which serves its slot; in
-// strong mode it returns once the change is committed.
+// runKey runs a forwarded command on this node, which serves its slot, at
+// this node's clock (the group's leader's); in strong mode it returns once
+// the change is committed.
 func (c *Cluster) runKey(ctx context.Context, req keyReq) (keyReply, error) {
 	g, err := c.serving(req.Key)
 	if err != nil {
 		return keyReply{}, err
 	}
 	var rep keyReply
+	if req.Op == "exec" {
+		g.serving.RUnlock() // the command routes itself again
+		return c.runExec(ctx, req)
+	}
+	now := c.clock()
 	switch req.Op {
 	case "check":
 		rep.Result, err = g.store.Check(req.Key, engine.Algo(req.Algo),
-			engine.Params{Limit: req.Limit, Window: req.Window, Burst: req.Burst}, req.Cost, max(req.Now, c.clock()))
+			engine.Params{Limit: req.Limit, Window: req.Window, Burst: req.Burst}, req.Cost, now)
 	case "throttle":
-		rep.Cell, err = g.store.Throttle(req.Key, req.MaxBurst, req.Count, req.Period, req.Quantity, max(req.Now, c.clock()))
+		rep.Cell, err = g.store.Throttle(req.Key, req.MaxBurst, req.Count, req.Period, req.Quantity, now)
 	case "reset":
-		rep.Existed, err = g.store.Reset(req.Key, max(req.Now, c.clock()))
+		rep.Existed, err = g.store.Reset(req.Key, now)
 	default:
 		err = errors.New("ERR unknown forwarded command " + req.Op)
 	}
@@ -189,4 +205,52 @@ func (f Forwarder) Reset(key []byte, now int64) (bool, error) {
 func isRouting(err error) bool {
 	var moved *MovedError
 	return errors.As(err, &moved) || Transient(err) || errors.Is(err, ErrClusterDown)
+}
+
+// Executor runs, on this node, a command of package values or a script
+// that another node forwarded (the server implements it): args is the
+// whole command, proto the protocol its reply is built for. A reply that
+// is a routing error (MOVED, TRYAGAIN, CLUSTERDOWN) says that this node
+// stopped serving the keys meanwhile.
+type Executor interface {
+	ExecLocal(args [][]byte, proto int, now int64) values.Reply
+}
+
+// SetExecutor sets what runs forwarded commands of package values and
+// scripts; call it before the node serves. Without one they are answered
+// with an error.
+func (c *Cluster) SetExecutor(e Executor) { c.exec.Store(&e) }
+
+// runExec runs a forwarded "exec" on this node.
+func (c *Cluster) runExec(ctx context.Context, req keyReq) (keyReply, error) {
+	e := c.exec.Load()
+	if e == nil {
+		return keyReply{}, errors.New("ERR this node runs no forwarded commands")
+	}
+	r := (*e).ExecLocal(req.Args, req.Proto, c.clock()) // the leader's clock, as runKey
+	if r.Kind == values.Error {
+		if w := redisWord(errors.New(string(r.Str))); w == "MOVED" || w == "TRYAGAIN" || w == "CLUSTERDOWN" {
+			return keyReply{}, errors.New(string(r.Str))
+		}
+	}
+	if c.Strong() {
+		if err := c.Sync(ctx); err != nil {
+			return keyReply{}, err
+		}
+	}
+	return keyReply{Reply: &r}, nil
+}
+
+// Exec runs args — a command of package values or a script whose keys
+// lie in slot — on the node that serves slot, and returns its reply; the
+// error is a routing error when no node serves it in time.
+func (f Forwarder) Exec(slot int, key []byte, args [][]byte, proto int, now int64) (values.Reply, error) {
+	rep, err := f.c.forward(keyReq{Op: "exec", Key: key, Args: args, Proto: proto, Now: now})
+	if err != nil {
+		return values.Reply{}, err
+	}
+	if rep.Reply == nil {
+		return values.Reply{}, errors.New("ERR the forwarded command got no reply")
+	}
+	return *rep.Reply, nil
 }

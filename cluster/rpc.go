@@ -241,7 +241,7 @@ var transientErrors = []error{ErrTryAgain, ErrMoving, ErrStarting, ErrStopping}
 type chargeReq struct {
 	Group int        `json:"group"`
 	Cost  int64      `json:"cost"`
-	Now   int64      `json:"now"` // charge: the coordinator's clock; refund: when the charge was made
+	Now   int64      `json:"now"` // charge: the coordinator's clock (the leader charges at its own); refund: when the charge was made
 	Ops   []chargeOp `json:"ops"`
 }
 

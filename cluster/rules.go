@@ -115,7 +115,7 @@ func (c *Cluster) metaCmd(cmd metaCmd) (metaResult, error) {
 	if err := c.cfg.Storage.Space.Err(); err != nil {
 		return metaResult{}, err // this node's disk is nearly full
 	}
-	cmd.Req = c.nextReq()
+	cmd.Req, cmd.At = c.nextReq(), c.clock()
 	b, err := json.Marshal(cmd)
 	if err != nil {
 		return metaResult{}, err
@@ -398,8 +398,9 @@ func (c *Cluster) giveBack(done []chargeDone) {
 var errNotServedHere = errors.New("cluster: the group is not served here")
 
 // chargeLocal charges req's counters on this node's store of the group, if
-// it serves it; in strong mode it answers only once the charge is
-// committed.
+// it serves it, at this node's clock (the group leader's, not the
+// coordinator's: see keyReq.Now); in strong mode it answers only once the
+// charge is committed.
 func (c *Cluster) chargeLocal(ctx context.Context, req chargeReq) (chargeReply, error) {
 	g := c.hosted(req.Group)
 	if g == nil {
@@ -411,7 +412,7 @@ func (c *Cluster) chargeLocal(ctx context.Context, req chargeReq) (chargeReply, 
 		return chargeReply{}, errNotServedHere
 	}
 	ops := req.toOps()
-	now := max(req.Now, c.clock())
+	now := c.clock()
 	allowed, err := g.store.CheckAll(ops, req.Cost, now)
 	g.serving.RUnlock()
 	if err != nil {

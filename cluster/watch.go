@@ -120,6 +120,7 @@ func (c *Cluster) stepUp(g *group) {
 		}
 		return
 	}
+	c.cfg.RaiseClock(g.fsm.lastNow.Load()) // never decide before what the group committed
 	c.app.activate(g)
 	c.setReady(g, true)
 	c.log.Debug("leading", "group", g.id)

@@ -9,6 +9,8 @@
 // all-or-nothing multi-key check on the node's Limiter (the same store,
 // or cluster, that RL.CHECK and RL.CHECKRULES use), so it holds no
 // limiter state. Service answers gRPC; NewGRPCServer serves it with
-// grpc.health.v1 and reflection; JSONHandler is POST /json; Watcher
-// reloads the configuration when its files change.
+// grpc.health.v1 and reflection, admitting each call on its headers
+// (gate.go: the token, the calls in flight, the time a call may wait for
+// its message) before grpc keeps anything for it; JSONHandler is POST
+// /json; Watcher reloads the configuration when its files change.
 package envoyrls

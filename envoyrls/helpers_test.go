@@ -25,7 +25,7 @@ var t0 = time.Unix(1_700_000_040+17, 0)
 
 // rls is a service on a store, served over gRPC on 127.0.0.1.
 type rls struct {
-	t      *testing.T
+	t      testing.TB
 	svc    *envoyrls.Service
 	store  *shards.Store
 	clock  *testserver.Clock
@@ -36,7 +36,7 @@ type rls struct {
 }
 
 // startRLS serves yaml (one file) with opt.
-func startRLS(t *testing.T, yaml string, opt envoyrls.ServerOptions) *rls {
+func startRLS(t testing.TB, yaml string, opt envoyrls.ServerOptions) *rls {
 	t.Helper()
 	r := &rls{t: t, store: shards.New(16), clock: testserver.NewClock(t0), reg: prometheus.NewRegistry()}
 	r.svc = envoyrls.New(envoyrls.Config{Limiter: r.store, Clock: r.clock.Now, Registerer: r.reg})
@@ -46,6 +46,9 @@ func startRLS(t *testing.T, yaml string, opt envoyrls.ServerOptions) *rls {
 			t.Fatal(err)
 		}
 		r.svc.SetConfig(c)
+	}
+	if opt.Registerer == nil {
+		opt.Registerer = r.reg
 	}
 	gs := envoyrls.NewGRPCServer(r.svc, opt)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -60,7 +63,7 @@ func startRLS(t *testing.T, yaml string, opt envoyrls.ServerOptions) *rls {
 	return r
 }
 
-func dial(t *testing.T, addr string) *grpc.ClientConn {
+func dial(t testing.TB, addr string) *grpc.ClientConn {
 	t.Helper()
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {

@@ -105,7 +105,7 @@ func (s *Service) layout(p *plan, i int, domain string, replacing map[string]boo
 			p.slots = append(p.slots, sl)
 			continue
 		}
-		key := counterKey(domain, dp.pendEntries, dp.pendShare, l.Index)
+		key := counterKey(domain, dp.pendEntries, dp.pendShare, l.Index, l.Algo)
 		if j, ok := keys[key]; ok {
 			p.ops[j].Cost += dp.hits // the same counter twice: charged with both
 			sl.op = j
@@ -136,9 +136,19 @@ func overrideLimit(ov *ratelimitv3.RateLimitDescriptor_RateLimitOverride) (*conf
 
 // counterKey is "rls:<domain>_<key>_<value>_..." as envoyproxy/ratelimit
 // builds its cache keys (without the window, which the engine aligns), a
-// share_threshold entry taking its pattern for its value, and "#<index>"
-// for a descriptor's second and later limits ("#o" for an override).
-func counterKey(domain string, entries []config.Entry, share []string, index int) string {
+// share_threshold entry taking its pattern for its value, "#<index>" for
+// a descriptor's second and later limits ("#o" for an override), and
+// "#<algorithm>" for an algorithm other than fixed.
+//
+// The entries' part is the reference's, so it is not injective:
+// [user=alice_action_login] and [user=alice, action=login] both make
+// "..._user_alice_action_login_", and two fixed windows share that
+// counter there and here. The suffix keeps apart what would otherwise
+// drop each other's state: every entry ends with '_' and the suffix has
+// none, so the part after the last '_' is the suffix alone, and keys of
+// different algorithms (or limit indexes) never meet. A fixed window's
+// key stays the reference's.
+func counterKey(domain string, entries []config.Entry, share []string, index int, algo engine.Algo) string {
 	var b strings.Builder
 	b.WriteString(KeyPrefix)
 	b.WriteString(domain)
@@ -159,6 +169,10 @@ func counterKey(domain string, entries []config.Entry, share []string, index int
 	case index > 0:
 		b.WriteByte('#')
 		b.WriteString(itoa(int64(index)))
+	}
+	if algo != engine.Fixed {
+		b.WriteByte('#')
+		b.WriteString(algo.String())
 	}
 	return b.String()
 }

@@ -331,3 +331,52 @@ func gather(t *testing.T, r *rls) map[string]float64 {
 	}
 	return out
 }
+
+// TestCounterKeysApartByAlgorithm: [user=alice_action_login] and [user=alice,
+// action=login] flatten to the same counter key, as in envoyproxy/ratelimit,
+// which shares the counter. Two fixed windows still share it, as there; but
+// descriptors of different algorithms keep their state apart (before, each
+// dropped the other's state, alone and in one request).
+func TestCounterKeysApartByAlgorithm(t *testing.T) {
+	r := startRLS(t, `domain: kc
+descriptors:
+  - key: user
+    value: alice_action_login
+    rate_limit: {unit: minute, requests_per_unit: 5, algorithm: token}
+  - key: user
+    descriptors:
+      - key: action
+        rate_limit: {unit: minute, requests_per_unit: 3, algorithm: sliding}
+  - key: u
+    value: bob_a_x
+    rate_limit: {unit: minute, requests_per_unit: 10}
+  - key: u
+    descriptors:
+      - key: a
+        rate_limit: {unit: minute, requests_per_unit: 10}
+`, envoyrls.ServerOptions{})
+	token := desc("user", "alice_action_login")
+	sliding := desc("user", "alice", "action", "login")
+	for i, step := range []struct {
+		descs []*rlpb.RateLimitDescriptor
+		want  []uint32 // limit_remaining of each descriptor
+	}{
+		{[]*rlpb.RateLimitDescriptor{token}, []uint32{4}},
+		{[]*rlpb.RateLimitDescriptor{sliding}, []uint32{2}},
+		{[]*rlpb.RateLimitDescriptor{token}, []uint32{3}},
+		{[]*rlpb.RateLimitDescriptor{sliding}, []uint32{1}},
+		{[]*rlpb.RateLimitDescriptor{token, sliding}, []uint32{2, 0}},
+		{[]*rlpb.RateLimitDescriptor{token}, []uint32{1}},
+		// Fixed windows share the reference's counter.
+		{[]*rlpb.RateLimitDescriptor{desc("u", "bob_a_x")}, []uint32{9}},
+		{[]*rlpb.RateLimitDescriptor{desc("u", "bob", "a", "x")}, []uint32{8}},
+		{[]*rlpb.RateLimitDescriptor{desc("u", "bob_a_x"), desc("u", "bob", "a", "x")}, []uint32{6, 6}},
+	} {
+		resp := r.ask("kc", step.descs...)
+		for j, w := range step.want {
+			if st := resp.Statuses[j]; st.Code != ok || st.LimitRemaining != w {
+				t.Fatalf("step %d, descriptor %d: %v remaining %d, want OK %d", i, j, st.Code, st.LimitRemaining, w)
+			}
+		}
+	}
+}

@@ -24,8 +24,8 @@ func (a *api) routeChecks(mux *http.ServeMux) {
 	mux.Handle("/v1/check", methodNotAllowed("POST"))
 	a.handle(mux, "POST /v1/checkrules", "checkrules", a.checkRules)
 	mux.Handle("/v1/checkrules", methodNotAllowed("POST"))
-	a.handle(mux, "/v1/forward-auth", "forward_auth", a.forwardAuth)  // any method: gateways send GET, HEAD, POST...
-	a.handle(mux, "/v1/forward-auth/", "forward_auth", a.forwardAuth) // Envoy's ext_authz appends the request's path
+	a.handle(mux, "/v1/forward-auth", "forward_auth", a.forwardAuth) // any method: gateways send GET, HEAD, POST...
+	// and /v1/forward-auth/..., Envoy's ext_authz: see New
 }
 
 // checkRequest is the body of POST /v1/check. Cost defaults to 1.

@@ -5,7 +5,9 @@
 // Retry-After headers, counted in the RESP server's check metrics),
 // forward auth for gateways (/v1/forward-auth, any method: the request a
 // Caddy, Traefik or nginx gateway describes in X-Forwarded-* headers,
-// checked as RL.CHECKRULES checks it; see forward.go), /healthz, /readyz,
+// believed from --trusted-proxies only, its target cleaned once, checked
+// as RL.CHECKRULES checks it; see forward.go and forwarded.go), /healthz,
+// /readyz,
 // /metrics, the live status page (GET /status and its figures, GET
 // /v1/stats; see StatusPage) and, on a cluster node, GET /cluster and
 // DELETE /cluster/nodes/{id}. Bodies are strict JSON: unknown fields,

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/rlserver/rlserver/internal/clientid"
 	"github.com/rlserver/rlserver/rules"
 )
 
@@ -24,8 +23,7 @@ import (
 // gateway route: which headers carry what, the default tier, the cost,
 // the methods checked and the status of a denial.
 type forwardRoute struct {
-	uriHeaders   []string // the first one present gives the target
-	uriHeaderSet bool     // ?uri_header names the one header to read
+	uriHeaders   []string // the headers that may carry the target (see forwarded.target)
 	methodHeader string
 	ipHeader     string // "" counts no ip
 	userHeader   string // "" counts no user
@@ -62,25 +60,31 @@ var forwardParams = map[string]bool{
 // it. 200 if allowed (also when no rule matched, or its method is not
 // among ?methods), with the rate-limit headers and no body; else 429 (or
 // ?deny_status), with the rate-limit headers and the body of POST
-// /v1/checkrules. A request that cannot be
-// described (no target, a malformed X-Forwarded-For from a trusted proxy,
-// an identifier too long) is 400 with {"error": "..."}.
+// /v1/checkrules. A request that cannot be described, or not believed
+// (see the trust model in forwarded.go), is 400 with {"error": "..."}.
 func (a *api) forwardAuth(w http.ResponseWriter, r *http.Request) {
 	if err := a.authorize(r, accessCheck, "checking a forwarded request"); err != nil {
 		writeError(w, err)
 		return
 	}
-	route, err := parseForwardRoute(r.URL.Query())
+	f, err := a.readForwarded(r)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	if route.methods != nil && !route.checks(forwardedMethod(r, route.methodHeader)) {
-		w.Header().Set("Content-Length", "0")
-		w.WriteHeader(http.StatusOK)
-		return
+	if f.route.methods != nil {
+		m, err := f.method()
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		if !f.route.checks(m) {
+			w.Header().Set("Content-Length", "0")
+			w.WriteHeader(http.StatusOK)
+			return
+		}
 	}
-	req, err := a.describe(r, &route)
+	req, err := a.describe(&f)
 	var q rules.Query
 	if err == nil {
 		err = a.buildQuery(&req, &q)
@@ -89,17 +93,13 @@ func (a *api) forwardAuth(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	a.decideRules(w, r, &q, route.denyStatus, false)
+	a.decideRules(w, r, &q, f.route.denyStatus, false)
 }
 
 // parseForwardRoute reads the query parameters of the auth URL. A header
 // parameter given empty (?user_header=) turns that identifier off.
 func parseForwardRoute(v url.Values) (forwardRoute, error) {
-	rt := forwardRoute{
-		uriHeaders: []string{defaultURIHeader, defaultOrigURI}, methodHeader: defaultMethodHeader,
-		ipHeader: defaultIPHeader, userHeader: defaultUserHeader, apiKeyHeader: defaultAPIKeyHeader,
-		tierHeader: defaultTierHeader, tier: defaultTier, cost: 1, denyStatus: http.StatusTooManyRequests,
-	}
+	rt := defaultRoute()
 	for name, vals := range v {
 		if !forwardParams[name] {
 			return rt, badRequest("query parameter "+quote(name), "unknown; want uri_header, method_header, ip_header, "+
@@ -131,7 +131,7 @@ func parseForwardRoute(v url.Values) (forwardRoute, error) {
 		if !validHeaderName(name) {
 			return rt, badRequest("uri_header", "want a header name, got "+quote(name))
 		}
-		rt.uriHeaders, rt.uriHeaderSet = []string{name}, true
+		rt.uriHeaders = []string{name}
 	}
 	if v.Has("tier") {
 		rt.tier = v.Get("tier")
@@ -165,6 +165,17 @@ func parseForwardRoute(v url.Values) (forwardRoute, error) {
 	return rt, nil
 }
 
+// defaultRoute is the route of an auth URL with no query: the headers
+// the gateways of the README send, tier "default", cost 1, every method
+// checked, 429 for a denial.
+func defaultRoute() forwardRoute {
+	return forwardRoute{
+		uriHeaders: []string{defaultURIHeader, defaultOrigURI}, methodHeader: defaultMethodHeader,
+		ipHeader: defaultIPHeader, userHeader: defaultUserHeader, apiKeyHeader: defaultAPIKeyHeader,
+		tierHeader: defaultTierHeader, tier: defaultTier, cost: 1, denyStatus: http.StatusTooManyRequests,
+	}
+}
+
 // checks reports whether requests of method are checked on this route.
 func (rt *forwardRoute) checks(method string) bool {
 	for _, m := range rt.methods {
@@ -173,92 +184,6 @@ func (rt *forwardRoute) checks(method string) bool {
 		}
 	}
 	return false
-}
-
-// forwardedMethod is the method of the request the gateway describes: the
-// header's, else the auth request's own (nginx's subrequests keep it).
-func forwardedMethod(r *http.Request, header string) string {
-	if m := r.Header.Get(header); m != "" {
-		return m
-	}
-	return r.Method
-}
-
-// describe reads the request the gateway describes into the body of an
-// equivalent POST /v1/checkrules.
-func (a *api) describe(r *http.Request, rt *forwardRoute) (checkRulesRequest, error) {
-	req := checkRulesRequest{Tier: rt.tier, IDs: map[string]string{}, Cost: &rt.cost}
-	target, err := forwardedTarget(r, rt.uriHeaders, rt.uriHeaderSet)
-	if err != nil {
-		return req, err
-	}
-	req.Target = target
-	if rt.ipHeader != "" {
-		ip, err := a.forwardedIP(r, rt.ipHeader)
-		if err != nil {
-			return req, err
-		}
-		req.IDs["ip"] = ip
-	}
-	if rt.userHeader != "" {
-		if u := r.Header.Get(rt.userHeader); u != "" {
-			req.IDs["user"] = u
-		}
-	}
-	if rt.apiKeyHeader != "" {
-		if k := r.Header.Get(rt.apiKeyHeader); k != "" {
-			req.IDs["apikey"] = clientid.HashAPIKey(k) // as the Go middleware: the secret never becomes a key
-		}
-	}
-	if rt.tierHeader != "" {
-		if t := r.Header.Get(rt.tierHeader); t != "" {
-			req.Tier = t
-		}
-	}
-	return req, nil
-}
-
-// forwardPrefix is the auth path, which Envoy's ext_authz (HTTP) prefixes
-// to the request's path: /v1/forward-auth/users/42 asks about /users/42.
-const forwardPrefix = "/v1/forward-auth"
-
-// forwardedTarget returns the path of the URI in the first of headers
-// present (query and fragment left out, percent-escapes decoded, as the
-// Go middleware's r.URL.Path), which is the rules' target; with none, and
-// no ?uri_header, the path after /v1/forward-auth (Envoy's ext_authz).
-func forwardedTarget(r *http.Request, headers []string, named bool) (string, error) {
-	for _, h := range headers {
-		v := r.Header.Get(h)
-		if v == "" {
-			continue
-		}
-		u, err := url.ParseRequestURI(v)
-		if err != nil || u.Path == "" || u.Path[0] != '/' {
-			return "", badRequest(h, "want the request's URI, such as /users/42?page=2, got "+quote(v))
-		}
-		return u.Path, nil
-	}
-	if rest := strings.TrimPrefix(r.URL.Path, forwardPrefix); rest != r.URL.Path && rest != "" && !named {
-		return rest, nil
-	}
-	return "", badRequest("", "missing target: the gateway must send the request's URI in "+strings.Join(headers, " or ")+
-		" (see \"Behind a gateway\" in the README)")
-}
-
-// forwardedIP returns the caller's address: the gateway's peer address,
-// unless the peer is a trusted proxy (Config.TrustedProxies), in which
-// case header (X-Forwarded-For) is walked from the right past trusted
-// proxies, as the Go middleware does.
-func (a *api) forwardedIP(r *http.Request, header string) (string, error) {
-	peer, err := clientid.Peer(r.RemoteAddr)
-	if err != nil {
-		return "", badRequest("", err.Error())
-	}
-	ip, bad := clientid.ClientIP(peer, r.Header.Values(header), a.cfg.TrustedProxies)
-	if bad != "" {
-		return "", badRequest(header, quote(bad)+" is not an IP address (sent by the trusted proxy "+ip.String()+")")
-	}
-	return ip.String(), nil
 }
 
 // validHeaderName reports whether s is an HTTP field name (RFC 9110 token).

@@ -64,11 +64,17 @@ type Config struct {
 	// HotKeys serves GET /v1/hotkeys; nil means Checker if it implements
 	// HotKeySource, else the endpoint is not served.
 	HotKeys HotKeySource
-	// TrustedProxies are the networks of the gateways whose
-	// X-Forwarded-For /v1/forward-auth honours (rlserver's
-	// --trusted-proxies); from any other peer the peer's address is the
-	// caller's. nil trusts none.
+	// TrustedProxies are the networks of the gateways whose headers
+	// /v1/forward-auth believes (rlserver's --trusted-proxies): the
+	// caller's X-Forwarded-For, the target, user, API key and tier; from
+	// any other peer the peer's address is the caller's and those headers
+	// are refused (see forwarded.go). nil trusts none.
 	TrustedProxies []netip.Prefix
+	// IPv6Prefix is the network length, 1 to 128, by which forward auth
+	// counts IPv6 callers (rlserver's --ipv6-prefix): every address of a
+	// /64 is one "ip" identifier, "2001:db8:1:2::/64"; 128 counts each
+	// address apart. 0 means clientid.DefaultIPv6Prefix (64).
+	IPv6Prefix int
 }
 
 // Cluster reports a cluster's state for GET /cluster.
@@ -213,7 +219,20 @@ func New(cfg Config) http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, errorBody{"no such endpoint: " + r.Method + " " + r.URL.Path})
 	})
-	return mux
+	if cfg.Checker == nil {
+		return mux
+	}
+	// Envoy's ext_authz appends the request's path as the client wrote
+	// it: the mux would answer one it cleans ("//login", "/x/../login")
+	// with a redirect, so forward auth reads every path under its own.
+	envoy := a.counted("forward_auth", a.forwardAuth)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, forwardPrefix+"/") {
+			envoy.ServeHTTP(w, r)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
 }
 
 // metrics guards h, the Prometheus handler, with a bearer token when
@@ -233,12 +252,16 @@ func (a *api) metrics(h http.Handler) http.Handler {
 
 // handle registers h for pattern, counted under name.
 func (a *api) handle(mux *http.ServeMux, pattern, name string, h http.HandlerFunc) {
+	mux.Handle(pattern, a.counted(name, h))
+}
+
+// counted returns h, counted in rlserver_http_requests_total under name.
+func (a *api) counted(name string, h http.HandlerFunc) http.Handler {
 	if a.requests == nil {
-		mux.Handle(pattern, h)
-		return
+		return h
 	}
 	counter := a.requests.MustCurryWith(prometheus.Labels{"handler": name})
-	mux.Handle(pattern, promhttp.InstrumentHandlerCounter(counter, h))
+	return promhttp.InstrumentHandlerCounter(counter, h)
 }
 
 // methodNotAllowed answers 405 for the other methods on a path.

@@ -165,7 +165,9 @@ func got(s string) string {
 }
 
 // MatchTarget reports whether target matches the rule's target: equal to
-// it, starting with its prefix when it ends in '*' ("/users/*" matches
+// it but for one trailing '/' ("/login" matches "/login" and "/login/",
+// which many backends serve alike, and "/login/" matches "/login"),
+// starting with its prefix when it ends in '*' ("/users/*" matches
 // "/users/42" and "/users/", not "/users"), or any target for "*".
 func (c *Compiled) MatchTarget(target []byte) bool {
 	t := c.Rule.Target
@@ -176,7 +178,16 @@ func (c *Compiled) MatchTarget(target []byte) bool {
 		p := t[:len(t)-1]
 		return len(target) >= len(p) && string(target[:len(p)]) == p
 	}
-	return string(target) == t
+	n, m := len(target), len(t)
+	switch {
+	case n == m:
+		return string(target) == t
+	case n == m+1: // "/login/" for the rule "/login"
+		return m > 0 && target[m] == '/' && string(target[:m]) == t
+	case m == n+1: // "/login" for the rule "/login/"
+		return n > 0 && t[n] == '/' && string(target) == t[:n]
+	}
+	return false
 }
 
 // MatchTier reports whether tier matches the rule's tier: equal to it, or

@@ -102,7 +102,13 @@ func TestMatchTargetAndTier(t *testing.T) {
 		{"/users/*", "free", "/users/42", "pro", false},
 		{"/users/*", "*", "/users/42", "pro", true},
 		{"/login", "*", "/login", "x", true},
-		{"/login", "*", "/login/", "x", false},
+		{"/login", "*", "/login/", "x", true}, // one trailing slash apart
+		{"/login/", "*", "/login", "x", true},
+		{"/login", "*", "/login//", "x", false},
+		{"/login", "*", "/logins", "x", false},
+		{"/login", "*", "/login", "x", true},
+		{"/", "*", "", "x", false},
+		{"/", "*", "/", "x", true},
 		{"*", "*", "/anything", "", true},
 		{"/a*", "free", "/abc", "free", true},
 	}

@@ -172,7 +172,7 @@ func (s *Server) infoSections(lim Limiter, now int64) []infoSection {
 		{"persistence", s.persistenceInfo()},
 		{"replication", []string{"role", "master", "connected_slaves", "0"}},
 		{"cluster", []string{"cluster_enabled", clusterEnabled}},
-		{"keyspace", keyspace(keys)},
+		{"keyspace", keyspace(keys, s.persistent())},
 		{"rlserver", s.rlserverInfo(keys, lim.MemoryBytes())},
 	}
 }
@@ -201,11 +201,29 @@ func residentBytes(ms *runtime.MemStats) int64 {
 	return int64(ms.Sys)
 }
 
-func keyspace(keys int64) []string {
+// keyspace is INFO's keyspace section: keys, and those with an expiry
+// (every key but the persistent Redis values).
+func keyspace(keys, persistent int64) []string {
 	if keys == 0 {
 		return nil
 	}
-	return []string{"db0", "keys=" + strconv.FormatInt(keys, 10) + ",expires=" + strconv.FormatInt(keys, 10) + ",avg_ttl=0"}
+	expires := max(keys-persistent, 0)
+	return []string{"db0", "keys=" + strconv.FormatInt(keys, 10) + ",expires=" + strconv.FormatInt(expires, 10) + ",avg_ttl=0"}
+}
+
+// Persistents is implemented by a Limiter that counts its keys without an
+// expiry (Redis values with no TTL; limiter state always expires).
+type Persistents interface {
+	Persistent() int
+}
+
+// persistent returns the Limiter's keys without an expiry, 0 if it does
+// not count them.
+func (s *Server) persistent() int64 {
+	if p, ok := s.cfg.Limiter.(Persistents); ok {
+		return int64(p.Persistent())
+	}
+	return 0
 }
 
 func (s *Server) rlserverInfo(keys, stateBytes int64) []string {
@@ -213,6 +231,11 @@ func (s *Server) rlserverInfo(keys, stateBytes int64) []string {
 		"state_bytes", strconv.FormatInt(stateBytes, 10),
 		"max_key_bytes", strconv.Itoa(s.cfg.MaxKeyBytes),
 		"max_log_limit", strconv.FormatInt(s.cfg.MaxLogLimit, 10)}
+	var offset int64
+	if s.cfg.ClockOffset != nil {
+		offset = s.cfg.ClockOffset() / 1e6
+	}
+	out = append(out, "clock_offset_ms", strconv.FormatInt(offset, 10))
 	return append(out, s.metrics.checkFields()...)
 }
 

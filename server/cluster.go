@@ -144,10 +144,16 @@ func (s *Server) misrouted(c *conn, cmd *command, args [][]byte) bool {
 // Cluster). A transient error (the slot is moving) of a command that may
 // be held sets c.held and returns errHeld.
 func (s *Server) route(c *conn, cmd *command, args [][]byte) error {
-	if cmd.firstKey <= 0 || len(args) <= cmd.firstKey || s.cl == nil {
+	if cmd.firstKey <= 0 && cmd.numKeysAt == 0 || len(args) <= cmd.firstKey || s.cl == nil {
 		return nil
 	}
-	slot := slots.Of(args[cmd.firstKey])
+	slot, ok := cmd.slotOf(args)
+	if !ok {
+		return errors.New(errCrossSlot)
+	}
+	if slot < 0 {
+		return nil // EVAL with no keys
+	}
 	err := s.cl.Route(slot)
 	if err != nil && c.hold(err) {
 		return errHeld
@@ -256,11 +262,11 @@ func (s *Server) execRoute(c *conn, queue [][][]byte) error {
 	}
 	slot := -1
 	for _, args := range queue {
-		cmd := s.lookup(args[0])
-		if cmd.firstKey <= 0 || len(args) <= cmd.firstKey {
-			continue
-		}
-		switch sl := slots.Of(args[cmd.firstKey]); {
+		sl, ok := s.lookup(args[0]).slotOf(args)
+		switch {
+		case !ok:
+			return errors.New(errCrossSlot)
+		case sl < 0:
 		case slot < 0:
 			slot = sl
 		case sl != slot:

@@ -158,12 +158,19 @@ func (s *Server) commandGetKeys(c *conn, args [][]byte) {
 	switch {
 	case cmd == nil:
 		c.writeError("ERR Invalid command specified")
-	case cmd.firstKey == 0:
+	case cmd.firstKey == 0 && cmd.numKeysAt == 0:
 		c.writeError("ERR The command has no key arguments")
-	case len(args) <= cmd.firstKey:
+	case !cmd.arityOK(len(args)) || len(args) <= cmd.firstKey:
 		c.writeError("ERR Invalid number of arguments specified for command")
 	default:
-		c.writeArray(1)
-		c.writeBulk(args[cmd.firstKey])
+		keys := cmd.keysOf(args, nil)
+		if len(keys) == 0 {
+			c.writeError("ERR Invalid arguments specified for command")
+			return
+		}
+		c.writeArray(len(keys))
+		for _, k := range keys {
+			c.writeBulk(k)
+		}
 	}
 }

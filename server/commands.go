@@ -2,6 +2,8 @@ package server
 
 import (
 	"log/slog"
+
+	"github.com/rlserver/rlserver/values"
 	"sort"
 	"strings"
 )
@@ -13,8 +15,10 @@ type command struct {
 	arity      int    // Redis convention: n exact, -n at least n
 	flags      []string
 	firstKey   int
-	lastKey    int
+	lastKey    int // -1: the last argument
 	keyStep    int
+	numKeysAt  int             // EVAL's numkeys: the position of the key count, keys after it; 0 for none
+	value      *values.Command // a command of package values (see values_cmds.go)
 	group      string
 	summary    string
 	complexity string
@@ -65,11 +69,16 @@ func commandTable() (map[string]*command, []*command) {
 	list = append(list, membershipCommands()...)
 	list = append(list, clusterCommands()...)
 	list = append(list, hotKeyCommands()...)
+	list = append(list, scriptCommands()...)
+	list = append(list, valueCommands(list)...)
 	sort.Slice(list, func(i, j int) bool { return list[i].name < list[j].name })
 	m := make(map[string]*command, len(list))
 	for i, c := range list {
 		c.idx = i
 		c.wait = commandWaits[c.name]
+		if c.value != nil {
+			c.wait = waitStrong // reads and changes the keyspace
+		}
 		c.fullNames = make([]string, len(c.subs))
 		for j, sub := range c.subs {
 			c.fullNames[j] = c.name + "|" + sub

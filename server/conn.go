@@ -287,26 +287,33 @@ type Blocking interface {
 // mayBlock reports whether the command named name, sent on c, may wait
 // (Blocking): a command that does, run now, or EXEC of a queue that holds
 // one. A command sent inside MULTI is only queued.
+//
+// A script may run for seconds (until SCRIPT KILL), so the EVAL family
+// always may wait: its connection is served by a goroutine of its own
+// from its first script on, and never holds an event loop.
 func (s *Server) mayBlock(c *conn, name []byte) bool {
-	if s.blocking == nil {
-		return false
-	}
 	cmd := s.lookup(name)
 	if cmd == nil {
 		return false
 	}
 	if c.multi == nil {
-		return s.blocking.Blocks(cmd.name)
+		return s.blocks(cmd)
 	}
 	if cmd.name != "exec" {
 		return false
 	}
 	for _, q := range c.multi.queue {
-		if qc := s.lookup(q[0]); qc != nil && s.blocking.Blocks(qc.name) {
+		if qc := s.lookup(q[0]); qc != nil && s.blocks(qc) {
 			return true
 		}
 	}
 	return false
+}
+
+// blocks reports whether cmd may wait: a script, or what the Limiter says
+// (Blocking).
+func (s *Server) blocks(cmd *command) bool {
+	return cmd.numKeysAt > 0 || s.blocking != nil && s.blocking.Blocks(cmd.name)
 }
 
 // errClose ends a connection without an error reply: after QUIT, a failed

@@ -48,6 +48,9 @@ var commandWaits = map[string]waitClass{
 	"rl.checkrules": waitStrong, "rl.rule.get": waitStrong, "rl.rule.list": waitStrong,
 	"rl.rule.set": waitAlways, "rl.rule.del": waitAlways, "flushall": waitAlways,
 	"rl.block": waitAlways, "rl.unblock": waitAlways, "rl.blocks": waitStrong,
+	// Scripts read and change the keyspace as the commands of values do
+	// (which all wait for strong mode: see commandTable).
+	"eval": waitStrong, "evalsha": waitStrong, "eval_ro": waitStrong, "evalsha_ro": waitStrong,
 }
 
 // RuleCommitter is implemented by a RuleStore whose rule and block changes

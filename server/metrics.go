@@ -28,7 +28,7 @@ var timedNames = [numTimed]string{"rl.check", "rl.checkrules", "cl.throttle"}
 const (
 	numStripes  = 16
 	stripeMask  = numStripes - 1
-	maxCommands = 64 // room in a stripe; commandTable has fewer
+	maxCommands = 160 // room in a stripe; commandTable has fewer
 )
 
 // stripe is one group of connections' share of the hot counters.

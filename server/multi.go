@@ -3,6 +3,7 @@ package server
 import (
 	"github.com/rlserver/rlserver/rules"
 	"github.com/rlserver/rlserver/shards"
+	"github.com/rlserver/rlserver/values"
 )
 
 // Transactor is implemented by a Limiter that can run a group of commands
@@ -14,7 +15,9 @@ type Transactor interface {
 	// on which the commands run, and unlocks (see shards.Store.Transact).
 	// It may call run with a nil Tx (a cluster node that no longer serves
 	// the keys): the commands then run one by one as outside MULTI.
-	Transact(plan shards.TxPlan, run func(tx *shards.Tx))
+	// It returns shards.ErrBusy, without calling run, if a shard plan
+	// names is held by a script past its time limit.
+	Transact(plan shards.TxPlan, run func(tx *shards.Tx)) error
 }
 
 // multiState is a connection's transaction, from MULTI to EXEC or DISCARD.
@@ -225,18 +228,22 @@ func cmdExec(s *Server, c *conn, args [][]byte, now int64) {
 		c.writeError("EXECABORT Transaction discarded because of previous errors.")
 		return
 	}
-	c.writeArray(len(m.queue))
 	plan, touches := s.plan(m)
 	t, ok := s.cfg.Limiter.(Transactor)
 	if !ok || !touches {
+		c.writeArray(len(m.queue))
 		s.runQueue(c, m.queue, now)
 		return
 	}
-	t.Transact(plan, func(tx *shards.Tx) {
+	err := t.Transact(plan, func(tx *shards.Tx) {
+		c.writeArray(len(m.queue))
 		c.tx = tx
 		defer func() { c.tx = nil }()
 		s.runQueue(c, m.queue, now)
 	})
+	if err != nil { // BUSY: nothing ran
+		c.writeErr(err)
+	}
 }
 
 // runQueue runs EXEC's queue. The replies go inside EXEC's array, which
@@ -267,6 +274,15 @@ func (s *Server) plan(m *multiState) (shards.TxPlan, bool) {
 			writesRules, touches = true, true
 		case "flushall", "dbsize", "info":
 			p.All, touches = true, true
+		default:
+			if cmd := s.lookup(args[0]); cmd.value != nil {
+				p.Keys, touches = cmd.keysOf(args, p.Keys), true
+				p.All = p.All || cmd.value.Flags&values.AllKeys != 0
+			} else if cmd.numKeysAt > 0 { // EVAL: its keys, or every key
+				keys := cmd.keysOf(args, nil)
+				p.Keys, touches = append(p.Keys, keys...), true
+				p.All = p.All || len(keys) == 0 || s.seesEveryKey(args)
+			}
 		}
 	}
 	if s.txRules && len(m.queries) > 0 {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/script"
 )
 
 // Limiter is the key state the server checks against. Implementations are
@@ -47,7 +48,12 @@ type Config struct {
 	MaxKeyBytes int    // longest key accepted; default 1024
 	MaxLogLimit int64  // largest limit for the log algorithm; default 10000
 	MaxRequest  int    // largest single request in bytes; default 8 MiB, at most 1 GiB
-	Clock       func() int64
+	// Clock is the time of every command, in ns since the epoch; default
+	// the wall clock. rlserver gives its decision clock (internal/clock).
+	Clock func() int64
+	// ClockOffset, if set, returns the Clock less the wall clock, in ns:
+	// INFO rlserver shows it as clock_offset_ms.
+	ClockOffset func() int64
 	Logger      *slog.Logger
 	Registerer  prometheus.Registerer
 	Version     string
@@ -93,6 +99,13 @@ type Config struct {
 	// check counters, the latency histogram, INFO's check counts); for
 	// measuring what metrics cost.
 	DisableMetrics bool
+	// LuaTimeLimit is how long a script runs before it is busy: the
+	// commands that would wait for its keys are then answered BUSY, and
+	// SCRIPT KILL may stop it (Redis's lua-time-limit); default 5 s.
+	LuaTimeLimit time.Duration
+	// LuaMemoryLimit bounds the memory one script's Lua values may hold;
+	// default script.DefaultMemoryLimit (64 MiB).
+	LuaMemoryLimit int64
 }
 
 // Defaults for Config fields left zero.
@@ -127,9 +140,10 @@ type Server struct {
 	// nil), so that EXEC's transaction covers rule checks too.
 	txRules  bool
 	bound    MemoryBound
-	input    *budget       // of MaxBuffered
-	connMem  *atomic.Int64 // cfg.ConnMemory, or the server's own
-	throttle throttles     // of the log lines clients can cause
+	input    *budget        // of MaxBuffered
+	connMem  *atomic.Int64  // cfg.ConnMemory, or the server's own
+	throttle throttles      // of the log lines clients can cause
+	scripts  *script.Engine // EVAL, EVALSHA, SCRIPT (script_cmds.go)
 
 	mu       sync.Mutex
 	ln       net.Listener
@@ -224,6 +238,8 @@ func New(cfg Config) *Server {
 	s.cmds, s.list = commandTable()
 	s.initRuleWaits()
 	s.metrics = newMetrics(cfg.Registerer, s)
+	s.scripts = script.New(script.Config{TimeLimit: cfg.LuaTimeLimit, MemoryLimit: cfg.LuaMemoryLimit,
+		Logger: cfg.Logger, OnBusy: onBusy})
 	return s
 }
 
@@ -399,6 +415,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	go func() { s.wg.Wait(); close(done) }()
 	select {
 	case <-done:
+		s.scripts.Close()
 		return nil
 	case <-ctx.Done():
 		s.mu.Lock()

@@ -13,6 +13,11 @@ func (s *Store) CountKeys(now int64, match func(key []byte) bool) int {
 				n++
 			}
 		})
+		sh.forEachValue(now, func(key string, _ *valEntry) {
+			if match([]byte(key)) {
+				n++
+			}
+		})
 		sh.mu.Unlock()
 	}
 	return n

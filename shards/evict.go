@@ -127,20 +127,36 @@ func (sh *shard) room() error {
 		return nil
 	}
 	budget := s.budget()
-	if sh.tab.memory() < budget {
+	if sh.memory() < budget {
 		return nil
 	}
 	if s.policy == NoEviction {
 		return ErrOOM
 	}
-	for sh.tab.memory() >= budget && sh.tab.n > 0 {
+	for sh.memory() >= budget {
 		// Evicting frees records, not pages: once an eighth of the pages
 		// is free (and more than two pages), compacting gives it back.
 		if t := &sh.tab; t.freeBytes > 2*pageSize && t.freeBytes*8 >= t.pageBytes {
 			t.compact()
 			continue
 		}
-		sh.evict(sh.victim())
+		ti := -1
+		if sh.tab.n > 0 {
+			ti = sh.victim()
+		}
+		vk, vat, vok := sh.valueVictim()
+		switch {
+		case ti >= 0 && (!vok || sh.tab.expiresAt(ti) <= vat):
+			sh.evict(ti)
+		case vok:
+			sh.evictValue(vk)
+		case sh.valBytes > 0:
+			// Only values without an expiry are left: as Redis's
+			// volatile-ttl, they are not evicted, and growth is refused.
+			return ErrOOM
+		default:
+			return nil
+		}
 	}
 	return nil
 }

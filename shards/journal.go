@@ -12,7 +12,8 @@ import (
 // collected, so that a replicated log can carry the resulting state of each
 // key (see records.go) instead of the commands that produced it. It is off
 // unless EnableJournal is called; then every change of a key's state made
-// by Check, Throttle, Reset, CheckAll and Flush, and every rule change, is
+// by Check, Throttle, Reset, CheckAll and Flush, every change of a Redis
+// value (see values.go; always recorded lazily), and every rule change, is
 // recorded, and AppendChanges collects the records.
 //
 // A shard records a change in one of two ways:
@@ -200,6 +201,14 @@ func (sh *shard) collect(dst []byte) ([]byte, int) {
 		b = b[m+int(l):]
 		i := sh.tab.find(key, tagOf(xxhash.Sum64(key)))
 		if i < 0 {
+			if ve := sh.vals[string(key)]; ve != nil {
+				if ve.dirty { // else listed twice; collected above
+					dst = appendValSet(dst, key, ve)
+					ve.dirty = false
+					n++
+				}
+				continue
+			}
 			dst = appendDelete(dst, key)
 			n++
 			continue

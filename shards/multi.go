@@ -78,7 +78,9 @@ func (s *Store) CheckAll(ops []Op, cost, now int64) (bool, error) {
 	if err := s.prepare(ops); err != nil {
 		return false, err
 	}
-	s.lockAll(ops, true)
+	if err := s.lockOps(ops); err != nil {
+		return false, err
+	}
 	defer s.lockAll(ops, false)
 	return s.checkLocked(ops, cost, now)
 }
@@ -130,6 +132,46 @@ func (s *Store) prepare(ops []Op) error {
 	return nil
 }
 
+// lockOps locks each distinct shard of ops once, in ascending index
+// order, as a client's command does (lockCmd); if a shard is a busy
+// script's, it unlocks what it took and returns ErrBusy.
+func (s *Store) lockOps(ops []Op) error {
+	for prev := -1; ; {
+		next := -1
+		for i := range ops {
+			if sh := ops[i].shard; sh > prev && (next < 0 || sh < next) {
+				next = sh
+			}
+		}
+		if next < 0 {
+			return nil
+		}
+		if err := s.shards[next].lockCmd(); err != nil {
+			s.unlockBelow(ops, next)
+			return err
+		}
+		prev = next
+	}
+}
+
+// unlockBelow unlocks each distinct shard of ops below end.
+func (s *Store) unlockBelow(ops []Op, end int) {
+	done := -1
+	for {
+		next := -1
+		for i := range ops {
+			if sh := ops[i].shard; sh > done && sh < end && (next < 0 || sh < next) {
+				next = sh
+			}
+		}
+		if next < 0 {
+			return
+		}
+		s.shards[next].mu.Unlock()
+		done = next
+	}
+}
+
 // lockAll locks (or unlocks) each distinct shard of ops once, in
 // ascending index order, so that two multi-key checks cannot deadlock.
 func (s *Store) lockAll(ops []Op, lock bool) {
@@ -160,6 +202,12 @@ func (s *Store) decide(op *Op, cost, now int64) error {
 	e := sh.get(op.Key, now)
 	if e != nil && e.algo != op.Algo && !op.Replace {
 		return &WrongTypeError{Held: e.algo, Want: op.Algo}
+	}
+	if e == nil {
+		// A Redis value is the user's data: never Replaced.
+		if err := sh.valueError(op.Key, op.Algo, now); err != nil {
+			return err
+		}
 	}
 	if (e == nil || e.algo != op.Algo) && cost > 0 && s.limits.policy == NoEviction {
 		if err := sh.room(); err != nil {

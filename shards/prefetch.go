@@ -43,11 +43,28 @@ func (s *Store) Prefetch(keys [][]byte) uint64 {
 		locked[j] = sh
 		nl++
 	}
+	// TryLock: a prefetch is a hint, and must never wait for a shard
+	// that a script holds (see busy.go); a shard it cannot lock at once
+	// is skipped.
+	kept := 0
 	for _, sh := range locked[:nl] {
-		s.shards[sh].mu.Lock()
+		if s.shards[sh].mu.TryLock() {
+			locked[kept] = sh
+			kept++
+		}
+	}
+	nl = kept
+	var held [maxPrefetch]bool // the key's shard is locked
+	for i := 0; i < n; i++ {
+		for _, sh := range locked[:nl] {
+			held[i] = held[i] || sh == int(hashes[i]&s.mask)
+		}
 	}
 	var sink uint64
 	for i := 0; i < n; i++ {
+		if !held[i] {
+			continue
+		}
 		sh := &s.shards[hashes[i]&s.mask]
 		if t := &sh.tab; len(t.slots) > 0 {
 			sink += t.slots[home(tagOf(hashes[i]), len(t.slots))]
@@ -56,6 +73,9 @@ func (s *Store) Prefetch(keys [][]byte) uint64 {
 	}
 	var recs [maxPrefetch][]byte
 	for i := 0; i < n; i++ {
+		if !held[i] {
+			continue
+		}
 		t := &s.shards[hashes[i]&s.mask].tab
 		if rec := t.prefetchRecord(tagOf(hashes[i])); rec != nil {
 			recs[i] = rec

@@ -8,6 +8,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/rules"
+	"github.com/rlserver/rlserver/values"
 )
 
 // Records carry the Store's state out of it and back in: AppendChanges
@@ -25,6 +26,8 @@ import (
 //	recBlockDel: uvarint length | identifier ("type=value")
 //	recSetRel:   uvarint key length | key | algo | varint T-base
 //	             | varint expires-T | varint N | varint P
+//	recValSet:   uvarint key length | key | varint expires (ns since the
+//	             epoch, 0 for never) | the value (values.AppendValue)
 //
 // recSetRel is recSet for the algorithms other than the log, with T taken
 // from the base: the journal's records are written while checks run, when
@@ -46,6 +49,7 @@ const (
 	recSetRel   = 7
 	recBlockSet = 8
 	recBlockDel = 9
+	recValSet   = 10
 )
 
 // ErrCorruptRecord is returned by ApplyRecords for input it cannot decode.
@@ -71,6 +75,13 @@ func appendSetRel(dst, key []byte, e *entry, base int64) []byte {
 	dst = binary.AppendVarint(dst, e.expires-e.st.T)
 	dst = binary.AppendVarint(dst, e.st.N)
 	return binary.AppendVarint(dst, e.st.P)
+}
+
+// appendValSet appends a recValSet record of key's value ve.
+func appendValSet(dst, key []byte, ve *valEntry) []byte {
+	dst = appendKey(append(dst, recValSet), key)
+	dst = binary.AppendVarint(dst, ve.exp)
+	return values.AppendValue(dst, ve.v)
 }
 
 func appendDelete(dst, key []byte) []byte {
@@ -183,6 +194,8 @@ func (s *Store) applyRecord(b []byte, now, base int64) (int, error) {
 	switch b[0] {
 	case recSetRel:
 		return s.applySetRel(b, now, base)
+	case recValSet:
+		return s.applyValSet(b, now)
 	case recFlushAll:
 		s.clearKeys()
 		return 1, nil
@@ -263,6 +276,9 @@ func (s *Store) applySet(key []byte, expires int64, a engine.Algo, st engine.Sta
 	if i := sh.tab.find(key, tag); i >= 0 {
 		sh.tab.remove(i)
 	}
+	if ve := sh.vals[string(key)]; ve != nil {
+		sh.dropValue(key, ve)
+	}
 	if expires > now {
 		sh.tab.add(key, tag, &entry{algo: a, expires: expires, st: st})
 	}
@@ -276,6 +292,48 @@ func (s *Store) applyDelete(key []byte) {
 	if i := sh.tab.find(key, tagOf(h)); i >= 0 {
 		sh.tab.remove(i)
 	}
+	if ve := sh.vals[string(key)]; ve != nil {
+		sh.dropValue(key, ve)
+	}
+}
+
+// applyValSet applies the recValSet record at the front of b and returns
+// its length.
+func (s *Store) applyValSet(b []byte, now int64) (int, error) {
+	key, off, err := field(b, 1)
+	if err != nil {
+		return 0, err
+	}
+	exp, m := binary.Varint(b[off:])
+	if m <= 0 || exp < 0 {
+		return 0, errors.New("bad expiry")
+	}
+	off += m
+	v, m, err := values.DecodeValue(b[off:])
+	if err != nil {
+		return 0, err
+	}
+	off += m
+	h := xxhash.Sum64(key)
+	sh := &s.shards[h&s.mask]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	now = sh.tick(now)
+	if i := sh.tab.find(key, tagOf(h)); i >= 0 {
+		sh.tab.remove(i)
+	}
+	if ve := sh.vals[string(key)]; ve != nil {
+		sh.dropValue(key, ve)
+	}
+	if exp == 0 || exp > now {
+		if sh.vals == nil {
+			sh.vals = make(map[string]*valEntry)
+		}
+		ve := &valEntry{v: v, exp: exp, size: int64(len(key)) + v.Size() + valOverhead}
+		sh.vals[string(key)] = ve
+		sh.valBytes += ve.size
+	}
+	return off, nil
 }
 
 // clearKeys forgets every key, not the rules, without recording anything.
@@ -291,6 +349,7 @@ func (s *Store) clearKeys() {
 // clear forgets the shard's keys and its journal. Call with mu held.
 func (sh *shard) clear() {
 	sh.tab = table{}
+	sh.vals, sh.valBytes = nil, 0
 	sh.jbuf, sh.nrec, sh.lazy, sh.based, sh.jkeys = sh.jbuf[:0], 0, false, false, sh.jkeys[:0]
 }
 
@@ -305,7 +364,7 @@ func (s *Store) Clear() {
 }
 
 // AppendShard appends a set record for every key of shard i whose state
-// is live at now, and returns the extended slice and the number of
+// (or Redis value) is live at now, and returns the extended slice and the number of
 // records. It holds only shard i's lock, so a snapshot written shard by
 // shard never stops the other shards.
 func (s *Store) AppendShard(i int, dst []byte, now int64) ([]byte, int) {
@@ -315,6 +374,10 @@ func (s *Store) AppendShard(i int, dst []byte, now int64) ([]byte, int) {
 	n := 0
 	sh.forEach(now, func(key []byte, e *entry) {
 		dst = appendSet(dst, key, e)
+		n++
+	})
+	sh.forEachValue(now, func(key string, ve *valEntry) {
+		dst = appendValSet(dst, []byte(key), ve)
 		n++
 	})
 	return dst, n
@@ -387,6 +450,10 @@ func (s *Store) Digest(now int64) uint64 {
 		sh.mu.Lock()
 		sh.forEach(now, func(key []byte, e *entry) {
 			buf = appendSet(buf[:0], key, e)
+			sum += xxhash.Sum64(buf)
+		})
+		sh.forEachValue(now, func(key string, ve *valEntry) {
+			buf = appendValSet(buf[:0], []byte(key), ve)
 			sum += xxhash.Sum64(buf)
 		})
 		sh.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/rlserver/rlserver/engine"
@@ -65,6 +66,14 @@ type shard struct {
 	lim     *limits     // the Store's memory bound (see room)
 	rng     uint64      // xorshift state for choosing victims
 	hot     hotSketch
+	// scripts counts the script transactions holding or about to hold
+	// the shard, busy says one has run past its time limit (busy.go).
+	scripts atomic.Int32
+	busy    atomic.Bool
+	// vals holds the keys that hold Redis values (see values.go);
+	// valBytes is the memory they are accounted.
+	vals     map[string]*valEntry
+	valBytes int64
 }
 
 // tick returns max(now, latest time seen) and records it. Call with mu held.
@@ -186,7 +195,9 @@ func (s *Store) shardFor(key []byte) *shard {
 func (s *Store) Check(key []byte, a engine.Algo, p engine.Params, cost, now int64) (engine.Result, error) {
 	h := xxhash.Sum64(key)
 	sh := &s.shards[h&s.mask]
-	sh.mu.Lock()
+	if err := sh.lockCmd(); err != nil {
+		return engine.Result{}, err
+	}
 	defer sh.mu.Unlock()
 	return sh.check(key, h, a, p, cost, now)
 }
@@ -206,6 +217,11 @@ func (sh *shard) checkState(key []byte, h uint64, a engine.Algo, p engine.Params
 	now = sh.tick(now)
 	e := sh.lookup(key, tagOf(h))
 	if cost == 0 {
+		if e == nil {
+			if err := sh.valueError(key, a, now); err != nil {
+				return engine.Result{}, err
+			}
+		}
 		return peek(e, a, p, now)
 	}
 	if err := sh.lim.refused(); err != nil {
@@ -224,6 +240,9 @@ func (sh *shard) checkState(key []byte, h uint64, a engine.Algo, p engine.Params
 		}
 	}
 	if e == nil {
+		if err := sh.valueError(key, a, now); err != nil {
+			return engine.Result{}, err
+		}
 		if err := sh.room(); err != nil {
 			return engine.Result{}, err
 		}
@@ -300,7 +319,9 @@ func (sh *shard) remove(key []byte, e *entry) {
 func (s *Store) Throttle(key []byte, maxBurst, count, period, quantity, now int64) (engine.CellResult, error) {
 	h := xxhash.Sum64(key)
 	sh := &s.shards[h&s.mask]
-	sh.mu.Lock()
+	if err := sh.lockCmd(); err != nil {
+		return engine.CellResult{}, err
+	}
 	defer sh.mu.Unlock()
 	return sh.throttle(key, h, maxBurst, count, period, quantity, now)
 }
@@ -327,6 +348,11 @@ func (sh *shard) throttleState(key []byte, maxBurst, count, period, quantity, no
 	e := sh.get(key, now)
 	if e != nil && e.algo != engine.GCRA {
 		return engine.CellResult{}, &WrongTypeError{Held: e.algo, Want: engine.GCRA}
+	}
+	if e == nil {
+		if err := sh.valueError(key, engine.GCRA, now); err != nil {
+			return engine.CellResult{}, err
+		}
 	}
 	var st engine.State
 	if e != nil {
@@ -358,43 +384,46 @@ func (s *Store) Reset(key []byte, now int64) (bool, error) {
 		return false, err
 	}
 	sh := s.shardFor(key)
-	sh.mu.Lock()
+	if err := sh.lockCmd(); err != nil {
+		return false, err
+	}
 	defer sh.mu.Unlock()
 	return sh.reset(key, now), nil
 }
 
 // reset is Reset on the key's shard, whose lock the caller holds.
+// A key holding a Redis value is deleted too, as DEL would.
 func (sh *shard) reset(key []byte, now int64) bool {
-	e := sh.get(key, sh.tick(now))
-	if e == nil {
-		return false
-	}
-	sh.remove(key, e)
-	return true
+	return sh.deleteKey(key, tagOf(xxhash.Sum64(key)), sh.tick(now))
 }
 
-// Len returns the number of keys held, including expired keys that have not
-// been swept yet.
+// Len returns the number of keys held, Redis values included, and
+// including expired keys that have not been swept yet. The shards of a
+// script past its time limit are not counted.
 func (s *Store) Len() int {
 	n := 0
 	for i := range s.shards {
 		sh := &s.shards[i]
-		sh.mu.Lock()
-		n += sh.tab.n
+		if sh.lockCmd() != nil {
+			continue
+		}
+		n += sh.keys()
 		sh.mu.Unlock()
 	}
 	return n
 }
 
 // MemoryBytes returns the memory the keys take: index slots, record pages
-// (names and state, including free space not yet compacted) and log rings;
-// and the blocks (rules.BlockBytes).
+// (names and state, including free space not yet compacted), log rings
+// and Redis values; and the blocks (rules.BlockBytes).
 func (s *Store) MemoryBytes() int64 {
 	n := s.rules.blocks.bytes.Load()
 	for i := range s.shards {
 		sh := &s.shards[i]
-		sh.mu.Lock()
-		n += sh.tab.memory()
+		if sh.lockCmd() != nil {
+			continue // a busy script's: counted once it ends
+		}
+		n += sh.memory()
 		sh.mu.Unlock()
 	}
 	return n

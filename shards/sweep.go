@@ -38,6 +38,15 @@ func (sh *shard) sweep(now int64, limit int) int {
 			break
 		}
 	}
+	if len(sh.vals) > 0 {
+		for round := 0; round < 4; round++ {
+			seen, dropped := sh.sweepValues(now, limit)
+			removed += dropped
+			if dropped*4 <= seen || seen < limit {
+				break
+			}
+		}
+	}
 	return removed
 }
 

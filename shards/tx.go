@@ -27,6 +27,10 @@ type TxPlan struct {
 	// change in the same transaction, whose counters cannot be known in
 	// advance.
 	All bool
+	// Script marks a script's run, which may hold its shards for long:
+	// the commands that would wait for them poll instead, and get ErrBusy
+	// once the run is marked busy (Tx.SetBusy; see busy.go).
+	Script bool
 }
 
 // Tx is a transaction's view of a Store: the Store's key and rule
@@ -48,8 +52,9 @@ type Tx struct {
 // and unlocks. Rule changes made by other callers while run runs are not
 // seen by its rule checks: the transaction is ordered before them. run
 // must not call the Store's own methods on keys the plan names (their
-// shards are locked); it uses the Tx.
-func (s *Store) Transact(plan TxPlan, run func(tx *Tx)) {
+// shards are locked); it uses the Tx. It returns ErrBusy, without calling
+// run, if a shard is held by a script past its time limit (see busy.go).
+func (s *Store) Transact(plan TxPlan, run func(tx *Tx)) error {
 	tx := &Tx{s: s, all: plan.All, set: s.rules.set.Load()}
 	if !plan.All {
 		tx.held = make([]uint64, (len(s.shards)+63)/64)
@@ -69,19 +74,26 @@ func (s *Store) Transact(plan TxPlan, run func(tx *Tx)) {
 		s.jmu.Lock()
 		defer s.jmu.Unlock()
 	}
-	for i := range s.shards {
-		if tx.holds(uint64(i)) {
-			s.shards[i].mu.Lock()
+	if plan.Script {
+		tx.countScript(1)
+		defer tx.countScript(-1)
+	}
+	if err := tx.lockShards(); err != nil {
+		return err
+	}
+	defer tx.unlockShards(len(s.shards))
+	run(tx)
+	return nil
+}
+
+// countScript adds d to the script count of every shard tx holds; the
+// last script to leave a shard clears its busy mark.
+func (tx *Tx) countScript(d int32) {
+	for i := range tx.s.shards {
+		if sh := &tx.s.shards[i]; tx.holds(uint64(i)) && sh.scripts.Add(d) == 0 {
+			sh.busy.Store(false)
 		}
 	}
-	defer func() {
-		for i := range s.shards {
-			if tx.holds(uint64(i)) {
-				s.shards[i].mu.Unlock()
-			}
-		}
-	}()
-	run(tx)
 }
 
 func (tx *Tx) hold(i uint64) { tx.held[i/64] |= 1 << (i % 64) }
@@ -198,7 +210,7 @@ func (tx *Tx) Len() int {
 	}
 	n := 0
 	for i := range tx.s.shards {
-		n += tx.s.shards[i].tab.n
+		n += tx.s.shards[i].keys()
 	}
 	return n
 }
@@ -211,7 +223,7 @@ func (tx *Tx) MemoryBytes() int64 {
 	}
 	var n int64
 	for i := range tx.s.shards {
-		n += tx.s.shards[i].tab.memory()
+		n += tx.s.shards[i].memory()
 	}
 	return n
 }

@@ -271,6 +271,29 @@ func TestClusterProxyPlainClients(t *testing.T) {
 			}
 		}
 	}
+	// Redis values and scripts are forwarded too: each node sets a key on
+	// whichever node serves it, and a script reads them all back there.
+	for i, p := range procs {
+		host, port := splitAddr(p.resp)
+		cli := func(args ...string) string {
+			out, err := exec.Command("redis-cli", append([]string{"-h", host, "-p", fmt.Sprint(port)}, args...)...).CombinedOutput()
+			if err != nil {
+				t.Fatalf("redis-cli %v on %s: %v %q", args, p.resp, err, out)
+			}
+			return strings.TrimSpace(string(out))
+		}
+		for k := 0; k < 10; k++ {
+			if out := cli("SET", fmt.Sprint("val:", i, ":", k), fmt.Sprint(i*k)); out != "OK" {
+				t.Fatalf("SET through %s: %q", p.resp, out)
+			}
+		}
+		for k := 0; k < 10; k++ {
+			key := fmt.Sprint("val:", i, ":", k)
+			if out := cli("EVAL", "return redis.call('INCRBY', KEYS[1], ARGV[1])", "1", key, "1"); out != fmt.Sprint(i*k+1) {
+				t.Fatalf("EVAL through %s on %s: %q, want %d", p.resp, key, out, i*k+1)
+			}
+		}
+	}
 	// redis-py, a plain (non-transactional) pipeline of 20 checks per node.
 	script := `
 import sys, redis

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/internal/clientid"
+	"github.com/rlserver/rlserver/script"
 	"github.com/rlserver/rlserver/shards"
 	"gopkg.in/yaml.v3"
 )
@@ -30,8 +31,11 @@ type Config struct {
 	AdminToken      string
 	MetricsAuth     bool
 	TrustedProxies  string // CIDRs, comma-separated: the gateways /v1/forward-auth takes X-Forwarded-For from
+	IPv6Prefix      int    // network length by which /v1/forward-auth counts IPv6 callers
 	MaxKeyBytes     int
 	MaxLogLimit     int64
+	LuaTimeLimit    time.Duration // a script past it is busy: BUSY to what waits for its keys, SCRIPT KILL stops it
+	LuaMemoryLimit  int64         // bytes one script's Lua values may hold
 	Shards          int
 	LogLevel        string
 	LogFormat       string // text or json
@@ -44,6 +48,7 @@ type Config struct {
 	Procs           int
 	IOLoops         int
 	MaxClients      int
+	GRPCMaxClients  int // gRPC connections, a budget apart from MaxClients
 	Timeout         int // seconds
 	MaxMemory       int64
 	MaxBlocks       int // 0: sized to memory (maxBlocks)
@@ -77,6 +82,10 @@ type Config struct {
 	ElectionTimeout    time.Duration
 	LeaderLeaseTimeout time.Duration
 
+	// TestClockShiftFile names a file holding a duration that shifts the
+	// wall clock the node reads (for tests; see testclock.go).
+	TestClockShiftFile string
+
 	// given holds the names of the flags set by the command line, the
 	// environment or the config file (not defaults): a cluster node's
 	// data directory supplies the others it remembers (recallSettings).
@@ -98,9 +107,12 @@ func flagSet(cfg *Config) *flag.FlagSet {
 	fs.StringVar(&cfg.RequirePass, "requirepass", "", "password clients must AUTH with; empty disables AUTH")
 	fs.StringVar(&cfg.AdminToken, "admin-token", "", `password of the "admin" user and HTTP bearer token, required for FLUSHALL and rule changes when set`)
 	fs.BoolVar(&cfg.MetricsAuth, "metrics-auth", false, "GET /metrics needs a bearer token too (--requirepass or --admin-token); by default it is open, as Prometheus scrapers expect")
-	fs.StringVar(&cfg.TrustedProxies, "trusted-proxies", "127.0.0.0/8,::1", `CIDRs or addresses of the gateways whose X-Forwarded-For /v1/forward-auth honours (comma-separated; "" trusts none)`)
+	fs.StringVar(&cfg.TrustedProxies, "trusted-proxies", "127.0.0.0/8,::1", `CIDRs or addresses of the gateways whose headers /v1/forward-auth believes: the target, X-Forwarded-For, X-User-Id, X-Api-Key, X-Tier (comma-separated; "" trusts none)`)
+	fs.IntVar(&cfg.IPv6Prefix, "ipv6-prefix", clientid.DefaultIPv6Prefix, "network length (1 to 128) by which /v1/forward-auth counts IPv6 callers: every address of a /64 is one ip; 128 counts each address")
 	fs.IntVar(&cfg.MaxKeyBytes, "max-key-bytes", 1024, "longest key accepted, in bytes")
 	fs.Int64Var(&cfg.MaxLogLimit, "max-log-limit", 10000, "largest limit accepted for the log algorithm")
+	fs.DurationVar(&cfg.LuaTimeLimit, "lua-time-limit", 5*time.Second, "a script running longer is busy: commands that would wait for its keys get -BUSY, and SCRIPT KILL stops it if it has not written (Redis's lua-time-limit)")
+	fs.Var(sizeValue{&cfg.LuaMemoryLimit}, "lua-memory-limit", "memory one script's Lua values may hold before it stops with an error (64mb)")
 	fs.IntVar(&cfg.Shards, "shards", 256, "lock stripes for key state (rounded up to a power of two)")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "log format: text (key=value lines) or json (one JSON object a line, with time, level and msg)")
@@ -118,6 +130,7 @@ func flagSet(cfg *Config) *flag.FlagSet {
 	fs.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key file of --tls-cert")
 	fs.StringVar(&cfg.TLSCACert, "tls-ca-cert", "", "PEM file of the CA certificates that must have signed every client's certificate (clients must present one)")
 	fs.IntVar(&cfg.MaxClients, "maxclients", 10000, "client connections served at once, RESP and HTTP together; one more RESP client gets \"max number of clients reached\", one more HTTP client is closed")
+	fs.IntVar(&cfg.GRPCMaxClients, "grpc-maxclients", 1024, "connections to --grpc served at once, a budget apart from --maxclients (so that gRPC clients cannot lock out RESP, HTTP or /healthz); one more is closed")
 	fs.IntVar(&cfg.Timeout, "timeout", 0, "close a RESP client idle for this many seconds; 0 means never")
 	fs.StringVar(&cfg.Pprof, "pprof", "", `address for Go's /debug/pprof profiles (e.g. 127.0.0.1:6060); "" disables it`)
 	fs.StringVar(&cfg.NodeID, "node-id", "", `this node's name in its Raft group; "" takes the one the data directory holds, else "node1"`)
@@ -140,6 +153,7 @@ func flagSet(cfg *Config) *flag.FlagSet {
 	fs.DurationVar(&cfg.HeartbeatTimeout, "raft-heartbeat-timeout", cluster.DefaultHeartbeatTimeout, "cluster: a follower that hears nothing from its leader this long (randomized up to twice it) starts an election")
 	fs.DurationVar(&cfg.ElectionTimeout, "raft-election-timeout", cluster.DefaultElectionTimeout, "cluster: how long a candidate waits for votes before it tries again")
 	fs.DurationVar(&cfg.LeaderLeaseTimeout, "raft-leader-lease-timeout", cluster.DefaultLeaderLeaseTimeout, "cluster: a leader that cannot reach a majority this long steps down (at most --raft-heartbeat-timeout)")
+	fs.StringVar(&cfg.TestClockShiftFile, "test-clock-shift-file", "", `for tests only: a file holding a duration ("-1h", "24h") added to the wall clock this node reads, read every 10ms, so that tests can step a real node's clock; "" reads the system's clock as it is`)
 	return fs
 }
 
@@ -158,7 +172,7 @@ var onlyOnCommandLine = map[string]bool{"config": true, "version": true}
 // getenv is os.Getenv in production.
 func loadConfig(args []string, getenv func(string) string, stdout io.Writer) (Config, error) {
 	cfg := Config{SnapshotBytes: cluster.DefaultSnapshotBytes, MinFreeDisk: cluster.DefaultMinFreeDisk, DiskBallast: cluster.DefaultDiskBallast,
-		MaxConfigBytes: DefaultMaxConfigBytes}
+		MaxConfigBytes: DefaultMaxConfigBytes, LuaMemoryLimit: script.DefaultMemoryLimit}
 	fs := flagSet(&cfg)
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
@@ -255,6 +269,10 @@ func (c *Config) Validate() error {
 		return errors.New("--listen must not be empty")
 	case c.MaxKeyBytes < 1 || c.MaxKeyBytes > 1<<20:
 		return fmt.Errorf("--max-key-bytes %d: want 1 to 1048576", c.MaxKeyBytes)
+	case c.LuaTimeLimit < time.Millisecond:
+		return fmt.Errorf("--lua-time-limit %s: want at least 1ms", c.LuaTimeLimit)
+	case c.LuaMemoryLimit < 1<<20:
+		return fmt.Errorf("--lua-memory-limit %d: want at least 1mb", c.LuaMemoryLimit)
 	case c.MaxLogLimit < 1 || c.MaxLogLimit > 1<<24:
 		return fmt.Errorf("--max-log-limit %d: want 1 to 16777216", c.MaxLogLimit)
 	case c.Shards < 1 || c.Shards > 1<<16:
@@ -295,8 +313,12 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--raft-leader-lease-timeout %s: want 5ms to --raft-heartbeat-timeout (%s)", c.LeaderLeaseTimeout, c.HeartbeatTimeout)
 	case c.MaxClients < 1 || c.MaxClients > 1<<20:
 		return fmt.Errorf("--maxclients %d: want 1 to 1048576", c.MaxClients)
+	case c.GRPCMaxClients < 1 || c.GRPCMaxClients > 1<<20:
+		return fmt.Errorf("--grpc-maxclients %d: want 1 to 1048576", c.GRPCMaxClients)
 	case c.Timeout < 0 || c.Timeout > 1<<31-1:
 		return fmt.Errorf("--timeout %d: want 0 (never) or a number of seconds", c.Timeout)
+	case c.IPv6Prefix < 1 || c.IPv6Prefix > 128:
+		return fmt.Errorf("--ipv6-prefix %d: want 1 to 128 (64: a /64 is one caller; 128: each address is)", c.IPv6Prefix)
 	case c.MetricsAuth && c.RequirePass == "" && c.AdminToken == "":
 		return errors.New("--metrics-auth needs --requirepass or --admin-token: they are the tokens /metrics would ask for")
 	}

@@ -20,8 +20,8 @@ func TestConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Config{Listen: "127.0.0.1:6379", HTTP: "127.0.0.1:8080", GRPC: "127.0.0.1:8081", DataDir: "./data",
-		TrustedProxies: "127.0.0.0/8,::1",
-		MaxKeyBytes:    1024, MaxLogLimit: 10000, Shards: 256, LogLevel: "info", LogFormat: "text", MaxClients: 10000,
+		TrustedProxies: "127.0.0.0/8,::1", IPv6Prefix: 64,
+		MaxKeyBytes: 1024, MaxLogLimit: 10000, LuaTimeLimit: 5 * time.Second, LuaMemoryLimit: 64 << 20, Shards: 256, LogLevel: "info", LogFormat: "text", MaxClients: 10000, GRPCMaxClients: 1024,
 		MaxMemoryPolicy: "volatile-ttl",
 		Consistency:     "fast", FlushInterval: 10 * time.Millisecond, SnapshotEntries: 4096, SnapshotBytes: 64 << 20,
 		SnapshotInterval: 10 * time.Second, TrailingLogs: 64, MinFreeDisk: 256 << 20, DiskBallast: 64 << 20,
@@ -100,6 +100,7 @@ func TestConfigErrors(t *testing.T) {
 		{[]string{"--max-key-bytes", "0"}, nil, "--max-key-bytes 0: want 1 to 1048576"},
 		{[]string{"--io-loops", "-2"}, nil, "--io-loops -2: want -1 (none), 0 (one per core) to 4096"},
 		{[]string{"--maxclients", "0"}, nil, "--maxclients 0: want 1 to 1048576"},
+		{[]string{"--grpc-maxclients", "0"}, nil, "--grpc-maxclients 0: want 1 to 1048576"},
 		{[]string{"--maxmemory", "256xb"}, nil, `invalid value "256xb" for flag -maxmemory: want a size such as 256mb, 2gb or 1000000`},
 		{[]string{"--maxmemory", "-1"}, nil, `invalid value "-1" for flag -maxmemory`},
 		{[]string{"--tls-cert", "c.pem"}, nil, "--tls-cert and --tls-key go together: give both, or neither"},
@@ -170,7 +171,7 @@ func TestHelpListsEveryFlag(t *testing.T) {
 		"--requirepass", "--admin-token", "--metrics-auth (default \"false\", env RLSERVER_METRICS_AUTH)",
 		"--max-key-bytes (default \"1024\"", "--max-log-limit (default \"10000\"",
 		"--log-level", "--config", "--io-loops (default \"0\"", "RLSERVER_MAX_KEY_BYTES",
-		"--maxclients (default \"10000\"", "--timeout (default \"0\"", "--maxmemory (default \"0\"",
+		"--maxclients (default \"10000\"", "--grpc-maxclients (default \"1024\"", "--timeout (default \"0\"", "--maxmemory (default \"0\"",
 		"--maxmemory-policy (default \"volatile-ttl\"", "--tls-cert", "--tls-key", "--tls-ca-cert",
 		"--peers", "--raft-addr (default \"127.0.0.1:7379\"", "--groups (default \"16\"", "--join", "--proxy",
 		"--announce", "--raft-heartbeat-timeout (default \"300ms\"", "--raft-election-timeout", "--raft-leader-lease-timeout",

@@ -29,22 +29,24 @@ type rlsFront struct {
 	watcher  *envoyrls.Watcher // nil without --envoy-config
 	gs       *grpc.Server
 	tokens   []string
+	open     atomic.Int64 // gRPC connections open, at most --grpc-maxclients
 	stopOnce sync.Once
 	cancel   context.CancelFunc
 }
 
 // startRLS loads --envoy-config (a bad file refuses the start) and serves
-// the rate limit service on --grpc, counting its connections with the
-// RESP and HTTP ones against --maxclients, over TLS when tc is not nil;
+// the rate limit service on --grpc, at most maxConns connections at once
+// (--grpc-maxclients, a budget apart from RESP's and HTTP's), over TLS
+// when tc is not nil;
 // the service requires --requirepass or --admin-token as a bearer token
 // when either is set. The watcher reloads the configuration when its
 // files change; SIGHUP reloads it through the reloader (reload.go).
-func startRLS(ctx context.Context, cfg Config, st *state, reg prometheus.Registerer, tc *tls.Config, maxConns int, open *atomic.Int64, log *slog.Logger) (*rlsFront, error) {
+func startRLS(ctx context.Context, cfg Config, st *state, reg prometheus.Registerer, tc *tls.Config, maxConns int, log *slog.Logger) (*rlsFront, error) {
 	f := &rlsFront{}
 	if cfg.GRPC == "" && cfg.EnvoyConfig == "" {
 		return f, nil
 	}
-	ec := envoyrls.Config{Limiter: st.store, Registerer: reg, Logger: log, MaxKeyBytes: cfg.MaxKeyBytes}
+	ec := envoyrls.Config{Limiter: st.store, Registerer: reg, Logger: log, MaxKeyBytes: cfg.MaxKeyBytes, Clock: st.now}
 	switch {
 	case st.cl != nil:
 		ec.Limiter, ec.Durable = st.cl, st.cl
@@ -83,9 +85,12 @@ func startRLS(ctx context.Context, cfg Config, st *state, reg prometheus.Registe
 		cancel()
 		return nil, fmt.Errorf("listen on %s (--grpc): %w", cfg.GRPC, err)
 	}
-	f.gs = envoyrls.NewGRPCServer(f.svc, envoyrls.ServerOptions{TLS: tc, Tokens: f.tokens})
-	go f.gs.Serve(newLimitListener(ln, maxConns, open))
-	log.Info("envoy rate limit service listening", "grpc", ln.Addr().String(), "envoy_config", cfg.EnvoyConfig)
+	f.gs = envoyrls.NewGRPCServer(f.svc, envoyrls.ServerOptions{TLS: tc, Tokens: f.tokens, Registerer: reg})
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "rlserver_grpc_connections",
+		Help: "Connections to --grpc open, at most --grpc-maxclients (one more is closed at once)."},
+		func() float64 { return float64(f.open.Load()) }))
+	go f.gs.Serve(newLimitListener(ln, maxConns, &f.open))
+	log.Info("envoy rate limit service listening", "grpc", ln.Addr().String(), "envoy_config", cfg.EnvoyConfig, "grpc_maxclients", maxConns)
 	return f, nil
 }
 

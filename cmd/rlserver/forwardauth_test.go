@@ -6,6 +6,8 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -40,15 +42,59 @@ func TestTrustedProxiesFlag(t *testing.T) {
 	}
 }
 
+// --ipv6-prefix defaults to 64, is set like every flag (command line,
+// environment, config file), is listed by --help and refuses what is not
+// 1 to 128 with one line.
+func TestIPv6PrefixFlag(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "rlserver.yaml")
+	if err := os.WriteFile(file, []byte("ipv6-prefix: 56\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		env  map[string]string
+		want int
+	}{
+		{nil, nil, 64},
+		{[]string{"--ipv6-prefix", "48"}, nil, 48},
+		{[]string{"--ipv6-prefix=128"}, nil, 128},
+		{nil, map[string]string{"RLSERVER_IPV6_PREFIX": "60"}, 60},
+		{[]string{"--config", file}, nil, 56},
+	} {
+		cfg, err := loadConfig(c.args, env(c.env), nil)
+		if err != nil || cfg.IPv6Prefix != c.want {
+			t.Errorf("%v %v: %d, %v; want %d", c.args, c.env, cfg.IPv6Prefix, err, c.want)
+		}
+	}
+	for _, bad := range []string{"0", "129", "-1"} {
+		_, err := loadConfig([]string{"--ipv6-prefix", bad}, env(nil), nil)
+		if want := "--ipv6-prefix " + bad + ": want 1 to 128"; err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("--ipv6-prefix %s: %v, want %q...", bad, err, want)
+		}
+	}
+	var out bytes.Buffer
+	loadConfig([]string{"--help"}, env(nil), &out)
+	if want := `--ipv6-prefix (default "64", env RLSERVER_IPV6_PREFIX)`; !strings.Contains(out.String(), want) {
+		t.Errorf("--help lacks %q:\n%s", want, out.String())
+	}
+}
+
 // forwardAuth asks node's /v1/forward-auth about a request to uri from
 // the caller at xff with user id user; it returns the status and body.
 func forwardAuth(t *testing.T, httpAddr, uri, xff, user string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest("GET", "http://"+httpAddr+"/v1/forward-auth", nil)
-	req.Header.Set("X-Forwarded-Uri", uri)
-	req.Header.Set("X-Forwarded-For", xff)
-	if user != "" {
-		req.Header.Set("X-User-Id", user)
+	return forwardAuthAt(t, "http://"+httpAddr+"/v1/forward-auth", "X-Forwarded-Uri", uri, "X-Forwarded-For", xff, "X-User-Id", user)
+}
+
+// forwardAuthAt sends GET url with the header name/value pairs (an empty
+// value is left out) and returns the status and body.
+func forwardAuthAt(t *testing.T, url string, header ...string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	for i := 0; i+1 < len(header); i += 2 {
+		if header[i+1] != "" {
+			req.Header.Set(header[i], header[i+1])
+		}
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -59,25 +105,69 @@ func forwardAuth(t *testing.T, httpAddr, uri, xff, user string) (int, string) {
 	return resp.StatusCode, string(body)
 }
 
-// TestForwardAuthBinary: the binary serves /v1/forward-auth and takes the
-// caller's ip from X-Forwarded-For only from --trusted-proxies.
+// TestForwardAuthBinary: the binary serves /v1/forward-auth, believes the
+// headers of --trusted-proxies alone (another peer is the caller itself,
+// and names its target in the path, as Envoy does), and counts IPv6
+// callers by --ipv6-prefix.
 func TestForwardAuthBinary(t *testing.T) {
 	bin := buildBinary(t)
-	for _, c := range []struct {
-		trusted string
-		same    bool // two X-Forwarded-For addresses share one counter (the peer's)
-	}{{"127.0.0.0/8,::1", false}, {"", true}} {
-		p := startProc(t, bin, "", "--trusted-proxies", c.trusted)
-		postRule(t, p, `{"id":"per-ip","target":"/login","tier":"*","key_type":"ip","algo":"fixed","limit":1,"window":"`+noRollover+`"}`)
-		if status, body := forwardAuth(t, p.http, "/login", "203.0.113.1", ""); status != 200 {
-			t.Fatalf("--trusted-proxies %q: first: %d %s", c.trusted, status, body)
+	rule := `{"id":"per-ip","target":"/login","tier":"*","key_type":"ip","algo":"fixed","limit":1,"window":"` + noRollover + `"}`
+	// Trusted (loopback, the default): each X-Forwarded-For is a caller;
+	// the seven addresses of one /64 are one.
+	p := startProc(t, bin, "")
+	postRule(t, p, rule)
+	for i, xff := range []string{"203.0.113.1", "203.0.113.2"} {
+		if status, body := forwardAuth(t, p.http, "/login", xff, ""); status != 200 {
+			t.Fatalf("trusted, caller %d: %d %s", i+1, status, body)
 		}
-		status, body := forwardAuth(t, p.http, "/login", "203.0.113.2", "")
-		if want := map[bool]int{false: 200, true: 429}[c.same]; status != want {
-			t.Errorf("--trusted-proxies %q: another X-Forwarded-For: %d %s, want %d", c.trusted, status, body, want)
-		}
-		p.stop()
 	}
+	if got := allowedOf(t, p, ipv6Callers); got != 1 {
+		t.Errorf("seven addresses of one /64: %d allowed, want 1", got)
+	}
+	p.stop()
+	// --ipv6-prefix 128: each address is a caller.
+	p = startProc(t, bin, "", "--ipv6-prefix", "128")
+	postRule(t, p, rule)
+	if got := allowedOf(t, p, ipv6Callers); got != 7 {
+		t.Errorf("--ipv6-prefix 128: %d of 7 addresses allowed, want 7", got)
+	}
+	p.stop()
+	// Trusting none: the target headers are refused; Envoy's path is
+	// checked with the peer as the caller, whatever X-Forwarded-For says.
+	p = startProc(t, bin, "", "--trusted-proxies", "")
+	postRule(t, p, rule)
+	if status, body := forwardAuth(t, p.http, "/login", "203.0.113.1", ""); status != 400 || !strings.Contains(body, "not in --trusted-proxies") {
+		t.Errorf("untrusted, X-Forwarded-Uri: %d %s, want 400", status, body)
+	}
+	for i, want := range []int{200, 429} {
+		status, body := forwardAuthAt(t, "http://"+p.http+"/v1/forward-auth/login", "X-Forwarded-For", fmt.Sprintf("203.0.113.%d", i+1))
+		if status != want {
+			t.Errorf("untrusted, Envoy's path, caller %d: %d %s, want %d", i+1, status, body, want)
+		}
+	}
+	p.stop()
+}
+
+// ipv6Callers are seven addresses of 2001:db8:1:2::/64.
+var ipv6Callers = []string{"2001:db8:1:2::1", "2001:db8:1:2::2", "2001:db8:1:2:ffff::1", "2001:db8:1:2:1:2:3:4",
+	"2001:db8:1:2::abcd", "2001:db8:1:2:aaaa::9", "2001:db8:1:2:5::7"}
+
+// allowedOf asks p about /login once from each of xffs, and returns how
+// many were allowed.
+func allowedOf(t *testing.T, p *proc, xffs []string) int {
+	t.Helper()
+	allowed := 0
+	for _, xff := range xffs {
+		status, body := forwardAuth(t, p.http, "/login", xff, "")
+		switch status {
+		case 200:
+			allowed++
+		case 429:
+		default:
+			t.Fatalf("%s: %d %s", xff, status, body)
+		}
+	}
+	return allowed
 }
 
 // TestForwardAuthOnEveryClusterNode: forward auth asked of any node of a

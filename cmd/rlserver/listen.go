@@ -16,19 +16,38 @@ import (
 // Redis reserves some.
 const reservedFDs = 64
 
-// maxClients returns --maxclients, lowered, with a warning, when the
-// process may not open that many files besides reservedFDs (ulimit -n), as
-// Redis lowers maxclients: a server out of descriptors cannot even refuse
-// a connection politely.
-func maxClients(want int, log *slog.Logger) int {
+// clientBudgets returns --maxclients and --grpc-maxclients (grpcWant 0
+// when there is no gRPC listener), both lowered in proportion, with a
+// warning, when the process may not open that many files besides
+// reservedFDs (ulimit -n), as Redis lowers maxclients: a server out of
+// descriptors cannot even refuse a connection politely.
+func clientBudgets(want, grpcWant int, log *slog.Logger) (clients, grpcClients int) {
 	var rl syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil || rl.Cur >= uint64(want+reservedFDs) {
-		return want
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		return want, grpcWant
 	}
-	got := max(int(rl.Cur)-reservedFDs, 1)
-	log.Warn("the open file limit is too low for --maxclients: serving fewer clients (raise ulimit -n)",
-		"maxclients", want, "open_file_limit", rl.Cur, "reserved", reservedFDs, "serving", got)
-	return got
+	clients, grpcClients = fitBudgets(want, grpcWant, rl.Cur)
+	if clients < want || grpcClients < grpcWant {
+		log.Warn("the open file limit is too low for --maxclients and --grpc-maxclients: serving fewer clients (raise ulimit -n)",
+			"maxclients", want, "grpc_maxclients", grpcWant, "open_file_limit", rl.Cur, "reserved", reservedFDs,
+			"serving", clients, "serving_grpc", grpcClients)
+	}
+	return clients, grpcClients
+}
+
+// fitBudgets shares the files left besides reservedFDs between the two
+// budgets in proportion to what each wants, when they do not both fit;
+// each keeps at least one.
+func fitBudgets(want, grpcWant int, files uint64) (int, int) {
+	if files >= uint64(want+grpcWant+reservedFDs) {
+		return want, grpcWant
+	}
+	room := max(int(min(files, 1<<30))-reservedFDs, 1)
+	g := 0
+	if grpcWant > 0 {
+		g = max(room*grpcWant/(want+grpcWant), 1)
+	}
+	return max(room-g, 1), g
 }
 
 // httpTimeouts bound how long an HTTP client may take, so that slow or
@@ -54,10 +73,12 @@ func newHTTPServer(h http.Handler, t httpTimeouts, log *slog.Logger) *http.Serve
 }
 
 // limitListener closes the connections it accepts when max client
-// connections are open, counted in open, which the RESP server shares
-// (server.Config.OpenClients): --maxclients bounds RESP and HTTP clients
-// together, so that they cannot take every file descriptor between them
-// (net/http itself backs off when Accept fails for want of them).
+// connections are open, counted in open. The RESP server shares the HTTP
+// listener's count (server.Config.OpenClients): --maxclients bounds RESP
+// and HTTP clients together, so that they cannot take every file
+// descriptor between them (net/http itself backs off when Accept fails
+// for want of them). The gRPC listener counts apart (--grpc-maxclients),
+// so that gRPC clients cannot lock out RESP clients or /healthz.
 type limitListener struct {
 	net.Listener
 	max  int64

@@ -50,7 +50,7 @@ func httpConfig(cfg Config, st *state, reg *prometheus.Registry, m httpapi.Metri
 	hc := httpapi.Config{
 		Gatherer: reg, Registerer: reg, Checker: st.lim, Rules: st.lim, Metrics: m, Logger: log,
 		AdminToken: cfg.AdminToken, CheckToken: cfg.RequirePass, MetricsAuth: cfg.MetricsAuth,
-		MaxKeyBytes: cfg.MaxKeyBytes, MaxLogLimit: cfg.MaxLogLimit,
+		MaxKeyBytes: cfg.MaxKeyBytes, MaxLogLimit: cfg.MaxLogLimit, IPv6Prefix: cfg.IPv6Prefix, Clock: st.now,
 	}
 	hc.TrustedProxies, _ = clientid.ParsePrefixes(cfg.TrustedProxies) // Validate has parsed it
 	if st.node != nil {

@@ -62,11 +62,18 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 		return err
 	}
 	defer stopPprof()
-	st, err := openState(ctx, &cfg, shards.Options{Shards: cfg.Shards, MaxMemory: cfg.MaxMemory, Policy: policy, Other: &connMem,
+	wall := newWallClock()
+	if cfg.TestClockShiftFile != "" {
+		wall.watchShift(ctx, cfg.TestClockShiftFile, log)
+	}
+	clk := newNodeClock(wall, log)
+	clk.register(reg)
+	st, err := openState(ctx, &cfg, clk, shards.Options{Shards: cfg.Shards, MaxMemory: cfg.MaxMemory, Policy: policy, Other: &connMem,
 		MaxBlocks: maxBlocks(cfg)}, reg, log)
 	if err != nil {
 		return err
 	}
+	clk.persist()
 	stopped := false
 	defer func() {
 		if !stopped {
@@ -87,7 +94,11 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 	} else if err := fr.load(ctx, fileRules, 0); err != nil {
 		return err
 	}
-	clients := maxClients(cfg.MaxClients, log)
+	grpcWant := 0
+	if cfg.GRPC != "" {
+		grpcWant = cfg.GRPCMaxClients
+	}
+	clients, grpcClients := clientBudgets(cfg.MaxClients, grpcWant, log)
 	var open atomic.Int64 // client connections, RESP and HTTP: --maxclients bounds them together
 	srv := server.New(server.Config{
 		Limiter: st.lim, RequirePass: cfg.RequirePass, AdminToken: cfg.AdminToken,
@@ -95,7 +106,12 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 		Logger: log, Registerer: reg, Version: version, IOLoops: cfg.IOLoops,
 		MaxClients: clients, IdleTimeout: time.Duration(cfg.Timeout) * time.Second,
 		ConnMemory: &connMem, MaxBuffered: maxBuffered(cfg.MaxMemory), OpenClients: &open,
+		LuaTimeLimit: cfg.LuaTimeLimit, LuaMemoryLimit: cfg.LuaMemoryLimit,
+		Clock: st.now, ClockOffset: clk.Offset,
 	})
+	if st.cl != nil {
+		st.cl.SetExecutor(srv) // runs the commands of values and scripts other nodes forward
+	}
 	tc, tf, err := tlsConfig(cfg)
 	if err != nil {
 		return err
@@ -104,14 +120,14 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
-	rls, err := startRLS(ctx, cfg, st, reg, tc, clients, &open, log)
+	rls, err := startRLS(ctx, cfg, st, reg, tc, grpcClients, log)
 	if err != nil {
 		ln.Close()
 		return err
 	}
 	defer rls.stop()
 	hc := httpConfig(cfg, st, reg, srv, log)
-	hc.Status = startStatus(ctx, cfg, st, srv, statusHooks{HotKeys: statusHotKeys(st.lim), Blocks: statusBlocks(st.lim)})
+	hc.Status = startStatus(ctx, cfg, st, srv, statusHooks{HotKeys: statusHotKeys(st.lim, st.now), Blocks: statusBlocks(st.lim, st.now)})
 	hs, hln, err := startHTTP(cfg.HTTP, rls.withJSON(httpapi.New(hc)), clients, &open, tc, log)
 	if err != nil {
 		ln.Close()
@@ -130,8 +146,9 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	for _, store := range st.stores {
-		go sweep(ctx, store)
+		go sweep(ctx, store, st.now)
 	}
+	go clk.keep(ctx)
 	if st.cl != nil {
 		st.cl.Listening() // other nodes may hand this one leads now
 	}
@@ -265,7 +282,10 @@ const sweepGrace = time.Second
 // A sweep that finds nothing to drop makes the next one wait twice as long,
 // up to a second, so that a store whose keys do not expire is not scanned
 // ten times a second for nothing; one that drops keys resets the pace.
-func sweep(ctx context.Context, store *shards.Store) {
+//
+// now is the node's clock: the sweep drops what has expired by it, so a
+// step of the wall clock drops nothing the checks would still count.
+func sweep(ctx context.Context, store *shards.Store, now func() int64) {
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
 	idle, skip := 0, 0
@@ -273,12 +293,12 @@ func sweep(ctx context.Context, store *shards.Store) {
 		select {
 		case <-ctx.Done():
 			return
-		case now := <-t.C:
+		case <-t.C:
 			if skip > 0 {
 				skip--
 				continue
 			}
-			if store.Sweep(now.Add(-sweepGrace).UnixNano(), 32) > 0 {
+			if store.Sweep(now()-int64(sweepGrace), 32) > 0 {
 				idle = 0
 			} else {
 				idle = min(2*idle+1, 9)

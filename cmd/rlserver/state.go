@@ -36,6 +36,9 @@ type state struct {
 	cl      *cluster.Cluster // a cluster node, else nil
 	disk    *cluster.Storage // the data directory, else nil
 	release func()
+	// now is the node's decision clock (nodeClock.Now), ns since the
+	// epoch: the time of every check, log entry, block and sweep.
+	now func() int64
 }
 
 // openState opens the key state: in memory with --data-dir "", else a
@@ -43,16 +46,23 @@ type state struct {
 // its snapshot and log before it returns.
 //
 // A cluster node's directory remembers the node's settings (see
-// recallSettings): those cfg was not given are set in *cfg from it.
-func openState(ctx context.Context, cfg *Config, opts shards.Options, reg prometheus.Registerer, log *slog.Logger) (*state, error) {
+// recallSettings): those cfg was not given are set in *cfg from it. The
+// directory also carries the decision clock clk across restarts
+// (nodeClock.resume), and clk is raised to the time of the latest entry
+// of each group the node leads.
+func openState(ctx context.Context, cfg *Config, clk *nodeClock, opts shards.Options, reg prometheus.Registerer, log *slog.Logger) (*state, error) {
 	if cfg.DataDir == "" {
 		log.Warn("--data-dir is empty: state is kept in memory only and a restart forgets it")
 		store := shards.NewStore(opts)
-		return &state{store: store, stores: []*shards.Store{store}, lim: store, release: func() {}}, nil
+		return &state{store: store, stores: []*shards.Store{store}, lim: store, release: func() {}, now: clk.Now}, nil
 	}
-	unlock, err := lockDataDir(cfg.DataDir)
+	dirLock, err := lockDataDir(cfg.DataDir)
 	if err != nil {
 		return nil, err
+	}
+	unlock := func() {
+		clk.save() // the decisions have stopped: the time they ended at (if persisting)
+		dirLock()
 	}
 	recalled, err := recallSettings(cfg, cfg.DataDir)
 	if err != nil {
@@ -74,20 +84,21 @@ func openState(ctx context.Context, cfg *Config, opts shards.Options, reg promet
 		}
 		return nil, err
 	}
+	clk.resume(cfg.DataDir)      // the directory passed its checks
 	opts.Refuse = disk.Space.Err // state changes wait for disk space
 	layout, err := disk.LoadLayout()
 	if err == nil && layout == nil && cfg.Peers == "" && disk.HasState() {
 		err = nil // a standalone node's directory
 	}
 	if err == nil && (layout != nil || cfg.Peers != "" || cfg.Join != "") {
-		return openCluster(ctx, *cfg, opts, disk, unlock, reg, log)
+		return openCluster(ctx, *cfg, clk, opts, disk, unlock, reg, log)
 	}
 	if err != nil {
 		disk.Close()
 		unlock()
 		return nil, err
 	}
-	dur := durability(*cfg, reg, log)
+	dur := durability(*cfg, clk, reg, log)
 	store := shards.NewStore(opts)
 	node, err := cluster.Open(ctx, cluster.Config{
 		Store: store, Logs: disk.Logs, Stable: disk.Logs, Snapshots: disk.Snaps, NodeID: disk.NodeID,
@@ -107,7 +118,7 @@ func openState(ctx context.Context, cfg *Config, opts shards.Options, reg promet
 		log.Warn("started read-only: the disk is below --min-free-disk, so state changes are refused until space is freed",
 			"data_dir", cfg.DataDir, "min_free_disk", cfg.MinFreeDisk)
 	}
-	return &state{store: store, stores: []*shards.Store{store}, lim: node, node: node, disk: disk, release: func() {
+	return &state{store: store, stores: []*shards.Store{store}, lim: node, node: node, disk: disk, now: clk.Now, release: func() {
 		disk.Close()
 		unlock()
 	}}, nil
@@ -116,7 +127,7 @@ func openState(ctx context.Context, cfg *Config, opts shards.Options, reg promet
 // openCluster starts this node as a member of a cluster on disk, whose
 // data groups each get a store made with opts (the shards and the memory
 // bound shared out among them).
-func openCluster(ctx context.Context, cfg Config, opts shards.Options, disk *cluster.Storage, unlock func(), reg prometheus.Registerer, log *slog.Logger) (*state, error) {
+func openCluster(ctx context.Context, cfg Config, clk *nodeClock, opts shards.Options, disk *cluster.Storage, unlock func(), reg prometheus.Registerer, log *slog.Logger) (*state, error) {
 	fail := func(err error) (*state, error) {
 		disk.Close()
 		unlock()
@@ -143,7 +154,7 @@ func openCluster(ctx context.Context, cfg Config, opts shards.Options, disk *clu
 			return fail(err)
 		}
 	}
-	dur := durability(cfg, reg, log)
+	dur := durability(cfg, clk, reg, log)
 	var blockBytes atomic.Int64 // the meta group's blocks, which every store counts its share of
 	cl, err := cluster.OpenCluster(ctx, cluster.ClusterConfig{
 		Storage: disk, NodeID: disk.NodeID, RaftAddr: cfg.RaftAddr, RaftAdvertise: cfg.RaftAdvertise, Secret: cfg.AdminToken,
@@ -169,14 +180,15 @@ func openCluster(ctx context.Context, cfg Config, opts shards.Options, disk *clu
 	}
 	log.Info("cluster node started", "node_id", disk.NodeID, "raft", cl.RaftAddr().String(), "announce", resp,
 		"groups", cl.Groups(), "consistency", dur.Consistency)
-	return &state{lim: clusterNode{cl}, cl: cl, stores: cl.Stores(), disk: disk, release: func() {
+	return &state{lim: clusterNode{cl}, cl: cl, stores: cl.Stores(), disk: disk, now: clk.Now, release: func() {
 		disk.Close()
 		unlock()
 	}}, nil
 }
 
-// durability returns the log and snapshot settings of cfg.
-func durability(cfg Config, reg prometheus.Registerer, log *slog.Logger) cluster.Durability {
+// durability returns the log and snapshot settings of cfg, with clk as
+// the clock that stamps log entries and is raised to the groups' latest.
+func durability(cfg Config, clk *nodeClock, reg prometheus.Registerer, log *slog.Logger) cluster.Durability {
 	consistency := cluster.Fast
 	if cfg.Consistency == "strong" {
 		consistency = cluster.Strong
@@ -184,7 +196,7 @@ func durability(cfg Config, reg prometheus.Registerer, log *slog.Logger) cluster
 	return cluster.Durability{Consistency: consistency, FlushInterval: cfg.FlushInterval,
 		SnapshotEntries: cfg.SnapshotEntries, SnapshotBytes: cfg.SnapshotBytes,
 		SnapshotInterval: cfg.SnapshotInterval, TrailingLogs: cfg.TrailingLogs,
-		Logger: log, Registerer: reg}
+		Clock: clk.Now, RaiseClock: clk.raise, Logger: log, Registerer: reg}
 }
 
 // announce returns the address clients reach a listener on listen at: its

@@ -53,7 +53,7 @@ func startStatus(ctx context.Context, cfg Config, st *state, srv *server.Server,
 // statusHotKeys is the status page's hot-keys hook over lim's (nil if lim
 // keeps none): a cluster node's answer sums every node's, waiting at most
 // the second the cluster gives a node.
-func statusHotKeys(lim any) func(n int) []statuspage.HotKey {
+func statusHotKeys(lim any, now func() int64) func(n int) []statuspage.HotKey {
 	hs, ok := lim.(httpapi.HotKeySource)
 	if !ok {
 		return nil
@@ -61,7 +61,7 @@ func statusHotKeys(lim any) func(n int) []statuspage.HotKey {
 	return func(n int) []statuspage.HotKey {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		all := hs.HotKeys(ctx, n, time.Now().UnixNano())
+		all := hs.HotKeys(ctx, n, now())
 		out := make([]statuspage.HotKey, len(all))
 		for i, k := range all {
 			out[i] = statuspage.HotKey{Key: k.Key, Checks: k.Checks, Denied: k.Denied}
@@ -72,7 +72,7 @@ func statusHotKeys(lim any) func(n int) []statuspage.HotKey {
 
 // statusBlocks is the status page's blocks hook over lim's blocks (nil if
 // lim keeps none): the newest live ones, made last first, and the counts.
-func statusBlocks(lim any) func(n int) ([]statuspage.Block, int, uint64) {
+func statusBlocks(lim any, now func() int64) func(n int) ([]statuspage.Block, int, uint64) {
 	bs, ok := lim.(interface {
 		NewestBlocks(n int, now int64) ([]rules.Block, int)
 		BlockStats(now int64) shards.BlockStats
@@ -81,13 +81,13 @@ func statusBlocks(lim any) func(n int) ([]statuspage.Block, int, uint64) {
 		return nil
 	}
 	return func(n int) ([]statuspage.Block, int, uint64) {
-		now := time.Now().UnixNano()
-		newest, active := bs.NewestBlocks(n, now)
+		at := now()
+		newest, active := bs.NewestBlocks(n, at)
 		out := make([]statuspage.Block, len(newest))
 		for i, b := range newest {
 			out[i] = statuspage.Block{Identifier: b.Identifier, TTLMillis: b.TTL.Milliseconds(), Reason: b.Reason, Rule: b.Rule}
 		}
-		return out, active, bs.BlockStats(now).Dropped
+		return out, active, bs.BlockStats(at).Dropped
 	}
 }
 

@@ -20,13 +20,16 @@ import (
 	"github.com/rlserver/rlserver/internal/redistest"
 	"github.com/rlserver/rlserver/internal/testserver"
 	"github.com/rlserver/rlserver/rules"
+	"gopkg.in/yaml.v3"
 )
 
-// The rules of the tests: per ip on /login, per user on /users/*. Token
-// buckets of an hour, so that no window ends during a test.
+// The rules of the tests: per ip on /login, per API key on /users/* for
+// the free tier, per user on /account. Token buckets of an hour, so that
+// no window ends during a test.
 var testRules = []rules.Rule{
 	{ID: "login-per-ip", Target: "/login", Tier: "*", KeyType: "ip", Algo: "token", Limit: 3, Window: "1h"},
-	{ID: "users-free", Target: "/users/*", Tier: "free", KeyType: "user", Algo: "token", Limit: 2, Window: "1h"},
+	{ID: "users-free", Target: "/users/*", Tier: "free", KeyType: "apikey", Algo: "token", Limit: 2, Window: "1h"},
+	{ID: "account-per-user", Target: "/account", Tier: "*", KeyType: "user", Algo: "token", Limit: 1, Window: "1h"},
 }
 
 // The addresses the configuration files name, replaced by free ones.
@@ -83,8 +86,8 @@ func readConfig(t *testing.T, name string) string {
 
 // setup starts rlserver with the test rules and a backend, and returns
 // the gateway's configuration with their addresses and a free port for
-// the gateway, and the gateway's URL.
-func setup(t *testing.T, config string) (string, string, *backend) {
+// the gateway, the gateway's URL, the backend and rlserver.
+func setup(t *testing.T, config string) (string, string, *backend, *testserver.Node) {
 	n := testserver.Start(t, testserver.Options{})
 	for _, r := range testRules {
 		if _, err := n.Store.SetRule(r); err != nil {
@@ -99,7 +102,7 @@ func setup(t *testing.T, config string) (string, string, *backend) {
 	config = strings.ReplaceAll(config, rlserverAddr, strings.TrimPrefix(n.URL, "http://"))
 	config = strings.ReplaceAll(config, backendAddr, baddr)
 	config = strings.ReplaceAll(config, ":"+gatewayPort, ":"+strconv.Itoa(port))
-	return config, "http://127.0.0.1:" + strconv.Itoa(port), b
+	return config, "http://127.0.0.1:" + strconv.Itoa(port), b, n
 }
 
 // run starts a gateway process and stops it when the test ends; its
@@ -181,27 +184,27 @@ type gateway struct {
 	deniedBody   string // what the body of a 429 contains
 }
 
-// exercise drives the gateway at url: per ip, then per user, 200s until
-// the rule's limit, then 429 with Retry-After and RateLimit-Policy, and the
-// backend reached exactly by the allowed requests.
+// exercise drives the gateway at url: per ip, then per API key, 200s
+// until the rule's limit, then 429 with Retry-After and RateLimit-Policy,
+// and the backend reached exactly by the allowed requests.
 func exercise(t *testing.T, url string, b *backend, gw gateway) {
 	start := b.hits.Load()
 	cases := []struct {
-		name, path, ip, user string
-		limit                int
-		policy               string
+		name, path, ip, key string
+		limit               int
+		policy              string
 	}{
 		{"per ip", "/login", "127.0.0.2", "", 3, `"login-per-ip";q=3;w=3600`},
 		{"per ip, another ip", "/login", "127.0.0.3", "", 3, `"login-per-ip";q=3;w=3600`},
-		{"per user", "/users/1", "127.0.0.4", "alice", 2, `"users-free";q=2;w=3600`},
-		{"per user, another user from the same ip", "/users/1", "127.0.0.4", "bob", 2, `"users-free";q=2;w=3600`},
+		{"per API key", "/users/1", "127.0.0.4", "key-a", 2, `"users-free";q=2;w=3600`},
+		{"per API key, another key from the same ip", "/users/1", "127.0.0.4", "key-b", 2, `"users-free";q=2;w=3600`},
 	}
 	allowed := 0
 	for _, c := range cases {
 		client := from(c.ip)
 		header := []string{}
-		if c.user != "" {
-			header = []string{"X-User-Id", c.user}
+		if c.key != "" {
+			header = []string{"X-Api-Key", c.key}
 		}
 		for i := 1; i <= c.limit; i++ {
 			a := get(t, client, url+c.path, header...)
@@ -244,13 +247,22 @@ func exercise(t *testing.T, url string, b *backend, gw gateway) {
 	}
 }
 
-// TestCaddy runs Caddy with the README's Caddyfile in front of a backend.
-func TestCaddy(t *testing.T) {
+// rig is a gateway running with its README configuration in front of a
+// backend, asking rlserver.
+type rig struct {
+	url string
+	b   *backend
+	n   *testserver.Node
+	gw  gateway
+}
+
+// startCaddy runs Caddy with the README's Caddyfile in front of a backend.
+func startCaddy(t *testing.T) rig {
 	config := readConfig(t, "Caddyfile")
 	if _, err := exec.LookPath("caddy"); err != nil {
 		t.Skip("caddy is not installed (apt-get install caddy; .ci/run installs it)")
 	}
-	config, url, b := setup(t, config)
+	config, url, b, n := setup(t, config)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "Caddyfile"), []byte(config), 0o644); err != nil {
 		t.Fatal(err)
@@ -260,13 +272,13 @@ func TestCaddy(t *testing.T) {
 	waitUp(t, url)
 	// Caddy hands rlserver's 429 to the client as is; on a 200 it copies
 	// the headers to the request it sends the backend.
-	exercise(t, url, b, gateway{deniedBody: `"allowed":false`})
+	return rig{url, b, n, gateway{deniedBody: `"allowed":false`}}
 }
 
-// TestNginx runs nginx with the README's server block in front of a
+// startNginx runs nginx with the README's server block in front of a
 // backend: rlserver's 403 (?deny_status=403) comes out as a 429 with
 // Retry-After and the RateLimit headers.
-func TestNginx(t *testing.T) {
+func startNginx(t *testing.T) rig {
 	server := readConfig(t, "nginx.conf")
 	nginx, err := exec.LookPath("nginx")
 	if err != nil {
@@ -275,7 +287,7 @@ func TestNginx(t *testing.T) {
 		}
 		nginx = "/usr/sbin/nginx" // outside a user's PATH
 	}
-	server, url, b := setup(t, server)
+	server, url, b, n := setup(t, server)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "server.conf"), []byte(server), 0o644); err != nil {
 		t.Fatal(err)
@@ -305,14 +317,52 @@ http {
 			t.Logf("nginx's error.log:\n%s", logs)
 		}
 	})
-	exercise(t, url, b, gateway{headersOn200: true, deniedBody: `{"error":"rate limit exceeded"}`})
+	return rig{url, b, n, gateway{headersOn200: true, deniedBody: `{"error":"rate limit exceeded"}`}}
+}
+
+// TestCaddy: Caddy with the README's Caddyfile limits per ip and per API
+// key, and a client can neither move the check nor take another identity.
+func TestCaddy(t *testing.T) {
+	r := startCaddy(t)
+	t.Run("limits", func(t *testing.T) { exercise(t, r.url, r.b, r.gw) })
+	t.Run("forged headers", func(t *testing.T) { forgedHeaders(t, r) })
+	t.Run("path spellings", func(t *testing.T) { pathSpellings(t, r) })
+}
+
+// TestNginx: the same through nginx with the README's server block.
+func TestNginx(t *testing.T) {
+	r := startNginx(t)
+	t.Run("limits", func(t *testing.T) { exercise(t, r.url, r.b, r.gw) })
+	t.Run("forged headers", func(t *testing.T) { forgedHeaders(t, r) })
+	t.Run("path spellings", func(t *testing.T) { pathSpellings(t, r) })
 }
 
 // TestTraefikConfigInREADME: Traefik is not in Debian, so its dynamic
 // configuration is not run here; it must at least be the one the README
-// shows.
+// shows, and let none of the client's headers that rlserver reads through
+// but X-Api-Key (Traefik sets X-Forwarded-Uri, -Method and -For itself
+// unless trustForwardHeader is on).
 func TestTraefikConfigInREADME(t *testing.T) {
-	if config := readConfig(t, "traefik.yml"); !strings.Contains(config, "/v1/forward-auth") {
-		t.Fatal("traefik.yml does not name /v1/forward-auth")
+	var config struct {
+		HTTP struct {
+			Middlewares map[string]struct {
+				ForwardAuth struct {
+					Address            string   `yaml:"address"`
+					TrustForwardHeader bool     `yaml:"trustForwardHeader"`
+					AuthRequestHeaders []string `yaml:"authRequestHeaders"`
+				} `yaml:"forwardAuth"`
+			} `yaml:"middlewares"`
+		} `yaml:"http"`
+	}
+	if err := yaml.Unmarshal([]byte(readConfig(t, "traefik.yml")), &config); err != nil {
+		t.Fatal(err)
+	}
+	fa := config.HTTP.Middlewares["rlserver"].ForwardAuth
+	if !strings.Contains(fa.Address, "/v1/forward-auth") {
+		t.Fatalf("traefik.yml does not name /v1/forward-auth: %+v", fa)
+	}
+	if fa.TrustForwardHeader || len(fa.AuthRequestHeaders) != 1 || !strings.EqualFold(fa.AuthRequestHeaders[0], "X-Api-Key") {
+		t.Errorf("traefik.yml passes the client's headers on: trustForwardHeader %v, authRequestHeaders %v; want false, [X-Api-Key]",
+			fa.TrustForwardHeader, fa.AuthRequestHeaders)
 	}
 }

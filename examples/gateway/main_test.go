@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"io"
 	"net"
@@ -181,6 +182,66 @@ func TestGatewayFlags(t *testing.T) {
 		err := run(context.Background(), tt.args, io.Discard, nil)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%v: %v, want %q", tt.args, err, tt.want)
+		}
+	}
+}
+
+// rawGet sends "GET target" to the gateway at gw exactly as written (no
+// client-side cleaning), and returns the status and body.
+func rawGet(t *testing.T, gw, target string, header ...string) (int, string) {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", strings.TrimPrefix(gw, "http://"), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	req := "GET " + target + " HTTP/1.1\r\nHost: gateway\r\nConnection: close\r\n"
+	for i := 0; i+1 < len(header); i += 2 {
+		req += header[i] + ": " + header[i+1] + "\r\n"
+	}
+	if _, err := io.WriteString(c, req+"\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("GET %s: %v", target, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// TestGatewayPathSpellings (issue 27): the middleware checks the path the
+// client wrote, decoded once and cleaned, so once alice's limit on
+// /users/* is used up no spelling of /users/42 reaches the backend, and a
+// path that backends may read in two ways is refused with 400.
+func TestGatewayPathSpellings(t *testing.T) {
+	n := testserver.Start(t, testserver.Options{})
+	setRules(t, n)
+	gw := startGateway(t, "-backend", startBackend(t), "-rlserver", n.Addr, "-fail", "closed")
+	for i := 1; i <= 3; i++ {
+		if status, body := rawGet(t, gw, "/users/42", "X-User-ID", "alice"); status != 200 {
+			t.Fatalf("request %d: %d %q", i, status, body)
+		}
+	}
+	through := 0
+	spellings := []string{"//users/42", "/./users/42", "/x/../users/42", "/%2e%2e/users/42", "/users/42/.", "/users//42",
+		"/%75sers/42", "/users/./42", "///users/42", "/users/x/../42"}
+	for _, s := range spellings {
+		status, body := rawGet(t, gw, s, "X-User-ID", "alice")
+		if strings.HasPrefix(body, "backend saw") {
+			through++
+		}
+		if status != 429 {
+			t.Errorf("%s over alice's limit: %d %q, want 429", s, status, body)
+		}
+	}
+	t.Logf("spellings of /users/42 over alice's limit: %d of %d reached the backend", through, len(spellings))
+	for _, s := range []string{"/users%2f42", "/users/%252e%252e/42", "/users/4%002", "/users/42%5c"} {
+		status, body := rawGet(t, gw, s, "X-User-ID", "bob")
+		if status != 400 || !strings.Contains(body, `"error"`) {
+			t.Errorf("%s: %d %q, want 400 with a JSON error", s, status, body)
 		}
 	}
 }

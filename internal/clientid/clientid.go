@@ -2,7 +2,8 @@
 // Go middleware (package client) and the forward-auth endpoint (package
 // httpapi) both must, so that the same caller has the same counters
 // whichever front end checks it: the client IP, honouring X-Forwarded-For
-// only from trusted proxies, and API keys as digests.
+// only from trusted proxies, an IPv6 caller by its network (IPKey), and
+// API keys as digests.
 package clientid
 
 import (
@@ -59,7 +60,7 @@ func Contains(prefixes []netip.Prefix, a netip.Addr) bool {
 }
 
 // Peer parses the address of a connection's peer (http.Request.RemoteAddr,
-// "host:port" or a bare host), IPv4-mapped IPv6 addresses unmapped.
+// "host:port" or a bare host), as Canonical returns it.
 func Peer(remoteAddr string) (netip.Addr, error) {
 	host, _, err := net.SplitHostPort(remoteAddr)
 	if err != nil {
@@ -69,18 +70,52 @@ func Peer(remoteAddr string) (netip.Addr, error) {
 	if err != nil {
 		return netip.Addr{}, fmt.Errorf("peer address %q is not an IP address", remoteAddr)
 	}
-	return a.Unmap(), nil
+	return Canonical(a), nil
 }
 
-// ClientIP returns the caller's address: peer, unless peer is in trusted,
-// in which case the X-Forwarded-For values xff (every line of the header,
-// in order) are walked from the right, past trusted proxies, to the first
-// address that is not one (or the leftmost, if all are). Entries may be
-// bare addresses or host:port; empty entries are skipped. An entry that
-// does not parse stops the walk: ClientIP returns the trusted hop that
-// forwarded it and the bad entry (else "").
+// Canonical returns a as one caller is known by whatever way it reaches
+// us: an IPv4-mapped IPv6 address (::ffff:1.2.3.4) is the IPv4 address,
+// and the zone of a link-local address (fe80::1%eth0) is dropped, so
+// that trusted proxies match it and fe80::1%eth0 and fe80::1%2 are one.
+func Canonical(a netip.Addr) netip.Addr {
+	return a.Unmap().WithZone("")
+}
+
+// DefaultIPv6Prefix is the network length by which IPv6 callers are
+// grouped unless told otherwise (rlserver's --ipv6-prefix): a /64 is what
+// one subscriber, host or LAN is given, so its 2^64 addresses are one
+// caller.
+const DefaultIPv6Prefix = 64
+
+// IPKey returns the value of the "ip" identifier of the caller at a: an
+// IPv4 address as itself ("203.0.113.7"), an IPv6 address as its network
+// of v6prefix bits ("2001:db8:1:2::/64"), or as itself when v6prefix is
+// 128 ("2001:db8::1"). v6prefix 0 (or out of 1..128) means
+// DefaultIPv6Prefix. a is made Canonical first.
+func IPKey(a netip.Addr, v6prefix int) string {
+	a = Canonical(a)
+	if !a.Is6() {
+		return a.String()
+	}
+	if v6prefix < 1 || v6prefix > 128 {
+		v6prefix = DefaultIPv6Prefix
+	}
+	if v6prefix == 128 {
+		return a.String()
+	}
+	p, _ := a.Prefix(v6prefix) // cannot fail: a is IPv6 without a zone, 1 <= v6prefix < 128
+	return p.String()
+}
+
+// ClientIP returns the caller's address, made Canonical: peer, unless
+// peer is in trusted, in which case the X-Forwarded-For values xff (every
+// line of the header, in order) are walked from the right, past trusted
+// proxies, to the first address that is not one (or the leftmost, if all
+// are). Entries may be bare addresses or host:port; empty entries are
+// skipped. An entry that does not parse stops the walk: ClientIP returns
+// the trusted hop that forwarded it and the bad entry (else "").
 func ClientIP(peer netip.Addr, xff []string, trusted []netip.Prefix) (client netip.Addr, bad string) {
-	client = peer
+	client = Canonical(peer)
 	if !Contains(trusted, client) {
 		return client, ""
 	}
@@ -106,10 +141,10 @@ func ClientIP(peer netip.Addr, xff []string, trusted []netip.Prefix) (client net
 // ("203.0.113.7:4711", "[2001:db8::1]:4711") as some proxies write.
 func parseHop(s string) (netip.Addr, bool) {
 	if a, err := netip.ParseAddr(s); err == nil {
-		return a.Unmap(), true
+		return Canonical(a), true
 	}
 	if ap, err := netip.ParseAddrPort(s); err == nil {
-		return ap.Addr().Unmap(), true
+		return Canonical(ap.Addr()), true
 	}
 	return netip.Addr{}, false
 }

@@ -27,6 +27,10 @@ func TestClientIP(t *testing.T) {
 		{"garbage at a trusted hop", "10.1.2.3", []string{"1.2.3.4, bogus"}, "10.1.2.3", "bogus"},
 		{"empty entries", "10.1.2.3", []string{"1.2.3.4,, "}, "1.2.3.4", ""},
 		{"mapped", "10.1.2.3", []string{"::ffff:203.0.113.9"}, "203.0.113.9", ""},
+		{"zone dropped", "10.1.2.3", []string{"fe80::1%eth0"}, "fe80::1", ""},
+		{"zone dropped, with a port", "10.1.2.3", []string{"[fe80::1%2]:80"}, "fe80::1", ""},
+		{"a trusted proxy with a zone", "fd00::1%eth0", []string{"2001:db8::7"}, "2001:db8::7", ""},
+		{"a mapped trusted proxy", "::ffff:10.1.2.3", []string{"198.51.100.7"}, "198.51.100.7", ""},
 	} {
 		got, bad := ClientIP(netip.MustParseAddr(tt.peer), tt.xff, trusted)
 		if got.String() != tt.want || bad != tt.bad {
@@ -53,5 +57,35 @@ func TestParsePrefixesAndPeer(t *testing.T) {
 	}
 	if got := HashAPIKey("secret"); len(got) != 32 || got != "2bb80d537b1da3e38bd30361aa855686" {
 		t.Fatalf("digest %s", got)
+	}
+}
+
+func TestIPKey(t *testing.T) {
+	for _, tt := range []struct {
+		addr   string
+		prefix int
+		want   string
+	}{
+		{"203.0.113.7", 64, "203.0.113.7"},
+		{"::ffff:203.0.113.7", 64, "203.0.113.7"},
+		{"2001:db8:1:2:aaaa::1", 64, "2001:db8:1:2::/64"},
+		{"2001:db8:1:2:ffff:ffff:ffff:ffff", 64, "2001:db8:1:2::/64"},
+		{"2001:db8:1:3::1", 64, "2001:db8:1:3::/64"},
+		{"2001:db8:1:2:aaaa::1", 0, "2001:db8:1:2::/64"}, // 0: the default
+		{"2001:db8:1:2:aaaa::1", 48, "2001:db8:1::/48"},
+		{"2001:db8:1:2:aaaa::1", 56, "2001:db8:1::/56"},
+		{"2001:db8:1:2:aaaa::1", 128, "2001:db8:1:2:aaaa::1"},
+		{"2001:db8:1:2:aaaa::1", 1, "::/1"},
+		{"fe80::1%eth0", 128, "fe80::1"},
+		{"fe80::1%eth0", 64, "fe80::/64"},
+		{"::1", 64, "::/64"},
+	} {
+		if got := IPKey(netip.MustParseAddr(tt.addr), tt.prefix); got != tt.want {
+			t.Errorf("IPKey(%s, %d) = %s, want %s", tt.addr, tt.prefix, got, tt.want)
+		}
+	}
+	// Peer drops the zone too.
+	if a, err := Peer("[fe80::1%eth0]:443"); err != nil || a.String() != "fe80::1" {
+		t.Errorf("Peer with a zone: %v %v", a, err)
 	}
 }

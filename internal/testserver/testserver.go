@@ -41,6 +41,11 @@ type Options struct {
 	// TrustedProxies are the gateways whose X-Forwarded-For
 	// /v1/forward-auth honours; nil is rlserver's default, loopback.
 	TrustedProxies []netip.Prefix
+	// IPv6Prefix groups IPv6 callers of /v1/forward-auth (rlserver's
+	// --ipv6-prefix); 0 is rlserver's default, 64.
+	IPv6Prefix int
+	// LuaTimeLimit is the server's --lua-time-limit; 0 is its default.
+	LuaTimeLimit time.Duration
 	// Addr and HTTPAddr are the RESP and HTTP addresses to listen on;
 	// "" picks a free port of 127.0.0.1. A test that stops a Node can
 	// start another on the same addresses, as a restarted server.
@@ -67,7 +72,7 @@ func Start(t testing.TB, opt Options) *Node {
 	n.Server = server.New(server.Config{
 		Limiter: n.Store, RequirePass: opt.RequirePass, AdminToken: opt.AdminToken,
 		MaxLogLimit: opt.MaxLogLimit, Clock: opt.Clock, Registerer: n.Registry,
-		DisableMetrics: opt.DisableMetrics, Logger: opt.Logger,
+		DisableMetrics: opt.DisableMetrics, Logger: opt.Logger, LuaTimeLimit: opt.LuaTimeLimit,
 	})
 	ln, err := net.Listen("tcp", orFree(opt.Addr))
 	if err != nil {
@@ -88,7 +93,7 @@ func Start(t testing.TB, opt Options) *Node {
 		Gatherer: n.Registry, Checker: n.Store, Rules: n.Store, AdminToken: opt.AdminToken,
 		CheckToken: opt.RequirePass, Clock: opt.Clock, MaxLogLimit: opt.MaxLogLimit, Registerer: n.Registry,
 		Metrics: n.Server, Logger: opt.Logger, MetricsAuth: opt.MetricsAuth, Cluster: opt.Cluster,
-		TrustedProxies: opt.TrustedProxies, Status: status,
+		TrustedProxies: opt.TrustedProxies, IPv6Prefix: opt.IPv6Prefix, Status: status,
 	})}
 	n.Addr, n.URL = ln.Addr().String(), "http://"+hln.Addr().String()
 	var wg sync.WaitGroup

@@ -1,0 +1,165 @@
+package script
+
+import (
+	"bytes"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/rlserver/rlserver/values"
+)
+
+// Exec is one run of a script as its Runner sees it: the keys and
+// arguments, and Call, the bridge to the keyspace that redis.call and
+// redis.pcall use. It is valid only during Runner.Run, on the run's
+// goroutine.
+type Exec struct {
+	// SHA is the lower-case hex sha1 of the script body.
+	SHA string
+	// Keys and Args are KEYS and ARGV. They belong to the caller of Eval:
+	// a Runner must not keep them after Run returns.
+	Keys, Args [][]byte
+	// RESP is the protocol of the connection that asked: 2 or 3.
+	RESP int
+
+	caller   Caller
+	readOnly bool
+	resp     int // the script client's protocol: 2 until redis.setresp(3)
+	run      *run
+	rec      run      // what run points to during Engine.Run
+	argv     [][]byte // Argv's buffer
+}
+
+// Argv returns parts as a command's arguments in a buffer of x's, reused
+// by the next Argv: a Runner builds its calls without allocating.
+func (x *Exec) Argv(parts ...[]byte) [][]byte {
+	x.argv = append(x.argv[:0], parts...)
+	return x.argv
+}
+
+// Run states: a run is clean until it writes or is killed, whichever comes
+// first; a dirty run cannot be killed and a killed run cannot write.
+const (
+	runClean int32 = iota
+	runDirty
+	runKilled
+)
+
+// run is the engine's record of one Eval in progress, shared between the
+// run's goroutine and Kill.
+type run struct {
+	tag   any
+	sha   string
+	start time.Duration // Config.Now when the run began
+	state atomic.Int32  // runClean, runDirty or runKilled
+	busy  bool          // in Engine.busy; guarded by Engine.mu
+}
+
+// Errors a script sees from the bridge, worded as Redis 7.0 words them.
+var (
+	errNoArgs      = []byte("ERR Please specify at least one argument for this redis lib call")
+	errUnknownCmd  = []byte("ERR Unknown Redis command called from script")
+	errArity       = []byte("ERR Wrong number of args calling Redis command from script")
+	errNoScript    = []byte("ERR This Redis command is not allowed from script")
+	errWriteInRO   = []byte("ERR Write commands are not allowed from read-only scripts.")
+	errKilledCall  = []byte("ERR Script killed by user with SCRIPT KILL...")
+	errBadArgTypes = []byte("ERR Lua redis lib command arguments must be strings or integers")
+)
+
+// Call runs a command for the script, as redis.pcall does: it refuses an
+// unknown command, a wrong number of arguments, a command not allowed from
+// scripts and, in a read-only run, a write command, with the errors Redis
+// gives; otherwise it runs the command through the Caller. Errors come back
+// as values.Error replies whose text is what the script would see ("ERR
+// Unknown Redis command called from script", "WRONGTYPE Operation against a
+// key holding the wrong kind of value"). args[0] is the command name; Call
+// does not keep args. The reply is valid until the next Call.
+func (x *Exec) Call(args [][]byte) values.Reply {
+	if len(args) == 0 {
+		return errorReply(errNoArgs)
+	}
+	if x.run != nil && x.run.state.Load() == runKilled {
+		return errorReply(errKilledCall)
+	}
+	cmd, ok := x.caller.Command(args[0])
+	if !ok {
+		return errorReply(errUnknownCmd)
+	}
+	if (cmd.Arity > 0 && cmd.Arity != len(args)) || len(args) < -cmd.Arity {
+		return errorReply(errArity)
+	}
+	if cmd.Flags&values.NoScript != 0 {
+		return errorReply(errNoScript)
+	}
+	if cmd.Flags&values.Write != 0 {
+		if x.readOnly {
+			return errorReply(errWriteInRO)
+		}
+		if x.run != nil && !x.run.state.CompareAndSwap(runClean, runDirty) && x.run.state.Load() == runKilled {
+			return errorReply(errKilledCall)
+		}
+	}
+	return scriptError(x.caller.Call(args, x.resp))
+}
+
+// SetRESP sets the protocol of the script's client, as redis.setresp does:
+// the shapes of the replies Call returns, and of booleans in the script's
+// result. It reports false for a version other than 2 or 3.
+func (x *Exec) SetRESP(resp int) bool {
+	if resp != 2 && resp != 3 {
+		return false
+	}
+	x.resp = resp
+	return true
+}
+
+// Dirty reports whether the run has called a write command: SCRIPT KILL
+// can no longer stop it.
+func (x *Exec) Dirty() bool { return x.run != nil && x.run.state.Load() == runDirty }
+
+// Fail returns the reply of a script that stops on error reply err (as
+// redis.call raises it) at line of the script body: "<err> script: <sha>,
+// on @user_script:<line>.", which is what Redis answers.
+func (x *Exec) Fail(err values.Reply, line int) values.Reply {
+	msg := err.Str
+	if err.Kind != values.Error {
+		msg = []byte("ERR unknown error")
+	}
+	return errorReply(appendWhere(append([]byte(nil), msg...), x.SHA, "@user_script", strconv.Itoa(line)))
+}
+
+// appendWhere appends " script: <sha>, on <source>:<line>." to msg.
+func appendWhere(msg []byte, sha, source, line string) []byte {
+	msg = append(msg, " script: "...)
+	msg = append(msg, sha...)
+	msg = append(msg, ", on "...)
+	msg = append(msg, source...)
+	msg = append(msg, ':')
+	msg = append(msg, line...)
+	return append(msg, '.')
+}
+
+// scriptError shapes an error reply of a command as a script sees it:
+// Redis puts the reply's "-CODE msg" back together as "CODE msg" (with ERR
+// as the code of a message of one word) and trims line breaks at its ends.
+func scriptError(r values.Reply) values.Reply {
+	if r.Kind != values.Error {
+		return r
+	}
+	return errorReply(errorText(r.Str))
+}
+
+// errorText is luaPushErrorBuff's shaping of "-" + s.
+func errorText(s []byte) []byte {
+	code, msg := []byte("ERR"), s
+	if i := bytes.IndexByte(s, ' '); i >= 0 {
+		code, msg = s[:i], s[i+1:]
+	}
+	msg = bytes.Trim(msg, "\r\n")
+	out := make([]byte, 0, len(code)+1+len(msg))
+	out = append(out, code...)
+	out = append(out, ' ')
+	return append(out, msg...)
+}
+
+func errorReply(msg []byte) values.Reply { return values.Reply{Kind: values.Error, Str: msg} }

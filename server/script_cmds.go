@@ -1,0 +1,264 @@
+package server
+
+import (
+	"bytes"
+	"errors"
+	"strconv"
+
+	"github.com/rlserver/rlserver/script"
+	"github.com/rlserver/rlserver/shards"
+	"github.com/rlserver/rlserver/slots"
+	"github.com/rlserver/rlserver/values"
+)
+
+// Scripting: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT, handed over to
+// package script. A run is atomic as a transaction is: its KEYS' shards
+// are locked for the whole run (every shard, for a script with no keys on
+// a single node, or one that names KEYS, SCAN or DBSIZE), and the
+// commands it calls run on that keyspace (scriptCaller), at one time, the
+// run's. What it writes goes through the store's journal like any
+// change, so it is durable and replicated as limiter state is.
+
+func scriptCommands() []*command {
+	evalArgs := []argDoc{{name: "script", typ: "string"}, {name: "numkeys", typ: "integer"},
+		{name: "key", typ: "key", optional: true, multiple: true}, {name: "arg", typ: "string", optional: true, multiple: true}}
+	shaArgs := append([]argDoc{{name: "sha1", typ: "string"}}, evalArgs[1:]...)
+	flags := []string{"noscript", "stale", "skip_monitor", "may_replicate", "no_mandatory_keys", "movablekeys"}
+	roFlags := []string{"noscript", "stale", "skip_monitor", "no_mandatory_keys", "movablekeys", "readonly"}
+	eval := func(name string, fl []string, args []argDoc, summary string) *command {
+		return &command{name: name, arity: -3, flags: fl, numKeysAt: 2, group: "scripting",
+			complexity: "Depends on the script that is executed.", summary: summary, args: args, handler: cmdEval}
+	}
+	return []*command{
+		eval("eval", flags, evalArgs, "Execute a Lua script server side"),
+		eval("evalsha", flags, shaArgs, "Execute a Lua script server side"),
+		eval("eval_ro", roFlags, evalArgs, "Execute a read-only Lua script server side"),
+		eval("evalsha_ro", roFlags, shaArgs, "Execute a read-only Lua script server side"),
+		{name: "script", arity: -2, flags: []string{"noscript"}, group: "scripting",
+			complexity: "Depends on subcommand.", summary: "SCRIPT LOAD | EXISTS | FLUSH | KILL | HELP",
+			args: []argDoc{{name: "subcommand", typ: "string"}}, handler: cmdScript,
+			subs: []string{"exists", "flush", "help", "kill", "load"}},
+	}
+}
+
+// EVAL script numkeys [key ...] [arg ...]
+// EVALSHA sha1 numkeys [key ...] [arg ...]
+// EVAL_RO script numkeys [key ...] [arg ...]
+// EVALSHA_RO sha1 numkeys [key ...] [arg ...]
+func cmdEval(s *Server, c *conn, args [][]byte, now int64) {
+	r, err := s.evalLocal(c.tx, c.proto, args, now)
+	if err != nil && c.tx == nil && s.proxying() && !errors.Is(err, shards.ErrBusy) {
+		if keys := s.lookup(args[0]).keysOf(args, nil); len(keys) > 0 {
+			r, err = s.forwardExec(keys[0], args, c.proto, now)
+		}
+	}
+	if err != nil {
+		c.writeErr(err)
+		return
+	}
+	c.writeReply(r)
+}
+
+// SCRIPT LOAD script | EXISTS sha1 [sha1 ...] | FLUSH [ASYNC|SYNC] | KILL | HELP
+func cmdScript(s *Server, c *conn, args [][]byte, now int64) {
+	c.writeReply(s.scripts.ScriptCommand(args))
+}
+
+// evalLocal runs an EVAL-family command on this node: in tx (EXEC's
+// transaction) if it is set, else in a transaction of its own. The error is
+// a routing error of a cluster node that does not serve the keys, or
+// shards.ErrBusy.
+func (s *Server) evalLocal(tx *shards.Tx, proto int, args [][]byte, now int64) (values.Reply, error) {
+	req, bad := script.ParseEval(args)
+	if bad != nil {
+		return *bad, nil
+	}
+	for _, k := range req.Keys {
+		if msg := s.checkKey(k); msg != "" {
+			return values.ErrorReply(msg), nil
+		}
+	}
+	req.RESP = proto
+	sc, bad := s.scripts.Script(&req) // compiled before any lock is taken
+	if bad != nil {
+		return *bad, nil
+	}
+	every := sc.SeesEveryKey() || len(req.Keys) == 0
+	var r values.Reply
+	ran, err := s.onKeys(tx, req.Keys, every, true, now, func(k *shards.Keys, t *shards.Tx) {
+		caller := &scriptCaller{s: s, keys: k, declared: req.Keys, now: now, slot: -1}
+		if s.cl != nil && len(req.Keys) > 0 {
+			caller.slot = slots.Of(req.Keys[0]) // the keys share it (route)
+		}
+		if k != nil {
+			caller.now, caller.all = k.Now(), every && k.All()
+			for _, key := range req.Keys {
+				k.Hot(key)
+			}
+		}
+		req.Tag = t
+		r = s.scripts.Run(sc, req, caller)
+	})
+	if err != nil {
+		return values.Reply{}, err
+	}
+	if !ran {
+		return values.Reply{}, s.routeAgain(req.Keys)
+	}
+	return r, nil
+}
+
+// onKeys runs fn on the keyspace of keys (every key with all, on a single
+// node) and its transaction: tx if it is set (EXEC), else a transaction
+// of the Limiter's own (a script's with script: see shards.TxPlan). fn
+// gets nil for both when there is no keyspace to give: a cluster node and
+// a command with no keys. It reports false when a cluster node no longer
+// serves the keys, and shards.ErrBusy if they are held by a script past
+// its time limit.
+func (s *Server) onKeys(tx *shards.Tx, keys [][]byte, all, script bool, now int64, fn func(k *shards.Keys, tx *shards.Tx)) (bool, error) {
+	if tx != nil {
+		fn(tx.Keys(now), tx)
+		return true, nil
+	}
+	t, ok := s.cfg.Limiter.(Transactor)
+	if !ok {
+		return false, nil
+	}
+	if s.cl != nil && len(keys) == 0 {
+		fn(nil, nil) // a cluster node's keys live in many stores: none for a keyless run
+		return true, nil
+	}
+	ran := false
+	err := t.Transact(shards.TxPlan{Keys: keys, All: all, Script: script}, func(tx *shards.Tx) {
+		if tx != nil {
+			fn(tx.Keys(now), tx)
+			ran = true
+		}
+	})
+	return ran, err
+}
+
+// onBusy is the engine's Config.OnBusy: a run past the time limit marks
+// the shards it holds busy, so that the commands that would wait for them
+// are answered BUSY (see shards.ErrBusy).
+func onBusy(tag any, busy bool) {
+	if tx, ok := tag.(*shards.Tx); ok && tx != nil {
+		tx.SetBusy(busy)
+	}
+}
+
+// scriptCaller is a run's bridge to the keyspace (script.Caller): the
+// commands of package values on the run's keys, and TIME, at the run's
+// time.
+type scriptCaller struct {
+	s        *Server
+	keys     *shards.Keys // nil: the run holds no keyspace
+	declared [][]byte     // the run's KEYS
+	all      bool         // any key may be used: the run locks every shard
+	slot     int          // a cluster node's: the slot of the run's keys, which every key must be in; -1 on a single node
+	now      int64        // the run's time, ns since the epoch
+	buf      [4][]byte
+}
+
+// serverInScripts are the server's own commands a script may call, as
+// Redis describes them.
+var serverInScripts = map[string]values.Command{
+	"time": {Name: "time", Arity: 1, Flags: values.Fast},
+	"ping": {Name: "ping", Arity: -1, Flags: values.Fast},
+	"echo": {Name: "echo", Arity: 2, Flags: values.Fast},
+}
+
+// Command describes the command name for the engine: a command of
+// package values, TIME, PING or ECHO; any other command of the server is
+// not allowed from scripts.
+func (sc *scriptCaller) Command(name []byte) (values.Command, bool) {
+	if vc := values.Lookup(name); vc != nil {
+		return *vc, true
+	}
+	if cmd := sc.s.lookup(name); cmd != nil {
+		if sv, ok := serverInScripts[cmd.name]; ok {
+			return sv, true
+		}
+		return values.Command{Name: cmd.name, Arity: cmd.arity, Flags: values.NoScript}, true
+	}
+	return values.Command{}, false
+}
+
+// Call runs one command of the script.
+func (sc *scriptCaller) Call(args [][]byte, resp int) values.Reply {
+	vc := values.Lookup(args[0])
+	if vc == nil {
+		return sc.serverCall(args)
+	}
+	cmd := sc.s.lookup(args[0])
+	for _, k := range cmd.keysOf(args, sc.buf[:0]) {
+		if msg := sc.s.checkKey(k); msg != "" {
+			return values.ErrorReply(msg)
+		}
+		if !sc.may(k) {
+			return values.ErrorReply("ERR Script attempted to access key '" + truncate(k, 128) +
+				"' that is not in its KEYS: rlserver locks the keys a script declares; pass every key it uses in KEYS")
+		}
+	}
+	if vc.Flags&values.AllKeys != 0 && !sc.all {
+		return values.ErrorReply("ERR this script may not read every key: call it with no KEYS, or name the command in a string literal")
+	}
+	if sc.keys == nil {
+		return values.ErrorReply("ERR this script holds no keys: pass the keys it uses in KEYS")
+	}
+	return values.Exec(sc.keys, sc.now, resp, args)
+}
+
+// may reports whether the run may use key.
+func (sc *scriptCaller) may(key []byte) bool {
+	if sc.keys == nil || sc.slot >= 0 && slots.Of(key) != sc.slot {
+		return false
+	}
+	if sc.all {
+		return sc.keys.Holds(key)
+	}
+	for _, d := range sc.declared {
+		if bytes.Equal(d, key) {
+			return true
+		}
+	}
+	return false
+}
+
+// serverCall runs TIME, PING or ECHO for a script.
+func (sc *scriptCaller) serverCall(args [][]byte) values.Reply {
+	switch string(bytes.ToLower(args[0])) {
+	case "time":
+		return values.ArrayReply(
+			values.BulkString(strconv.FormatInt(sc.now/1e9, 10)),
+			values.BulkString(strconv.FormatInt(sc.now%1e9/1e3, 10)))
+	case "echo":
+		return values.BulkReply(append([]byte(nil), args[1]...))
+	case "ping":
+		if len(args) > 1 {
+			return values.BulkReply(append([]byte(nil), args[1]...))
+		}
+		return values.StatusReply("PONG")
+	}
+	return values.ErrorReply("ERR This Redis command is not allowed from script")
+}
+
+// truncate returns b as a string of at most n bytes.
+func truncate(b []byte, n int) string {
+	if len(b) > n {
+		b = b[:n]
+	}
+	return string(b)
+}
+
+// seesEveryKey reports whether an EVAL-family command runs a script that
+// reads every key (script.Script.SeesEveryKey): EXEC then locks every
+// shard for it.
+func (s *Server) seesEveryKey(args [][]byte) bool {
+	req, bad := script.ParseEval(args)
+	if bad != nil {
+		return false
+	}
+	sc, bad := s.scripts.Script(&req)
+	return bad == nil && sc.SeesEveryKey()
+}

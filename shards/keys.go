@@ -1,0 +1,178 @@
+package shards
+
+import (
+	"strconv"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/values"
+)
+
+// Keys is a transaction's keyspace as package values sees it (it
+// implements values.Keyspace): the Redis values and, as keys of another
+// kind, the limiter state of the shards the transaction holds, at one
+// time. Get it from Tx.Keys; it is valid while the Tx is. A key whose
+// shard the transaction does not hold must not be passed to its methods
+// (Holds tells): commands name their keys up front, and a script's keys
+// are checked before each call (see package script).
+type Keys struct {
+	tx  *Tx
+	now int64
+}
+
+// otherNames are the TYPE names of limiter state, by algorithm.
+var otherNames = func() [engine.NumAlgos]string {
+	var n [engine.NumAlgos]string
+	for a := engine.Fixed; a <= engine.GCRA; a++ {
+		n[a] = "rl-" + a.String()
+	}
+	return n
+}()
+
+// Keys returns the transaction's keyspace at now, or later: the latest
+// clock among the shards it holds, which each then moves to (so that a
+// command sees one time on all its keys). Now reports the time chosen.
+func (tx *Tx) Keys(now int64) *Keys {
+	for i := range tx.s.shards {
+		if tx.holds(uint64(i)) {
+			now = max(now, tx.s.shards[i].clock)
+		}
+	}
+	for i := range tx.s.shards {
+		if tx.holds(uint64(i)) {
+			tx.s.shards[i].tick(now)
+		}
+	}
+	return &Keys{tx: tx, now: now}
+}
+
+// Now returns the time the keyspace runs at, ns since the epoch.
+func (k *Keys) Now() int64 { return k.now }
+
+// All reports whether the transaction holds every shard.
+func (k *Keys) All() bool { return k.tx.all }
+
+// Holds reports whether key's shard is held by the transaction, so that
+// key may be used.
+func (k *Keys) Holds(key []byte) bool {
+	return k.tx.holds(xxhash.Sum64(key) & k.tx.s.mask)
+}
+
+// shard returns key's shard, which must be held, and the key's hash.
+func (k *Keys) shard(key []byte) (*shard, uint64) {
+	h := xxhash.Sum64(key)
+	if !k.tx.holds(h & k.tx.s.mask) {
+		panic("shards: Keys used with the key " + strconv.Quote(string(key)) + " whose shard is not held")
+	}
+	return &k.tx.s.shards[h&k.tx.s.mask], h
+}
+
+// Lookup returns what key holds (see values.Keyspace).
+func (k *Keys) Lookup(key []byte) values.Entry {
+	sh, h := k.shard(key)
+	if ve := sh.value(key, k.now); ve != nil {
+		return values.Entry{Value: ve.v, Expires: ve.exp}
+	}
+	if e := sh.getTag(key, tagOf(h), k.now); e != nil {
+		return values.Entry{Other: otherNames[e.algo], Expires: e.expires}
+	}
+	return values.Entry{}
+}
+
+// Put stores v with expiry exp as key's value (see values.Keyspace).
+func (k *Keys) Put(key []byte, v *values.Value, exp int64) {
+	sh, h := k.shard(key)
+	sh.putValue(key, tagOf(h), v, exp, k.now)
+}
+
+// Delete removes key whatever it holds (see values.Keyspace).
+func (k *Keys) Delete(key []byte) bool {
+	sh, h := k.shard(key)
+	return sh.deleteKey(key, tagOf(h), k.now)
+}
+
+// Writable returns the Store's refusal (Options.Refuse) and, with grow,
+// ErrOOM when a held shard is over its share of MaxMemory and cannot
+// evict (see room).
+func (k *Keys) Writable(grow bool) error {
+	if err := k.tx.s.limits.refused(); err != nil {
+		return err
+	}
+	if !grow || k.tx.s.limits.max <= 0 {
+		return nil
+	}
+	for i := range k.tx.s.shards {
+		if k.tx.holds(uint64(i)) {
+			if err := k.tx.s.shards[i].room(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Scan visits the held shards from the one cursor names, each whole (so
+// that a key live during the whole iteration is visited once), until count
+// keys were visited or fn returns false; the cursor it returns is the next
+// shard's index, 0 after the last.
+func (k *Keys) Scan(cursor uint64, count int, fn func(key []byte, kind string) bool) uint64 {
+	shards := k.tx.s.shards
+	seen := 0
+	for i := cursor; i < uint64(len(shards)); i++ {
+		if !k.tx.holds(i) {
+			continue
+		}
+		if !k.scanShard(&shards[i], fn, &seen) {
+			return i + 1
+		}
+		if seen >= count && i+1 < uint64(len(shards)) {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// scanShard calls fn with every live key of sh, counting them in seen, and
+// reports whether fn wanted more.
+func (k *Keys) scanShard(sh *shard, fn func(key []byte, kind string) bool, seen *int) bool {
+	more := true
+	sh.forEach(k.now, func(key []byte, e *entry) {
+		if more {
+			*seen++
+			more = fn(key, otherNames[e.algo])
+		}
+	})
+	var kb []byte
+	sh.forEachValue(k.now, func(key string, ve *valEntry) {
+		if more {
+			*seen++
+			kb = append(kb[:0], key...)
+			more = fn(kb, ve.v.Kind().String())
+		}
+	})
+	return more
+}
+
+// Len returns the number of keys of the held shards.
+func (k *Keys) Len() int {
+	n := 0
+	for i := range k.tx.s.shards {
+		if k.tx.holds(uint64(i)) {
+			n += k.tx.s.shards[i].keys()
+		}
+	}
+	return n
+}
+
+// Flush removes every key: it needs a transaction that holds every
+// shard, and does nothing otherwise.
+func (k *Keys) Flush() {
+	_ = k.tx.Flush()
+}
+
+// Hot counts a command on key in the hot-key sketch (RL.HOTKEYS), as a
+// check is counted.
+func (k *Keys) Hot(key []byte) {
+	sh, h := k.shard(key)
+	sh.hot.record(key, h, false, k.now)
+}
