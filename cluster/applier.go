@@ -394,6 +394,13 @@ func (a *applier) deactivateOf(g *group, inflight <-chan pending, clean bool) {
 			ws = ws[len(ws)-maxLost:]
 		}
 		a.lost.Store(&ws)
+		// The changes made from now on are not in the lost window: they
+		// belong to the next epoch (the next flush seals it, with the
+		// changes of the open one). Without this, an idle node (no flush
+		// seals the open epoch while nothing changes) answered every
+		// change made after the loss ErrLostLead — a rule change that
+		// the meta group had committed on every node among them.
+		a.open.Add(1)
 	}
 	groups := make([]*group, 0, len(a.groups))
 	for _, x := range a.groups {

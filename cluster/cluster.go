@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
@@ -71,6 +72,15 @@ type ClusterConfig struct {
 	// when it has room); default Storage.Space.Err. A node whose disk
 	// refuses hands its leads to nodes whose disks do not, and takes none.
 	DiskErr func() error
+	// MaxBlocks bounds the blocks the meta group holds (--max-blocks; 0:
+	// no bound). It travels in each block this node proposes, so that every
+	// node drops the same blocks (those nearest to their end) when a block
+	// goes beyond it.
+	MaxBlocks int
+	// BlockBytes, if not nil, is kept at the memory the meta group's
+	// blocks take (rules.BlockBytes), which the data groups' stores count
+	// against --maxmemory (shards.Options.Held).
+	BlockBytes *atomic.Int64
 }
 
 // Defaults of ClusterConfig.
@@ -104,6 +114,18 @@ type Cluster struct {
 	metaR    *raft.Raft
 	// blockDenied counts the rules checks this node denied by a block.
 	blockDenied atomic.Uint64
+	// blockProposals bounds the blocks a rule check proposes at once;
+	// blocksShed counts those not proposed for it.
+	blockProposals chan struct{}
+	blocksShed     atomic.Uint64
+	// reqPrefix (random, drawn at start) and reqSeq name this node's meta
+	// requests (nextReq).
+	reqPrefix string
+	reqSeq    atomic.Uint64
+	// metaAnswered, a test's hook, is called by the meta leader after it
+	// applied another node's meta command and before it answers: a test
+	// stalls it there, as a SIGSTOP of the leader after the commit does.
+	metaAnswered func()
 	// groups holds this node's replica of each data group, by id (nil for
 	// a group it does not host; [0] is unused). Replicas come and go as
 	// groups move between nodes, so readers load them atomically.
@@ -154,7 +176,8 @@ type Cluster struct {
 // when every slot is.
 func OpenCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	cfg = clusterDefaults(cfg)
-	c := &Cluster{cfg: cfg, id: clusterID(cfg.NodeID), log: cfg.Logger, clock: cfg.Clock, shutdownCh: make(chan struct{})}
+	c := &Cluster{cfg: cfg, id: clusterID(cfg.NodeID), log: cfg.Logger, clock: cfg.Clock, shutdownCh: make(chan struct{}),
+		reqPrefix: randomHex(8), blockProposals: make(chan struct{}, maxBlockProposals)}
 	layout, err := c.layout()
 	if err == nil && layout.Version == layoutVersion && !layout.Bootstrapped && layout.Groups > 0 {
 		err = cfg.Storage.SaveLayout(*layout) // before anything is bootstrapped: see Layout
@@ -165,6 +188,7 @@ func OpenCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	c.ngroups.Store(int32(layout.Groups))
 	c.initial = layout.Peers
 	c.meta = newMetaFSM()
+	c.meta.bytes = cfg.BlockBytes
 	c.metrics = newMetrics(cfg.Registerer, c.appliedSum, func() bool { return false }, cfg.Storage.LogStats)
 	cfg.Registerer.MustRegister(newGroupApplied(c), prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "rlserver_cluster_leads_lost_total",
@@ -700,4 +724,11 @@ func (c *Cluster) slotRange(g int) (int, int) {
 	first := ((g-1)*slots.Count + n - 1) / n
 	last := (g*slots.Count+n-1)/n - 1
 	return first, last
+}
+
+// randomHex returns n random bytes in hex.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
 }

@@ -103,9 +103,9 @@ func (c *Cluster) Len() int {
 }
 
 // MemoryBytes returns the memory the keys of every hosted group take,
-// led or followed.
+// led or followed, and the blocks the meta group holds.
 func (c *Cluster) MemoryBytes() int64 {
-	var n int64
+	n := c.meta.blockTable().Bytes()
 	for _, g := range c.hostedGroups() {
 		if g != nil {
 			n += g.store.MemoryBytes()

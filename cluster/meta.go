@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,7 +47,21 @@ type metaState struct {
 	// only: the FSM keeps them in its block table (metaFSM.blocks). An
 	// expired one never denies and is dropped within a second of changes.
 	Blocks map[string]rules.Block `json:"blocks,omitempty"`
+	// Done is the requests applied last (see metaCmd.Req), oldest first,
+	// in a snapshot only: the FSM keeps them in metaFSM.done.
+	Done []doneReq `json:"done,omitempty"`
 }
+
+// doneReq is a request the meta group applied, with what it answered.
+type doneReq struct {
+	Req    string     `json:"req"`
+	Result metaResult `json:"result"`
+}
+
+// maxDone bounds the requests the meta group remembers the answers of: a
+// request retried after more changes than this from all nodes is applied
+// again (rule and block changes are idempotent; only their counts differ).
+const maxDone = 4096
 
 const metaVersion = 1
 
@@ -59,7 +74,18 @@ type metaCmd struct {
 	Peers     []NodeInfo       `json:"peers,omitempty"` // init: the initial members
 	Rule      *rules.Rule      `json:"rule,omitempty"`
 	ID        string           `json:"id,omitempty"`
-	Block     *rules.Block     `json:"block,omitempty"` // block.set
+	Block     *rules.Block     `json:"block,omitempty"`  // block.set
+	Change    *rules.Change    `json:"change,omitempty"` // rules.change
+	// Max, in a block.set, is the proposer's --max-blocks (0: no bound):
+	// beyond it the blocks nearest to their end are dropped, on every node
+	// alike.
+	Max int `json:"max,omitempty"`
+	// Req, when set, names the request (unique: the proposing node's
+	// prefix and a count). A request applied already is answered as it
+	// was then, and changes nothing: a proposer that lost the answer (its
+	// leader stalled or moved after the commit) sends it again, and learns
+	// that it committed rather than making it twice.
+	Req string `json:"req,omitempty"`
 	// At is the proposing node's clock when it made the command (ns; 0 in
 	// entries of earlier versions, whose time is raft's AppendedAt, the
 	// meta leader's wall clock). Blocks expire by it: a meta leader whose
@@ -70,9 +96,10 @@ type metaCmd struct {
 
 // metaResult is what applying a metaCmd returns through raft's future.
 type metaResult struct {
-	Added  bool   `json:"added"`            // rule.set: a new id; rule.del: it existed
-	Exists bool   `json:"exists,omitempty"` // rule.create: refused, the id is taken
-	Err    string `json:"err"`              // a refusal, as the user should read it
+	Added  bool                `json:"added"`            // rule.set: a new id; rule.del: it existed
+	Exists bool                `json:"exists,omitempty"` // rule.create: refused, the id is taken
+	Err    string              `json:"err"`              // a refusal, as the user should read it
+	Change *rules.ChangeResult `json:"change,omitempty"` // rules.change: what it did
 }
 
 // metaFSM applies the meta group's entries. Readers get immutable copies
@@ -89,13 +116,25 @@ type metaFSM struct {
 	// blocksMade counts the blocks applied here, by source (a rule id or
 	// "manual"); under mu.
 	blocksMade map[string]uint64
+	// blocksDropped counts the blocks dropped to stay within a block.set's
+	// Max (--max-blocks).
+	blocksDropped atomic.Uint64
+	// bytes, if not nil, is kept at the blocks' memory
+	// (ClusterConfig.BlockBytes).
+	bytes *atomic.Int64
 	// changed is called (outside mu) after every applied change.
 	changed func()
+	// done holds the answers of the requests applied last (metaCmd.Req),
+	// doneRing their names: in the order applied until it holds maxDone,
+	// then a ring whose oldest is at doneNext; under mu.
+	done     map[string]metaResult
+	doneRing []string
+	doneNext int
 }
 
 func newMetaFSM() *metaFSM {
-	f := &metaFSM{state: emptyMeta()}
-	f.publish()
+	f := &metaFSM{state: emptyMeta(), done: map[string]metaResult{}}
+	f.publish(true)
 	return f
 }
 
@@ -114,12 +153,17 @@ func (f *metaFSM) Apply(l *raft.Log) any {
 		return metaResult{Err: fmt.Sprintf("ERR corrupt meta entry %d: %v", l.Index, err)}
 	}
 	f.mu.Lock()
+	if res, ok := f.done[c.Req]; ok && c.Req != "" {
+		f.mu.Unlock()
+		return res // applied already: answered as then, nothing changes
+	}
 	at := c.At // 0: an entry without a time drops no block
 	if at == 0 && !l.AppendedAt.IsZero() {
 		at = l.AppendedAt.UnixNano()
 	}
 	res := f.apply(c, at)
-	f.publish()
+	f.remember(c.Req, res)
+	f.publish(strings.HasPrefix(c.Op, "rule"))
 	f.mu.Unlock()
 	if f.changed != nil {
 		f.changed()
@@ -187,12 +231,62 @@ func (f *metaFSM) apply(c metaCmd, now int64) metaResult {
 		_, exists := s.Rules[c.ID]
 		delete(s.Rules, c.ID)
 		return metaResult{Added: exists}
+	case "rules.change":
+		return applyChange(s, c.Change)
 	case "block.set", "block.del":
 		return f.applyBlock(c, now)
 	default:
 		return metaResult{Err: fmt.Sprintf("ERR unknown meta command %q", c.Op)}
 	}
 	return metaResult{}
+}
+
+// applyChange applies a rules.change to s: every rule of ch or none.
+func applyChange(s *metaState, ch *rules.Change) metaResult {
+	if ch == nil {
+		return metaResult{Err: "ERR change missing"}
+	}
+	if _, err := ch.Compile(); err != nil {
+		return metaResult{Err: err.Error()}
+	}
+	var res rules.ChangeResult
+	for _, id := range ch.Delete {
+		if _, ok := s.Rules[id]; ok {
+			delete(s.Rules, id)
+			res.Deleted++
+		}
+	}
+	for _, r := range ch.Set {
+		if _, ok := s.Rules[r.ID]; ok {
+			res.Replaced++
+		} else {
+			res.Added++
+		}
+		s.Rules[r.ID] = r
+	}
+	return metaResult{Change: &res}
+}
+
+// remember records the answer of request req (none if ""), forgetting
+// the oldest beyond maxDone. Call with mu held.
+func (f *metaFSM) remember(req string, res metaResult) {
+	if req == "" {
+		return
+	}
+	f.done[req] = res
+	if len(f.doneRing) < maxDone {
+		f.doneRing = append(f.doneRing, req)
+		return
+	}
+	delete(f.done, f.doneRing[f.doneNext])
+	f.doneRing[f.doneNext] = req
+	f.doneNext = (f.doneNext + 1) % maxDone
+}
+
+// doneOrder returns the requests remembered, oldest first. Call with mu
+// held.
+func (f *metaFSM) doneOrder() []string {
+	return append(append([]string(nil), f.doneRing[f.doneNext:]...), f.doneRing[:f.doneNext]...)
 }
 
 // applyBlock applies a block.set or block.del at now to the block table
@@ -222,7 +316,9 @@ func (f *metaFSM) applyBlock(c metaCmd, now int64) metaResult {
 		if b.Until <= now && now != 0 {
 			break // expired already
 		}
-		t = t.With(b)
+		var dropped int
+		t, dropped = t.WithCapped(b, c.Max)
+		f.blocksDropped.Add(uint64(dropped))
 		src := b.Rule
 		if src == "" {
 			src = "manual"
@@ -232,17 +328,38 @@ func (f *metaFSM) applyBlock(c metaCmd, now int64) metaResult {
 		}
 		f.blocksMade[src]++
 	}
+	f.storeBlocks(t)
+	return res
+}
+
+// storeBlocks publishes t (nil when empty) and its memory. Call with mu
+// held.
+func (f *metaFSM) storeBlocks(t *rules.BlockTable) {
 	if t.Len() == 0 {
 		t = nil
 	}
 	f.blocks.Store(t)
-	return res
+	if f.bytes != nil {
+		f.bytes.Store(t.Bytes())
+	}
 }
 
-// publish replaces the readers' copies of the state. Call with mu held.
-func (f *metaFSM) publish() {
-	cp := cloneMeta(f.state)
+// publish replaces the readers' copies of the state; the rules are copied
+// and compiled again only if rulesChanged (a block or membership change
+// costs nothing per rule). Call with mu held.
+func (f *metaFSM) publish(rulesChanged bool) {
+	prev := f.view.Load()
+	if prev == nil {
+		rulesChanged = true
+	}
+	cp := cloneMeta(f.state, rulesChanged)
+	if !rulesChanged {
+		cp.Rules = prev.Rules // unchanged, and readers do not change it
+	}
 	f.view.Store(&cp)
+	if !rulesChanged {
+		return
+	}
 	compiled := make([]*rules.Compiled, 0, len(cp.Rules))
 	for _, r := range cp.Rules {
 		if c, err := rules.Compile(r, 0); err == nil {
@@ -252,17 +369,22 @@ func (f *metaFSM) publish() {
 	f.rules.Store(rules.NewSet(compiled...))
 }
 
-func cloneMeta(s metaState) metaState {
+// cloneMeta returns a copy of s, its rules too if withRules (else the
+// copy has none).
+func cloneMeta(s metaState, withRules bool) metaState {
 	cp := metaState{Version: s.Version, Groups: s.Groups, Placement: make(map[int][]string, len(s.Placement)),
-		Nodes: make(map[string]NodeInfo, len(s.Nodes)), Rules: make(map[string]rules.Rule, len(s.Rules))}
+		Nodes: make(map[string]NodeInfo, len(s.Nodes))}
 	for g, v := range s.Placement {
 		cp.Placement[g] = append([]string(nil), v...)
 	}
 	for k, v := range s.Nodes {
 		cp.Nodes[k] = v
 	}
-	for k, v := range s.Rules {
-		cp.Rules[k] = v
+	if withRules {
+		cp.Rules = make(map[string]rules.Rule, len(s.Rules))
+		for k, v := range s.Rules {
+			cp.Rules[k] = v
+		}
 	}
 	return cp
 }
@@ -294,8 +416,16 @@ var errMetaSnapshot = errors.New("cluster: corrupt meta snapshot")
 
 // Snapshot returns the state to persist (raft.FSM).
 func (f *metaFSM) Snapshot() (raft.FSMSnapshot, error) {
-	st := *f.current()
-	if all := f.blockTable().All(); len(all) > 0 {
+	f.mu.Lock()
+	st := *f.current() // as of the last entry applied, with the blocks and requests below
+	blocks := f.blockTable()
+	order := f.doneOrder()
+	st.Done = make([]doneReq, len(order))
+	for i, req := range order {
+		st.Done[i] = doneReq{Req: req, Result: f.done[req]}
+	}
+	f.mu.Unlock()
+	if all := blocks.All(); len(all) > 0 {
 		st.Blocks = make(map[string]rules.Block, len(all))
 		for _, b := range all {
 			st.Blocks[b.Identifier] = b
@@ -331,13 +461,13 @@ func (f *metaFSM) Restore(rc io.ReadCloser) error {
 	fresh.Groups = s.Groups
 	f.mu.Lock()
 	f.state = fresh
-	if len(blocks) == 0 {
-		f.blocks.Store(nil)
-	} else {
-		f.blocks.Store(rules.NewBlockTable(blocks...))
-	}
+	f.storeBlocks(rules.NewBlockTable(blocks...))
 	f.blocksPruned = 0
-	f.publish()
+	f.done, f.doneRing, f.doneNext = map[string]metaResult{}, nil, 0
+	for _, d := range s.Done {
+		f.remember(d.Req, d.Result)
+	}
+	f.publish(true)
 	f.mu.Unlock()
 	if f.changed != nil {
 		f.changed()

@@ -3,7 +3,12 @@ package cluster
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -75,6 +80,40 @@ func TestMetaBlocks(t *testing.T) {
 	}
 	if made := f.blocksMadeCopy(); made["manual"] != 1 || made["per-ip"] != 1 {
 		t.Errorf("blocks made: %v", made)
+	}
+}
+
+// TestMetaBlocksCapped: a block.set beyond its Max (the proposer's
+// --max-blocks) drops the blocks nearest to their end on every replica
+// alike, and counts them; the blocks' memory is published for the stores'
+// bound (ClusterConfig.BlockBytes).
+func TestMetaBlocksCapped(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	var fs []*metaFSM
+	var bytes [2]atomic.Int64
+	for i := range 2 {
+		f := newMetaFSM()
+		f.bytes = &bytes[i]
+		fs = append(fs, f)
+	}
+	for i := 0; i < 300; i++ {
+		b := rules.Block{Identifier: fmt.Sprintf("ip=%d", i), Until: t0.Add(time.Duration(300-i) * time.Minute).UnixNano()}
+		e := metaEntry(t, uint64(i+1), t0, metaCmd{Op: "block.set", Block: &b, Max: 100})
+		for _, f := range fs {
+			f.Apply(e)
+		}
+	}
+	a, b := fs[0].blockTable().All(), fs[1].blockTable().All()
+	if len(a) != 100 || !reflect.DeepEqual(a, b) || fs[0].blocksDropped.Load() != 200 {
+		t.Fatalf("replicas hold %d and %d blocks, %d dropped", len(a), len(b), fs[0].blocksDropped.Load())
+	}
+	for _, x := range a { // those made first end last: they stay, with the new one
+		if n, _ := strconv.Atoi(strings.TrimPrefix(x.Identifier, "ip=")); n >= 99 && n != 299 {
+			t.Fatalf("%s stayed, a block nearer to its end than those dropped", x.Identifier)
+		}
+	}
+	if got := bytes[0].Load(); got != fs[0].blockTable().Bytes() || got < 100*100 {
+		t.Fatalf("BlockBytes %d, the table's %d", got, fs[0].blockTable().Bytes())
 	}
 }
 

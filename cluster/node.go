@@ -465,6 +465,15 @@ func (n *Node) CreateRule(r rules.Rule) error {
 	return n.store.CreateRule(r)
 }
 
+// ChangeRules is shards.Store.ChangeRules (the change's records reach the
+// log in one entry), refused while the log refuses writes.
+func (n *Node) ChangeRules(ch rules.Change) (rules.ChangeResult, error) {
+	if err := n.refuse(); err != nil {
+		return rules.ChangeResult{}, err
+	}
+	return n.store.ChangeRules(ch)
+}
+
 // DeleteRule is shards.Store.DeleteRule, refused while the log refuses
 // writes.
 func (n *Node) DeleteRule(id string) (bool, error) {
@@ -505,6 +514,11 @@ func (n *Node) ActiveBlocks(now int64) []rules.Block { return n.store.ActiveBloc
 
 // BlockStats returns the store's counts of blocks.
 func (n *Node) BlockStats(now int64) shards.BlockStats { return n.store.BlockStats(now) }
+
+// NewestBlocks is shards.Store.NewestBlocks.
+func (n *Node) NewestBlocks(count int, now int64) ([]rules.Block, int) {
+	return n.store.NewestBlocks(count, now)
+}
 
 // Rule returns the rule with the given id.
 func (n *Node) Rule(id string) (rules.Rule, bool) { return n.store.Rule(id) }

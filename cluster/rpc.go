@@ -86,6 +86,9 @@ func (c *Cluster) handleRPC(ctx context.Context, method string, body []byte) ([]
 		if err != nil {
 			return nil, err
 		}
+		if c.metaAnswered != nil {
+			c.metaAnswered()
+		}
 		return json.Marshal(metaReply{Result: res, Index: c.meta.applied.Load()})
 	case "charge", "refund":
 		var req chargeReq

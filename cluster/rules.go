@@ -9,6 +9,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/rlserver/rlserver/cluster/transport"
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/rules"
 	"github.com/rlserver/rlserver/shards"
@@ -45,18 +46,52 @@ func (c *Cluster) DeleteRule(id string) (bool, error) {
 	return c.ruleCmd(metaCmd{Op: "rule.del", ID: id})
 }
 
-func (c *Cluster) ruleCmd(cmd metaCmd) (bool, error) {
-	if err := c.cfg.Storage.Space.Err(); err != nil {
-		return false, err // this node's disk is nearly full
+// ChangeRules makes ch (rules.Change: a --rules file's load) as one entry
+// of the meta group's log, so that every node applies all of it at once or
+// none of it. A change whose entry is larger than the nodes' internal
+// calls carry (transport.DefaultMaxFrame, less room for the envelope) is
+// refused.
+func (c *Cluster) ChangeRules(ch rules.Change) (rules.ChangeResult, error) {
+	if _, err := ch.Compile(); err != nil {
+		return rules.ChangeResult{}, err
 	}
-	cmd.At = c.clock()
-	b, err := json.Marshal(cmd)
+	res, err := c.metaCmd(metaCmd{Op: "rules.change", Change: &ch})
 	if err != nil {
-		return false, err
+		return rules.ChangeResult{}, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), ruleTimeout)
-	defer cancel()
-	res, err := c.metaApply(ctx, b)
+	if res.Err != "" {
+		return rules.ChangeResult{}, errors.New(res.Err)
+	}
+	if res.Change == nil {
+		return rules.ChangeResult{}, errors.New("ERR the meta group does not know rule changes made as one: upgrade every node")
+	}
+	return *res.Change, nil
+}
+
+// CommitsRuleChanges reports that the rule and block changes of a cluster
+// are committed (in the meta group's log) by the time the calls that make
+// them return: the server's replies to them need not wait for the data
+// groups' commits, which know nothing of them.
+func (c *Cluster) CommitsRuleChanges() bool { return true }
+
+// Settle is commits.Settle for the HTTP API, whose only changes in a
+// cluster are rule and block changes: those are committed when their
+// calls return (see CommitsRuleChanges), so an answer after a change
+// waits for nothing more; an answer after a check waits as commits.Settle
+// says.
+func (c *Cluster) Settle(ctx context.Context, change bool) error {
+	if change {
+		return nil
+	}
+	return c.commits.Settle(ctx, false)
+}
+
+// maxMetaEntry bounds a meta command's size: it travels in one internal
+// call to the meta group's leader.
+const maxMetaEntry = transport.DefaultMaxFrame - 64<<10
+
+func (c *Cluster) ruleCmd(cmd metaCmd) (bool, error) {
+	res, err := c.metaCmd(cmd)
 	if err != nil {
 		return false, err
 	}
@@ -67,6 +102,52 @@ func (c *Cluster) ruleCmd(cmd metaCmd) (bool, error) {
 		return false, errors.New(res.Err)
 	}
 	return res.Added, nil
+}
+
+// metaCmd applies cmd through the meta group, as a request of its own
+// (metaCmd.Req), within ruleTimeout. An attempt whose outcome is unknown
+// — the leader did not answer, or lost its lead, after the entry may have
+// been committed — is made again with the same request, which the meta
+// group answers as it answered the first if that one committed: a change
+// that committed is answered as its success, never as an error. If no
+// attempt is answered in time, the error says the outcome is unknown.
+func (c *Cluster) metaCmd(cmd metaCmd) (metaResult, error) {
+	if err := c.cfg.Storage.Space.Err(); err != nil {
+		return metaResult{}, err // this node's disk is nearly full
+	}
+	cmd.Req, cmd.At = c.nextReq(), c.clock()
+	b, err := json.Marshal(cmd)
+	if err != nil {
+		return metaResult{}, err
+	}
+	if len(b) > maxMetaEntry {
+		return metaResult{}, fmt.Errorf("ERR the change is %d bytes, more than a cluster carries in one change (%d)", len(b), maxMetaEntry)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), ruleTimeout)
+	defer cancel()
+	for attempt := 1; ; attempt++ {
+		res, err := c.metaApply(ctx, b)
+		if err == nil {
+			if attempt > 1 {
+				c.log.Info("a rule or block change was confirmed after a retry", "op", cmd.Op, "attempts", attempt)
+			}
+			return res, nil
+		}
+		select {
+		case <-ctx.Done():
+			return metaResult{}, fmt.Errorf("TRYAGAIN the rule store did not confirm the change within %s, so it may or may not have been made (last: %v); read it back before making it again", ruleTimeout, err)
+		case <-time.After(metaRetryPause):
+		}
+	}
+}
+
+// metaRetryPause is the pause between two attempts of a meta command.
+const metaRetryPause = 50 * time.Millisecond
+
+// nextReq returns a request name no other request of any node has had:
+// this node's id, a random number drawn when it started, and a count.
+func (c *Cluster) nextReq() string {
+	return fmt.Sprintf("%s:%s:%d", c.cfg.NodeID, c.reqPrefix, c.reqSeq.Add(1))
 }
 
 // Rule returns the rule with the given id.
@@ -115,17 +196,30 @@ func (c *Cluster) countDenial(q *rules.Query, e *rules.Eval, now int64) {
 		return
 	}
 	b := shards.DenialBlock(e, now, dur)
+	select {
+	case c.blockProposals <- struct{}{}:
+	default:
+		c.blocksShed.Add(1) // as many blocks on their way as the meta group takes: not this one
+		return
+	}
 	go func() {
+		defer func() { <-c.blockProposals }()
 		if err := c.SetBlock(b, now); err != nil {
 			c.log.Warn("a rule's block could not be made", "identifier", b.Identifier, "rule", b.Rule, "err", err)
 		}
 	}()
 }
 
+// maxBlockProposals bounds the blocks rule checks propose at once: under
+// an attack from many identifiers, blocks beyond what the meta group
+// commits are not proposed (BlockStats.Dropped counts them) rather than
+// queued in goroutines without bound.
+const maxBlockProposals = 64
+
 // SetBlock blocks b.Identifier until b.Until through the meta group, so
 // that every node denies it.
 func (c *Cluster) SetBlock(b rules.Block, now int64) error {
-	_, err := c.ruleCmd(metaCmd{Op: "block.set", Block: &b})
+	_, err := c.ruleCmd(metaCmd{Op: "block.set", Block: &b, Max: c.cfg.MaxBlocks})
 	return err
 }
 
@@ -145,7 +239,16 @@ func (c *Cluster) ActiveBlocks(now int64) []rules.Block {
 // source, the rules checks this node denied by a block, and those live
 // at now.
 func (c *Cluster) BlockStats(now int64) shards.BlockStats {
-	return shards.BlockStats{Made: c.meta.blocksMadeCopy(), Denied: c.blockDenied.Load(), Active: len(c.ActiveBlocks(now))}
+	t := c.meta.blockTable()
+	return shards.BlockStats{Made: c.meta.blocksMadeCopy(), Denied: c.blockDenied.Load(), Active: t.Live(now),
+		Dropped: c.meta.blocksDropped.Load() + c.blocksShed.Load(), Bytes: t.Bytes()}
+}
+
+// NewestBlocks returns up to n of the blocks live at now, those made last
+// first, with their TTLs, and how many blocks are live.
+func (c *Cluster) NewestBlocks(n int, now int64) ([]rules.Block, int) {
+	t := c.meta.blockTable()
+	return t.Newest(n, now), t.Live(now)
 }
 
 // CheckAll is shards.Store.CheckAll across the cluster: the ops' counters

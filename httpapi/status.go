@@ -9,8 +9,9 @@ import (
 // StatusPage is the live status page (statuspage.Source satisfies it).
 type StatusPage interface {
 	// StatusReport returns GET /v1/stats's JSON-encodable answer; in a
-	// cluster it asks the other members, giving up by ctx's deadline.
-	StatusReport(ctx context.Context) any
+	// cluster it asks the other members, giving up by ctx's deadline. It
+	// names blocked identifiers and their reasons only if blockDetails.
+	StatusReport(ctx context.Context, blockDetails bool) any
 	// ServeAsset writes the page's file name ("index.html", "app.js",
 	// "style.css"), or a 404.
 	ServeAsset(w http.ResponseWriter, name string)
@@ -23,8 +24,11 @@ const statusGather = 1500 * time.Millisecond
 
 // routeStatus serves the status page: GET /status (the page and its
 // files, open to anyone: they hold no figures) and GET /v1/stats (the
-// figures, which name keys and identifiers: the password when one is
-// set, as reading rules).
+// figures, which name keys: the password when one is set, as reading
+// rules). The blocked identifiers and their reasons among the figures
+// need what GET /v1/blocks needs (the admin token when one is set): a
+// reader with the password alone gets the blocks' counts without them,
+// and the page goes on working for it.
 func (a *api) routeStatus(mux *http.ServeMux) {
 	page := a.cfg.Status
 	a.handle(mux, "GET /status", "status", func(w http.ResponseWriter, r *http.Request) {
@@ -41,9 +45,10 @@ func (a *api) routeStatus(mux *http.ServeMux) {
 			writeError(w, err)
 			return
 		}
+		details := a.authorize(r, accessAdmin, "reading blocked identifiers") == nil
 		ctx, cancel := context.WithTimeout(r.Context(), statusGather)
 		defer cancel()
 		w.Header().Set("Cache-Control", "no-store")
-		writeJSON(w, http.StatusOK, page.StatusReport(ctx))
+		writeJSON(w, http.StatusOK, page.StatusReport(ctx, details))
 	})
 }

@@ -30,6 +30,18 @@ func DecodeJSON(data []byte) (Rule, error) {
 	return r, invalid("", "", ErrSyntax, se.Reason)
 }
 
+// DecodeStored decodes a rule that EncodeJSON wrote (a journal record, a
+// snapshot): plain JSON decoding, about five times faster than DecodeJSON's
+// strict one, which a restart with half a million rules feels. It does
+// not validate the values: call Compile.
+func DecodeStored(data []byte) (Rule, error) {
+	var r Rule
+	if err := json.Unmarshal(data, &r); err != nil {
+		return r, invalid("", "", ErrSyntax, err.Error())
+	}
+	return r, nil
+}
+
 // EncodeJSON returns r as a JSON object with every field.
 func EncodeJSON(r Rule) []byte {
 	b, _ := json.Marshal(r) // cannot fail: strings, integers and a bool

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -102,4 +103,22 @@ func FuzzRuleJSON(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestDecodeStored: what EncodeJSON writes decodes back as it was, with
+// or without a block; a record that is not JSON is ErrSyntax.
+func TestDecodeStored(t *testing.T) {
+	for _, r := range []Rule{
+		{ID: "a", Target: "/x", Tier: "*", KeyType: "ip", Algo: "fixed", Limit: 5, Window: "1m"},
+		{ID: "b", Target: "*", Tier: "free", KeyType: "user", Algo: "token", Limit: 5, Window: "1s", Burst: 9, Shadow: true,
+			Block: &BlockSpec{After: 3, Within: "1m", For: "15m"}},
+	} {
+		got, err := DecodeStored(EncodeJSON(r))
+		if err != nil || !reflect.DeepEqual(got, r) {
+			t.Errorf("%s: %+v, %v", r.ID, got, err)
+		}
+	}
+	if _, err := DecodeStored([]byte(`{"id":`)); !errors.Is(err, ErrSyntax) {
+		t.Errorf("a cut record: %v, want ErrSyntax", err)
+	}
 }

@@ -26,6 +26,10 @@ var (
 	ErrUnknown = errors.New("is not a rule field (fields are id, target, tier, key_type, algo, limit, window, burst, shadow, block; block's are after, within, for)")
 	ErrTwice   = errors.New("is given twice")
 	ErrSyntax  = errors.New("is not valid JSON")
+
+	// ErrEmptyFile is LoadYAML's error for a document that holds no list
+	// at all (empty, or comments only): `[]` is how a file says "no rules".
+	ErrEmptyFile = errors.New("the file holds no list of rules: it is empty or only comments (write [] for a file with no rules)")
 )
 
 // ValidationError says which field of which rule is wrong and why.

@@ -22,13 +22,18 @@ import (
 // `rule 2 (line 9, id "free-users"): invalid rule "free-users": limit: ...`.
 // Unknown fields, wrong types and duplicate ids are errors. maxLogLimit is
 // as for Validate.
+//
+// A document with no list at all — empty, blanks and comments only, or a
+// bare null — is ErrEmptyFile, not "no rules": a file caught half-written
+// (truncated, then written) must not read as the removal of every rule.
+// The empty list `[]` is a file that means no rules.
 func LoadYAML(data []byte, maxLogLimit int64) ([]Rule, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("not valid YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
 	}
-	if doc.Kind == 0 {
-		return nil, nil // empty file: no rules
+	if doc.Kind == 0 || len(doc.Content) == 0 || doc.Content[0].Tag == "!!null" {
+		return nil, ErrEmptyFile
 	}
 	list := doc.Content[0]
 	if list.Kind != yaml.SequenceNode {

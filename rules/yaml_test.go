@@ -32,8 +32,15 @@ func TestLoadYAML(t *testing.T) {
 	if len(got) != 2 || got[1].Window != "60" || got[1].Burst != 20 || !got[1].Shadow || got[0].Target != "/users/*" {
 		t.Fatalf("got %+v", got)
 	}
-	if rs, err := LoadYAML(nil, 0); err != nil || len(rs) != 0 {
-		t.Fatalf("empty file: %v, %v", rs, err)
+	for _, empty := range []string{"", "\n  \n", "# only a comment\n", "---\n", "# a\n---\n# b\n", "~\n", "null\n"} {
+		if rs, err := LoadYAML([]byte(empty), 0); !errors.Is(err, ErrEmptyFile) || rs != nil {
+			t.Errorf("%q: %v, %v; want ErrEmptyFile", empty, rs, err)
+		}
+	}
+	for _, none := range []string{"[]\n", "# no rules\n[]\n"} {
+		if rs, err := LoadYAML([]byte(none), 0); err != nil || len(rs) != 0 {
+			t.Errorf("%q: %v, %v; want no rules", none, rs, err)
+		}
 	}
 }
 

@@ -53,6 +53,32 @@ var commandWaits = map[string]waitClass{
 	"eval": waitStrong, "evalsha": waitStrong, "eval_ro": waitStrong, "evalsha_ro": waitStrong,
 }
 
+// RuleCommitter is implemented by a RuleStore whose rule and block changes
+// are committed — in a replicated log of their own, such as a cluster's
+// meta group — by the time the calls that make them return. Their replies
+// then wait for nothing: the Limiter's Committer (the data groups' log)
+// knows nothing of them, and an error it reports (a lead of a data group
+// lost meanwhile) would be a lie about a change that is committed.
+type RuleCommitter interface {
+	CommitsRuleChanges() bool
+}
+
+// ruleAndBlockCommands are the commands that change or read only rules and blocks.
+var ruleAndBlockCommands = []string{"rl.rule.set", "rl.rule.del", "rl.rule.get", "rl.rule.list", "rl.block", "rl.unblock", "rl.blocks"}
+
+// initRuleWaits makes the rule and block commands wait for nothing when
+// the rule store commits its own changes (RuleCommitter).
+func (s *Server) initRuleWaits() {
+	if rc, ok := s.cfg.Rules.(RuleCommitter); !ok || !rc.CommitsRuleChanges() {
+		return
+	}
+	for _, name := range ruleAndBlockCommands {
+		if cmd := s.cmds[name]; cmd != nil {
+			cmd.wait = waitNone
+		}
+	}
+}
+
 // errHold is runBatch's answer on an event loop when the batch's replies
 // must wait for a commit: the loop parks the connection (loop.hold).
 var errHold = errors.New("replies wait for a commit")

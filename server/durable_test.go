@@ -234,3 +234,38 @@ func TestFastModeWaitsWhenTheLogLags(t *testing.T) {
 	c.expect(ints(1, 10, 8, 0, 60000))
 	c.roundTrip(check, ints(1, 10, 7, 0, 60000))
 }
+
+// metaRules is a rule store whose changes are committed when its calls
+// return (a cluster's meta group): RuleCommitter.
+type metaRules struct{ *shards.Store }
+
+func (metaRules) CommitsRuleChanges() bool { return true }
+
+// TestCommittedRuleChangeIsNotHeld: a cluster's rule and block changes are
+// committed in the meta group when their calls return. Their replies do
+// not wait for the data groups' log, whose error (a lead lost meanwhile:
+// "TRYAGAIN ... before the change was committed") would be a lie about a
+// committed change; after a SIGSTOP of a cluster's meta leader, RL.RULE.SET
+// answered that for a rule every node then held. A rule store that does
+// not commit its own changes (a standalone node's journal) still has its
+// rule changes' replies wait, and carry the log's error.
+func TestCommittedRuleChangeIsNotHeld(t *testing.T) {
+	lost := errors.New("TRYAGAIN the group's leadership moved before the change was committed; retry")
+	rule := resp("RL.RULE.SET", "r1", `{"target":"/x","tier":"*","key_type":"user","algo":"fixed","limit":5,"window":"1m"}`)
+	for _, strong := range []bool{false, true} {
+		h := newHeldStore(strong)
+		h.commit(lost) // every change made from now on is answered lost
+		_, addr := startServer(t, Config{Limiter: h, Rules: metaRules{shards.New(4)}, Clock: fakeClock()})
+		c := dialRaw(t, addr)
+		c.roundTrip(rule, ":1\r\n")
+		c.roundTrip(resp("RL.RULE.GET", "r1"), "$118\r\n"+`{"id":"r1","target":"/x","tier":"*","key_type":"user","algo":"fixed","limit":5,"window":"1m","burst":0,"shadow":false}`+"\r\n")
+		c.roundTrip(resp("RL.BLOCK", "ip=1.2.3.4", "60"), "+OK\r\n")
+		c.roundTrip(resp("RL.RULE.DEL", "r1"), ":1\r\n")
+
+		journaled := newHeldStore(strong)
+		journaled.commit(lost)
+		_, addr = startServer(t, Config{Limiter: journaled, Clock: fakeClock()})
+		c = dialRaw(t, addr)
+		c.roundTrip(rule, "-"+lost.Error()+"\r\n")
+	}
+}

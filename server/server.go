@@ -236,6 +236,7 @@ func New(cfg Config) *Server {
 	s.input, s.connMem = &budget{max: cfg.MaxBuffered}, cfg.ConnMemory
 	s.throttle = newThrottles()
 	s.cmds, s.list = commandTable()
+	s.initRuleWaits()
 	s.metrics = newMetrics(cfg.Registerer, s)
 	s.scripts = script.New(script.Config{TimeLimit: cfg.LuaTimeLimit, MemoryLimit: cfg.LuaMemoryLimit,
 		Logger: cfg.Logger, OnBusy: onBusy})

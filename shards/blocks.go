@@ -2,10 +2,7 @@ package shards
 
 import (
 	"encoding/binary"
-	"fmt"
-
 	"sync/atomic"
-	"time"
 
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/rules"
@@ -18,9 +15,12 @@ import (
 // journal, in the order made.
 type blockTable struct {
 	table atomic.Pointer[rules.BlockTable] // nil when no block is held
+	max   int                              // Options.MaxBlocks
 
-	made   map[string]uint64 // blocks made, by source: a rule id or "manual"; under ruleTable.mu
-	denied atomic.Uint64     // rules checks denied by a block
+	made    map[string]uint64 // blocks made, by source: a rule id or "manual"; under ruleTable.mu
+	denied  atomic.Uint64     // rules checks denied by a block
+	dropped atomic.Uint64     // blocks dropped to stay within max
+	bytes   atomic.Int64      // the table's Bytes, for the memory bound
 }
 
 // BlockStats is what a Store (or a cluster) counts of blocks, for
@@ -33,6 +33,13 @@ type BlockStats struct {
 	Denied uint64
 	// Active is the number of blocks live now.
 	Active int
+	// Dropped counts the blocks dropped, nearest to their end first, to
+	// keep within --max-blocks (in a cluster, also the blocks not proposed
+	// because as many as the meta group takes were on their way).
+	Dropped uint64
+	// Bytes is the memory the blocks held take (rules.BlockBytes), which
+	// counts against --maxmemory.
+	Bytes int64
 }
 
 // ManualSource is BlockStats.Made's source for blocks made by hand.
@@ -73,12 +80,23 @@ func (s *Store) BlockStats(now int64) BlockStats {
 		made[k] = v
 	}
 	t.mu.Unlock()
-	return BlockStats{Made: made, Denied: t.blocks.denied.Load(), Active: len(t.blocks.table.Load().Active(now))}
+	return BlockStats{Made: made, Denied: t.blocks.denied.Load(), Active: t.blocks.table.Load().Live(now),
+		Dropped: t.blocks.dropped.Load(), Bytes: t.blocks.bytes.Load()}
+}
+
+// NewestBlocks returns up to n of the blocks live at now, those made
+// last first, with their TTLs (rules.BlockTable.Newest), and how many
+// blocks are live: a summary that costs n blocks, not all of them.
+func (s *Store) NewestBlocks(n int, now int64) ([]rules.Block, int) {
+	t := s.rules.blocks.table.Load()
+	return t.Newest(n, now), t.Live(now)
 }
 
 // putBlock stores b as of now, listing the change in the journal if note
 // is set and the journal is on. A block already expired at now is not
-// stored.
+// stored. Beyond Options.MaxBlocks, the blocks nearest to their end are
+// dropped first (counted in BlockStats.Dropped); a replay drops the same
+// ones, so the drops need no record.
 func (s *Store) putBlock(b rules.Block, now int64, note bool) {
 	t := &s.rules
 	t.mu.Lock()
@@ -87,7 +105,9 @@ func (s *Store) putBlock(b rules.Block, now int64, note bool) {
 	if b.Until <= now {
 		return // expired already (a record replayed late)
 	}
-	t.blocks.publish(t.blocks.table.Load().With(b))
+	next, dropped := t.blocks.table.Load().WithCapped(b, t.blocks.max)
+	t.blocks.dropped.Add(uint64(dropped))
+	t.blocks.publish(next)
 	if !note {
 		return // replayed: counted when it was made
 	}
@@ -128,6 +148,7 @@ func (b *blockTable) publish(next *rules.BlockTable) {
 		next = nil
 	}
 	b.table.Store(next)
+	b.bytes.Store(next.Bytes())
 }
 
 // PruneBlocks drops the blocks expired at now (the background sweep
@@ -161,10 +182,9 @@ func (s *Store) countDenial(q *rules.Query, e *rules.Eval, now int64) {
 // identifier, for dur ns.
 func DenialBlock(e *rules.Eval, now, dur int64) rules.Block {
 	c := e.Rule
-	after, within, _, _ := c.BlockAfter()
 	value := e.Key[len(c.Rule.ID)+1:]
 	return rules.Block{Identifier: c.Rule.KeyType + "=" + string(value), Until: now + dur, Rule: c.Rule.ID,
-		Reason: fmt.Sprintf("rule %s denied it %d times within %s", c.Rule.ID, after, time.Duration(within))}
+		Reason: c.BlockReason(), Since: now}
 }
 
 // DenialsToCount calls count for every enforcing rule of q (evaluated,

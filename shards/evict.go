@@ -54,6 +54,15 @@ type Options struct {
 	// Other, if not nil, is memory used outside the Store that counts
 	// against MaxMemory, such as the server's connection buffers.
 	Other *atomic.Int64
+	// Held, if not nil, returns more memory held outside the Store that
+	// counts against MaxMemory like Other: a cluster's blocks, which its
+	// meta group holds (each store's share of them). The Store's own
+	// blocks count without it. It is called when a new key needs room.
+	Held func() int64
+	// MaxBlocks bounds the blocks the Store holds (0: no bound): a new
+	// block beyond it drops the blocks nearest to their end first, and is
+	// counted in BlockStats.Dropped (see SetBlock).
+	MaxBlocks int
 	// Refuse, if not nil, is asked before every change a command would
 	// make — a check or throttle that charges (cost above 0), a reset, a
 	// flush, a rule set or deleted — and a non-nil error is returned
@@ -73,7 +82,9 @@ type limits struct {
 	max    int64
 	policy Policy
 	other  *atomic.Int64
-	shift  uint // log2 of the shard count
+	held   func() int64
+	blocks *atomic.Int64 // the Store's blocks' bytes (blockTable.bytes)
+	shift  uint          // log2 of the shard count
 	refuse func() error
 }
 
@@ -89,12 +100,18 @@ func (l *limits) refused() error {
 // evicts, as Redis's maxmemory-samples.
 const sampleSize = 8
 
-// budget returns a shard's share of the bound: MaxMemory less Other,
-// divided among the shards.
+// budget returns a shard's share of the bound: MaxMemory less Other, Held
+// and the Store's blocks, divided among the shards.
 func (l *limits) budget() int64 {
 	free := l.max
 	if l.other != nil {
 		free -= l.other.Load()
+	}
+	if l.held != nil {
+		free -= l.held()
+	}
+	if l.blocks != nil {
+		free -= l.blocks.Load()
 	}
 	return free >> l.shift
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/rules"
 )
 
 // TestMaxMemoryStaysFlat: a flood of new keys into a Store bounded to
@@ -123,5 +124,51 @@ func TestOtherMemoryCounts(t *testing.T) {
 	fill(100_000)
 	if m := s.MemoryBytes(); m > 1<<20+1<<17 {
 		t.Fatalf("with 1 MB held elsewhere the store holds %d bytes", m)
+	}
+}
+
+// TestBlocksCappedAndCounted: beyond Options.MaxBlocks a new block drops
+// the blocks nearest to their end first (counted in BlockStats.Dropped),
+// and a replay of the journal drops the same ones; the blocks' memory is
+// in MemoryBytes and BlockStats.Bytes, and under MaxMemory the keys made
+// next make room for it. Before, blocks were neither bounded nor counted.
+func TestBlocksCappedAndCounted(t *testing.T) {
+	now := int64(1_700_000_000e9)
+	s := NewStore(Options{Shards: 4, MaxMemory: 1 << 20, MaxBlocks: 1000})
+	s.EnableJournal()
+	p := engine.Params{Limit: 10, Window: 3600e9}
+	for i := 0; i < 40_000; i++ {
+		s.Check([]byte("k:"+strconv.Itoa(i)), engine.Fixed, p, 1, now)
+	}
+	keysOnly := s.MemoryBytes()
+	for i := 0; i < 5000; i++ { // each lasts longer than the one before: the first ones go
+		b := rules.Block{Identifier: "ip=" + strconv.Itoa(i), Until: now + int64(i+1)*1e9, Reason: "r", Since: now}
+		if err := s.SetBlock(b, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := s.BlockStats(now)
+	if st.Active != 1000 || st.Dropped != 4000 || s.ActiveBlocks(now)[0].Identifier != "ip=4000" {
+		t.Fatalf("after 5000 blocks at a bound of 1000: %d live, %d dropped, first %s", st.Active, st.Dropped, s.ActiveBlocks(now)[0].Identifier)
+	}
+	if _, held := s.NewestBlocks(1, now); held != 1000 {
+		t.Fatalf("NewestBlocks counts %d", held)
+	}
+	if st.Bytes < 1000*100 || s.MemoryBytes() < keysOnly+st.Bytes {
+		t.Fatalf("blocks take %d bytes; the store counts %d, its keys %d", st.Bytes, s.MemoryBytes(), keysOnly)
+	}
+	for i := 40_000; i < 80_000; i++ {
+		s.Check([]byte("k:"+strconv.Itoa(i)), engine.Fixed, p, 1, now)
+	}
+	if m := s.MemoryBytes(); m > 1<<20 || m-st.Bytes > keysOnly {
+		t.Fatalf("keys and blocks take %d bytes (blocks %d, keys alone before %d) of a 1 MB bound", m, st.Bytes, keysOnly)
+	}
+	journal, _ := s.AppendChanges(nil)
+	r := NewStore(Options{Shards: 4, MaxBlocks: 1000})
+	if _, err := r.ApplyRecords(journal, now); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := r.ActiveBlocks(now), s.ActiveBlocks(now); len(got) != 1000 || got[0] != want[0] || got[999] != want[999] {
+		t.Fatalf("the replay holds %d blocks, first %+v, want %+v", len(got), got[0], want[0])
 	}
 }

@@ -96,18 +96,34 @@ func appendDelete(dst, key []byte) []byte {
 // not list anything in the journal. It returns the number of records
 // applied and, for input it cannot decode, an error wrapping
 // ErrCorruptRecord that says where; the records before it are applied.
+//
+// Consecutive rule records (a rules.Change, a snapshot's rules) are
+// applied as one change of the rule set, as they were made: readers never
+// see a part of them, and n of them cost O(n log n), not O(n²).
 func (s *Store) ApplyRecords(b []byte, now int64) (int, error) {
 	n := 0
 	var base int64
+	var run ruleRun
+	defer run.apply(s) // the records before a corrupt one are applied
 	for off := 0; off < len(b); {
-		if b[off] == recBase {
+		switch b[off] {
+		case recBase:
 			v, m := binary.Varint(b[off+1:])
 			if m <= 0 {
 				return n, fmt.Errorf("%w: base at byte %d", ErrCorruptRecord, off)
 			}
 			base, off = v, off+1+m
 			continue
+		case recRuleSet, recRuleDel:
+			m, err := run.add(b[off:])
+			if err != nil {
+				return n, fmt.Errorf("%w: record %d at byte %d: %v", ErrCorruptRecord, n, off, err)
+			}
+			off += m
+			n++
+			continue
 		}
+		run.apply(s)
 		m, err := s.applyRecord(b[off:], now, base)
 		if err != nil {
 			return n, fmt.Errorf("%w: record %d at byte %d: %v", ErrCorruptRecord, n, off, err)
@@ -116,6 +132,62 @@ func (s *Store) ApplyRecords(b []byte, now int64) (int, error) {
 		n++
 	}
 	return n, nil
+}
+
+// ruleRun gathers consecutive rule records for ApplyRecords: each id's
+// last record wins, as if they were applied one by one.
+type ruleRun struct {
+	last  map[string]*rules.Compiled // nil: deleted
+	order []string                   // ids in order of first mention
+}
+
+// add decodes the rule record at the front of b into the run and returns
+// its length.
+func (r *ruleRun) add(b []byte) (int, error) {
+	v, off, err := field(b, 1)
+	if err != nil {
+		return 0, err
+	}
+	var id string
+	var c *rules.Compiled
+	if b[0] == recRuleDel {
+		id = string(v)
+	} else {
+		rule, err := rules.DecodeStored(v)
+		if err == nil {
+			c, err = rules.Compile(rule, 0)
+		}
+		if err != nil {
+			return 0, err
+		}
+		id = rule.ID
+	}
+	if r.last == nil {
+		r.last = map[string]*rules.Compiled{}
+	}
+	if _, ok := r.last[id]; !ok {
+		r.order = append(r.order, id)
+	}
+	r.last[id] = c
+	return off, nil
+}
+
+// apply applies the run to s's rules as one change and empties it.
+func (r *ruleRun) apply(s *Store) {
+	if len(r.order) == 0 {
+		return
+	}
+	var set []*rules.Compiled
+	var del []string
+	for _, id := range r.order {
+		if c := r.last[id]; c != nil {
+			set = append(set, c)
+		} else {
+			del = append(del, id)
+		}
+	}
+	s.rules.apply(set, del, false)
+	r.last, r.order = nil, r.order[:0]
 }
 
 // applyRecord applies the record at the front of b, whose recSetRel
@@ -150,12 +222,6 @@ func (s *Store) applyRecord(b []byte, now, base int64) (int, error) {
 		}
 		s.applySet(key, st.T+dexp, a, st, now)
 		return off + m + k, nil
-	case recRuleSet, recRuleDel:
-		v, off, err := field(b, 1)
-		if err != nil {
-			return 0, err
-		}
-		return off, s.applyRule(b[0], v)
 	case recBlockSet, recBlockDel:
 		v, off, err := field(b, 1)
 		if err != nil {
@@ -267,19 +333,6 @@ func (s *Store) applyValSet(b []byte, now int64) (int, error) {
 		sh.setValue(key, tagOf(h), v, exp, now)
 	}
 	return off, nil
-}
-
-func (s *Store) applyRule(kind byte, v []byte) error {
-	if kind == recRuleDel {
-		s.rules.remove(string(v), false)
-		return nil
-	}
-	r, err := rules.DecodeJSON(v)
-	if err != nil {
-		return err
-	}
-	_, err = s.putRule(r, false, false)
-	return err
 }
 
 // clearKeys forgets every key, not the rules, without recording anything.

@@ -85,6 +85,43 @@ func (s *Store) DeleteRule(id string) (bool, error) {
 	return s.rules.remove(id, true), nil
 }
 
+// ChangeRules makes ch as one change (rules.Change): readers see every
+// rule of it or none, and with the journal on its records are listed
+// together, so that they reach the log in one entry. It validates ch
+// (without --max-log-limit: the caller applies it) and changes nothing if
+// one rule is invalid. The error is Options.Refuse's, if it refuses.
+func (s *Store) ChangeRules(ch rules.Change) (rules.ChangeResult, error) {
+	set, err := ch.Compile()
+	if err != nil {
+		return rules.ChangeResult{}, err
+	}
+	if err := s.limits.refused(); err != nil {
+		return rules.ChangeResult{}, err
+	}
+	return s.rules.apply(set, ch.Delete, true), nil
+}
+
+// apply publishes the rules with set stored and del removed (see
+// rules.Set.Apply), listing the change in the journal if note is set and
+// the journal is on: a record for each rule set and each id deleted.
+func (t *ruleTable) apply(set []*rules.Compiled, del []string, note bool) rules.ChangeResult {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	next, res := t.set.Load().Apply(set, del)
+	t.set.Store(next)
+	if note && t.journal {
+		for _, c := range set {
+			t.changes = appendRuleSet(t.changes, c.Rule)
+		}
+		for _, id := range del {
+			t.changes = appendRuleDel(t.changes, id)
+		}
+		t.nchanges += len(set) + len(del)
+		t.note.changed()
+	}
+	return res
+}
+
 // remove deletes rule id and reports whether it existed, listing the
 // change in the journal if note is set and the journal is on.
 func (t *ruleTable) remove(id string, note bool) bool {
@@ -116,7 +153,7 @@ func (t *ruleTable) reset() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.set.Store(nil)
-	t.blocks.table.Store(nil)
+	t.blocks.publish(nil)
 	t.changes, t.nchanges = t.changes[:0], 0
 }
 

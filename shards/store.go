@@ -167,7 +167,9 @@ func NewStore(o Options) *Store {
 		shift++
 	}
 	s := &Store{shards: make([]shard, size), mask: uint64(size - 1),
-		limits: limits{max: o.MaxMemory, policy: o.Policy, other: o.Other, shift: shift, refuse: o.Refuse}}
+		limits: limits{max: o.MaxMemory, policy: o.Policy, other: o.Other, held: o.Held, shift: shift, refuse: o.Refuse}}
+	s.rules.blocks.max = o.MaxBlocks
+	s.limits.blocks = &s.rules.blocks.bytes
 	for i := range s.shards {
 		s.shards[i].rng = uint64(i+1) * 0x9e3779b97f4a7c15
 		s.shards[i].lim = &s.limits
@@ -413,9 +415,9 @@ func (s *Store) Len() int {
 
 // MemoryBytes returns the memory the keys take: index slots, record pages
 // (names and state, including free space not yet compacted), log rings
-// and Redis values.
+// and Redis values; and the blocks (rules.BlockBytes).
 func (s *Store) MemoryBytes() int64 {
-	var n int64
+	n := s.rules.blocks.bytes.Load()
 	for i := range s.shards {
 		sh := &s.shards[i]
 		if sh.lockCmd() != nil {

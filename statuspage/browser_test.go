@@ -37,8 +37,8 @@ func TestPageInBrowser(t *testing.T) {
 			HotKeys: func(k int) []statuspage.HotKey {
 				return []statuspage.HotKey{{Key: "user:1", Checks: 1200, Denied: 200}, {Key: "<b>bold</b>", Checks: 5}}
 			},
-			Blocks: func() []statuspage.Block {
-				return []statuspage.Block{{Identifier: "ip=1.2.3.4", TTLMillis: 90_000, Reason: "too many logins", Rule: "login"}}
+			Blocks: func(int) ([]statuspage.Block, int, uint64) {
+				return []statuspage.Block{{Identifier: "ip=1.2.3.4", TTLMillis: 90_000, Reason: "too many logins", Rule: "login"}}, 1200, 3
 			},
 		})
 	}})
@@ -76,6 +76,9 @@ func TestPageInBrowser(t *testing.T) {
 	wantCell(t, dom, "data-key", "user:1", "checks", 1200)
 	if row, ok := headless.Row(dom, "data-identifier", "ip=1.2.3.4"); !ok || !strings.Contains(row, "too many logins") || !strings.Contains(row, "1m 30s") {
 		t.Errorf("no block row for ip=1.2.3.4 with its reason and time left in:\n%s", dom)
+	}
+	if want := `<p id="blocks-summary" class="muted">1,200 blocked; the newest 1 shown; 3 dropped to keep within --max-blocks</p>`; !strings.Contains(dom, want) {
+		t.Errorf("no %s in:\n%s", want, dom)
 	}
 	if !strings.Contains(dom, `<td class="key">&lt;b&gt;bold&lt;/b&gt;</td>`) {
 		t.Errorf("the key <b>bold</b> is not shown as text:\n%s", dom)

@@ -48,9 +48,11 @@ func ServeAsset(w http.ResponseWriter, name string) {
 	w.Write(b)
 }
 
-// StatusReport returns Stats(ctx) for httpapi, which serves it as GET
-// /v1/stats.
-func (s *Source) StatusReport(ctx context.Context) any { return s.Stats(ctx) }
+// StatusReport returns Stats(ctx, blockDetails) for httpapi, which serves
+// it as GET /v1/stats.
+func (s *Source) StatusReport(ctx context.Context, blockDetails bool) any {
+	return s.Stats(ctx, blockDetails)
+}
 
 // ServeAsset serves the page's file name (see ServeAsset).
 func (s *Source) ServeAsset(w http.ResponseWriter, name string) { ServeAsset(w, name) }

@@ -20,6 +20,19 @@ type Block struct {
 	Rule       string `json:"rule"` // the rule that blocked it; "" if blocked by hand
 }
 
+// BlockSummary is the blocks at a glance, beside the newest of them
+// (Stats.Blocks): a node holding a million blocks answers a summary of
+// the same size as one holding ten.
+type BlockSummary struct {
+	Active  int    `json:"active"`  // blocks live now
+	Shown   int    `json:"shown"`   // in Stats.Blocks: the newest, at most Options.BlockCount
+	Dropped uint64 `json:"dropped"` // dropped to keep within --max-blocks
+	// Hidden: the identifiers and reasons need the admin token, as GET
+	// /v1/blocks does, and the request did not give it: Stats.Blocks is
+	// empty, the counts are there.
+	Hidden bool `json:"hidden"`
+}
+
 // Rule is one rule's counts since the node started.
 type Rule struct {
 	ID     string `json:"id"`
@@ -91,8 +104,10 @@ type Stats struct {
 	Series  SeriesData `json:"series"`
 	Rules   []Rule     `json:"rules"`
 	HotKeys []HotKey   `json:"hotkeys"`
-	Blocks  []Block    `json:"blocks"`
-	Cluster *Cluster   `json:"cluster"` // null on a single node
+	// Blocks are the newest blocks (see BlockSummary), made last first.
+	Blocks       []Block      `json:"blocks"`
+	BlockSummary BlockSummary `json:"block_summary"`
+	Cluster      *Cluster     `json:"cluster"` // null on a single node
 }
 
 // Options are what the page reports and where it gets it. Nil hooks
@@ -112,8 +127,10 @@ type Options struct {
 	// HotKeys returns up to n of the keys with the most checks lately,
 	// most first (RL.HOTKEYS).
 	HotKeys func(n int) []HotKey
-	// Blocks returns the blocked identifiers (RL.BLOCKS).
-	Blocks func() []Block
+	// Blocks returns up to n of the blocks live now, those made last
+	// first, how many blocks are live and how many were dropped for
+	// --max-blocks.
+	Blocks func(n int) (newest []Block, active int, dropped uint64)
 	// Cluster gathers the cluster's state from every member; nil on a
 	// single node. It should give up on a member by ctx's deadline.
 	Cluster func(ctx context.Context) *Cluster
@@ -122,6 +139,8 @@ type Options struct {
 	Writes func() error
 	// HotKeyCount is how many hot keys to show (default 10).
 	HotKeyCount int
+	// BlockCount is how many of the newest blocks to show (default 20).
+	BlockCount int
 }
 
 // Source assembles Stats from its Options. It is safe for concurrent use.
@@ -135,12 +154,17 @@ func NewSource(o Options) *Source {
 	if o.HotKeyCount <= 0 {
 		o.HotKeyCount = 10
 	}
+	if o.BlockCount <= 0 {
+		o.BlockCount = 20
+	}
 	return &Source{o: o}
 }
 
-// Stats returns the figures of this moment. Every list is non-nil, so
-// that the JSON has [] rather than null.
-func (s *Source) Stats(ctx context.Context) Stats {
+// Stats returns the figures of this moment; the blocks' identifiers and
+// reasons only if blockDetails (the reader may see them: see
+// BlockSummary.Hidden). Every list is non-nil, so that the JSON has []
+// rather than null.
+func (s *Source) Stats(ctx context.Context, blockDetails bool) Stats {
 	o := &s.o
 	now := o.Now()
 	st := Stats{Node: o.Node, Version: o.Version, Mode: o.Mode, TimeUnixMs: now.UnixMilli(), Writes: "ok",
@@ -167,7 +191,7 @@ func (s *Source) Stats(ctx context.Context) Stats {
 		st.HotKeys = nonNil(o.HotKeys(o.HotKeyCount))
 	}
 	if o.Blocks != nil {
-		st.Blocks = nonNil(o.Blocks())
+		st.Blocks, st.BlockSummary = blocksOf(o, blockDetails)
 	}
 	if o.Cluster != nil {
 		if c := o.Cluster(ctx); c != nil {
@@ -176,6 +200,18 @@ func (s *Source) Stats(ctx context.Context) Stats {
 		}
 	}
 	return st
+}
+
+// blocksOf returns the newest blocks and their summary, without their
+// details unless blockDetails.
+func blocksOf(o *Options, blockDetails bool) ([]Block, BlockSummary) {
+	newest, active, dropped := o.Blocks(o.BlockCount)
+	sum := BlockSummary{Active: active, Dropped: dropped, Hidden: !blockDetails}
+	if !blockDetails {
+		return []Block{}, sum
+	}
+	sum.Shown = len(newest)
+	return nonNil(newest), sum
 }
 
 func nonNil[T any](s []T) []T {

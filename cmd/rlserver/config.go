@@ -41,6 +41,7 @@ type Config struct {
 	LogFormat       string // text or json
 	ConfigFile      string
 	RulesFile       string
+	MaxConfigBytes  int64  // bound on a --rules file, and on --envoy-config's files together
 	GRPC            string // Envoy's rate limit service (see envoy.go)
 	EnvoyConfig     string
 	Pprof           string
@@ -50,6 +51,7 @@ type Config struct {
 	GRPCMaxClients  int // gRPC connections, a budget apart from MaxClients
 	Timeout         int // seconds
 	MaxMemory       int64
+	MaxBlocks       int // 0: sized to memory (maxBlocks)
 	MaxMemoryPolicy string
 	TLSCert         string
 	TLSKey          string
@@ -90,6 +92,10 @@ type Config struct {
 	given map[string]bool
 }
 
+// DefaultMaxConfigBytes is --max-config-bytes's default: 4 MiB, some
+// 40,000 rules.
+const DefaultMaxConfigBytes = 4 << 20
+
 // flagSet declares every flag on a fresh FlagSet bound to cfg, with cfg's
 // current values as defaults.
 func flagSet(cfg *Config) *flag.FlagSet {
@@ -112,11 +118,13 @@ func flagSet(cfg *Config) *flag.FlagSet {
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "log format: text (key=value lines) or json (one JSON object a line, with time, level and msg)")
 	fs.StringVar(&cfg.ConfigFile, "config", "", "YAML file of flag values (keys are flag names)")
 	fs.StringVar(&cfg.RulesFile, "rules", "", "YAML file of rules loaded at start: a list of {id, target, tier, key_type, algo, limit, window, burst, shadow}")
+	fs.Var(sizeValue{&cfg.MaxConfigBytes}, "max-config-bytes", "largest --rules file, and largest --envoy-config (a directory: its files together), read at start or reload (4mb; a larger one is refused, and the last good one stays in use)")
 	fs.StringVar(&cfg.GRPC, "grpc", "127.0.0.1:8081", `gRPC address of Envoy's rate limit service (RLS v3), with grpc.health.v1 and reflection; "" disables it`)
 	fs.StringVar(&cfg.EnvoyConfig, "envoy-config", "", "YAML file, or directory of them, in envoyproxy/ratelimit's format (domain, descriptors): the rate limit service's limits, reloaded when changed and on SIGHUP")
 	fs.IntVar(&cfg.Procs, "procs", 0, "CPU cores the server runs Go code on at once (GOMAXPROCS); 0 means all")
 	fs.IntVar(&cfg.IOLoops, "io-loops", 0, "event loops serving client connections (Linux); 0 means one per --procs, -1 a goroutine per connection")
 	fs.Var(sizeValue{&cfg.MaxMemory}, "maxmemory", "bound on the memory of key state and client connections (256mb, 2gb; 0 is none)")
+	fs.IntVar(&cfg.MaxBlocks, "max-blocks", 0, "most blocked identifiers held at once; a new block beyond it drops those nearest to their end first (rlserver_blocks_dropped_total); 0 sizes it to memory: a quarter of --maxmemory at 256 bytes a block, or 1000000 without --maxmemory")
 	fs.StringVar(&cfg.MaxMemoryPolicy, "maxmemory-policy", "volatile-ttl", "at --maxmemory: volatile-ttl evicts the state nearest to fresh, noeviction refuses new keys with -OOM")
 	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM certificate (chain) file: serve RESP and HTTP over TLS only (with --tls-key)")
 	fs.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key file of --tls-cert")
@@ -164,7 +172,7 @@ var onlyOnCommandLine = map[string]bool{"config": true, "version": true}
 // getenv is os.Getenv in production.
 func loadConfig(args []string, getenv func(string) string, stdout io.Writer) (Config, error) {
 	cfg := Config{SnapshotBytes: cluster.DefaultSnapshotBytes, MinFreeDisk: cluster.DefaultMinFreeDisk, DiskBallast: cluster.DefaultDiskBallast,
-		LuaMemoryLimit: script.DefaultMemoryLimit}
+		MaxConfigBytes: DefaultMaxConfigBytes, LuaMemoryLimit: script.DefaultMemoryLimit}
 	fs := flagSet(&cfg)
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
@@ -281,6 +289,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--snapshot-entries %d: want at least 16", c.SnapshotEntries)
 	case c.SnapshotBytes < 1<<20:
 		return fmt.Errorf("--snapshot-bytes %d: want at least 1mb", c.SnapshotBytes)
+	case c.MaxBlocks < 0 || c.MaxBlocks > 1<<28:
+		return fmt.Errorf("--max-blocks %d: want 0 (sized to memory) to 268435456", c.MaxBlocks)
+	case c.MaxConfigBytes < 1<<10 || c.MaxConfigBytes > 1<<30:
+		return fmt.Errorf("--max-config-bytes %d: want 1kb to 1gb", c.MaxConfigBytes)
 	case c.MinFreeDisk != 0 && c.MinFreeDisk < 1<<20:
 		return fmt.Errorf("--min-free-disk %d: want 0 (no guard) or at least 1mb", c.MinFreeDisk)
 	case c.SnapshotInterval < 10*time.Millisecond:

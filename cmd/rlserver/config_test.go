@@ -26,7 +26,7 @@ func TestConfigDefaults(t *testing.T) {
 		Consistency:     "fast", FlushInterval: 10 * time.Millisecond, SnapshotEntries: 4096, SnapshotBytes: 64 << 20,
 		SnapshotInterval: 10 * time.Second, TrailingLogs: 64, MinFreeDisk: 256 << 20, DiskBallast: 64 << 20,
 		RaftAddr: "127.0.0.1:7379", Groups: 16, HeartbeatTimeout: 300 * time.Millisecond,
-		ElectionTimeout: 300 * time.Millisecond, LeaderLeaseTimeout: 250 * time.Millisecond}
+		ElectionTimeout: 300 * time.Millisecond, LeaderLeaseTimeout: 250 * time.Millisecond, MaxConfigBytes: 4 << 20}
 	if len(cfg.given) != 0 {
 		t.Fatalf("given = %v with no flags, no environment and no file", cfg.given)
 	}
@@ -127,6 +127,9 @@ func TestConfigErrors(t *testing.T) {
 		{[]string{"--peers", "n1=a:1", "--join", "a:6379"}, nil, "give one of them"},
 		{[]string{"--join", "a:6379"}, nil, "--join needs --node-id"},
 		{[]string{"--groups", "0"}, nil, "--groups 0: want 1 to 1024"},
+		{[]string{"--max-config-bytes", "10"}, nil, "--max-config-bytes 10: want 1kb to 1gb"},
+		{nil, map[string]string{"RLSERVER_MAX_CONFIG_BYTES": "lots"}, `invalid value "lots" for RLSERVER_MAX_CONFIG_BYTES`},
+		{[]string{"--max-blocks", "-1"}, nil, "--max-blocks -1: want 0 (sized to memory) to 268435456"},
 		{[]string{"--raft-leader-lease-timeout", "1s"}, nil, "--raft-leader-lease-timeout 1s: want 5ms to --raft-heartbeat-timeout"},
 		{nil, map[string]string{"RLSERVER_SHARDS": "x"}, `invalid value "x" for RLSERVER_SHARDS`},
 		{[]string{"--config", bad}, nil, "listen must be a single value"},
@@ -172,7 +175,8 @@ func TestHelpListsEveryFlag(t *testing.T) {
 		"--maxmemory-policy (default \"volatile-ttl\"", "--tls-cert", "--tls-key", "--tls-ca-cert",
 		"--peers", "--raft-addr (default \"127.0.0.1:7379\"", "--groups (default \"16\"", "--join", "--proxy",
 		"--announce", "--raft-heartbeat-timeout (default \"300ms\"", "--raft-election-timeout", "--raft-leader-lease-timeout",
-		"--min-free-disk (default \"268435456\"", "--disk-ballast (default \"67108864\"", "RLSERVER_MIN_FREE_DISK"} {
+		"--min-free-disk (default \"268435456\"", "--disk-ballast (default \"67108864\"", "RLSERVER_MIN_FREE_DISK",
+		"--max-config-bytes (default \"4194304\", env RLSERVER_MAX_CONFIG_BYTES)", "--max-blocks (default \"0\", env RLSERVER_MAX_BLOCKS)"} {
 		if !strings.Contains(out.String(), f) {
 			t.Errorf("--help lacks %q:\n%s", f, out.String())
 		}
@@ -204,5 +208,35 @@ func TestVersion(t *testing.T) {
 	// The environment and the config file do not ask for the version.
 	if _, err := loadConfig(nil, env(map[string]string{"RLSERVER_VERSION": "true"}), &out); err != nil {
 		t.Fatalf("RLSERVER_VERSION: %v", err)
+	}
+}
+
+// TestMaxBlocksDefault: --max-blocks 0 is sized to --maxmemory (a quarter
+// of it at blockCost a block, at least 1000), or 1000000 without it; a
+// value given is taken as it is, from the config file too.
+func TestMaxBlocksDefault(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{
+		{nil, 1000000},
+		{[]string{"--maxmemory", "16mb"}, 16384},
+		{[]string{"--maxmemory", "1mb"}, 1024},
+		{[]string{"--maxmemory", "256kb"}, 1000},
+		{[]string{"--maxmemory", "16mb", "--max-blocks", "77"}, 77},
+	} {
+		cfg, err := loadConfig(tc.args, env(nil), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := maxBlocks(cfg); got != tc.want {
+			t.Errorf("%v: maxBlocks %d, want %d", tc.args, got, tc.want)
+		}
+	}
+	file := filepath.Join(t.TempDir(), "c.yaml")
+	os.WriteFile(file, []byte("max-blocks: 500\nmax-config-bytes: 8mb\n"), 0o644)
+	cfg, err := loadConfig([]string{"--config", file}, env(nil), nil)
+	if err != nil || maxBlocks(cfg) != 500 || cfg.MaxConfigBytes != 8<<20 {
+		t.Fatalf("from the config file: %d, %d, %v", cfg.MaxBlocks, cfg.MaxConfigBytes, err)
 	}
 }

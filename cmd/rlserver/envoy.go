@@ -62,7 +62,7 @@ func startRLS(ctx context.Context, cfg Config, st *state, reg prometheus.Registe
 	wctx, cancel := context.WithCancel(ctx)
 	f.cancel = cancel
 	if cfg.EnvoyConfig != "" {
-		w, err := envoyrls.NewWatcher(f.svc, cfg.EnvoyConfig, config.Options{MaxLogLimit: cfg.MaxLogLimit})
+		w, err := envoyrls.NewWatcher(f.svc, cfg.EnvoyConfig, config.Options{MaxLogLimit: cfg.MaxLogLimit, MaxBytes: cfg.MaxConfigBytes})
 		if err != nil {
 			cancel()
 			return nil, fmt.Errorf("--envoy-config: %w", err)

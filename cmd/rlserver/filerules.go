@@ -34,10 +34,10 @@ type fileRulesList struct {
 	IDs     []string `json:"ids"`
 }
 
-// ruleWriter is where the file's rules go: the node's rule store.
+// ruleWriter is where the file's rules go: the node's rule store, which
+// makes a load one change (one log entry, one meta entry in a cluster).
 type ruleWriter interface {
-	SetRule(r rules.Rule) (added bool, err error)
-	DeleteRule(id string) (existed bool, err error)
+	ChangeRules(ch rules.Change) (rules.ChangeResult, error)
 }
 
 // fileRules loads the --rules file into a rule store. Its methods are
@@ -46,6 +46,7 @@ type fileRules struct {
 	mu          sync.Mutex
 	path        string // --rules; "" loads nothing
 	maxLogLimit int64
+	maxBytes    int64 // --max-config-bytes
 	store       ruleWriter
 	record      string          // path of fileRulesRecord; "" without a data directory
 	owned       map[string]bool // the ids the last load set
@@ -54,8 +55,8 @@ type fileRules struct {
 
 // newFileRules returns the loader of path into store, with the ids the
 // last load recorded in dataDir ("" records nothing).
-func newFileRules(path string, maxLogLimit int64, store ruleWriter, dataDir string, log *slog.Logger) (*fileRules, error) {
-	f := &fileRules{path: path, maxLogLimit: maxLogLimit, store: store, owned: map[string]bool{}, log: log}
+func newFileRules(path string, maxLogLimit, maxBytes int64, store ruleWriter, dataDir string, log *slog.Logger) (*fileRules, error) {
+	f := &fileRules{path: path, maxLogLimit: maxLogLimit, maxBytes: maxBytes, store: store, owned: map[string]bool{}, log: log}
 	if dataDir == "" || path == "" {
 		return f, nil
 	}
@@ -78,24 +79,22 @@ func newFileRules(path string, maxLogLimit int64, store ruleWriter, dataDir stri
 }
 
 // load stores list (the file's rules, from readRules) and deletes the
-// rules the previous load set that list does not name. A store without a
-// leader (a cluster electing) is retried until retry has passed or ctx
-// ends. It returns the first error, after which the rules not yet stored
-// keep their old state and the next load tries again.
+// rules the previous load set that list does not name, as one change
+// (rules.Change): every rule store reader — on this node, and in a
+// cluster on every node — sees the rules of the last load or of this one,
+// never a part. A store without a leader (a cluster electing) is retried
+// until retry has passed or ctx ends. If the change is refused, the next
+// load tries again, and deletes the rules of this one it does not name
+// (in a cluster, a change whose answer was lost may have been made).
 func (f *fileRules) load(ctx context.Context, list []rules.Rule, retry time.Duration) error {
 	if f.path == "" {
 		return nil
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	deadline := time.Now().Add(retry)
-	named := map[string]bool{}
+	named := make(map[string]bool, len(list))
 	for _, r := range list {
 		named[r.ID] = true
-		f.owned[r.ID] = true // owned from the first try on, so a failed load's rules are cleaned up later
-		if err := retrying(ctx, deadline, func() error { _, err := f.store.SetRule(r); return err }); err != nil {
-			return fmt.Errorf("rules file %s: rule %q: %w", f.path, r.ID, err)
-		}
 	}
 	var gone []string
 	for id := range f.owned {
@@ -104,23 +103,31 @@ func (f *fileRules) load(ctx context.Context, list []rules.Rule, retry time.Dura
 		}
 	}
 	sort.Strings(gone)
-	for _, id := range gone {
-		if err := retrying(ctx, deadline, func() error { _, err := f.store.DeleteRule(id); return err }); err != nil {
-			return fmt.Errorf("rules file %s: delete rule %q: %w", f.path, id, err)
+	start := time.Now()
+	var res rules.ChangeResult
+	err := retrying(ctx, start.Add(retry), func() (err error) {
+		res, err = f.store.ChangeRules(rules.Change{Set: list, Delete: gone})
+		return err
+	})
+	if err != nil {
+		for id := range named { // the change may have been made (an unknown outcome): the next load cleans up after it
+			f.owned[id] = true
 		}
-		delete(f.owned, id)
+		return fmt.Errorf("rules file %s: not loaded: %w", f.path, err)
 	}
+	f.owned = named
 	if err := f.writeRecord(); err != nil {
 		return err
 	}
-	f.log.Info("rules loaded", "file", f.path, "rules", len(list), "deleted", len(gone))
+	f.log.Info("rules loaded", "file", f.path, "rules", len(list), "added", res.Added, "replaced", res.Replaced,
+		"deleted", res.Deleted, "took", time.Since(start).Round(time.Millisecond))
 	return nil
 }
 
 // reload reads the file again and loads it; a file that does not read or
 // validate changes nothing.
 func (f *fileRules) reload(ctx context.Context, retry time.Duration) error {
-	list, err := readRules(f.path, f.maxLogLimit)
+	list, err := readRules(f.path, f.maxLogLimit, f.maxBytes)
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,36 @@ func maxBuffered(maxMemory int64) int64 {
 	return max(min(server.DefaultMaxBuffered, maxMemory/4), 2*server.DefaultMaxRequest)
 }
 
+// blockCost is what --max-blocks's default takes a block to cost: a bit
+// more than rules.BlockBytes of a block a rule makes (its identifier,
+// rule id and reason, about 200 bytes).
+const blockCost = 256
+
+// defaultMaxBlocks is --max-blocks without a --maxmemory.
+const defaultMaxBlocks = 1_000_000
+
+// maxBlocks returns the bound on blocks: --max-blocks, or if 0, as many
+// as a quarter of --maxmemory holds (at least 1000), or defaultMaxBlocks
+// without one.
+func maxBlocks(cfg Config) int {
+	switch {
+	case cfg.MaxBlocks > 0:
+		return cfg.MaxBlocks
+	case cfg.MaxMemory > 0:
+		return int(max(1000, cfg.MaxMemory/4/blockCost))
+	}
+	return defaultMaxBlocks
+}
+
+// warnBlocks warns when --max-blocks lets blocks take more than half of
+// --maxmemory: the keys would be evicted to make room for them.
+func warnBlocks(cfg Config, log *slog.Logger) {
+	if n := int64(maxBlocks(cfg)); cfg.MaxMemory > 0 && n*blockCost > cfg.MaxMemory/2 {
+		log.Warn("--max-blocks lets blocks take more than half of --maxmemory; keys are evicted to make room for them",
+			"max_blocks", n, "bytes_at_the_bound", n*blockCost, "maxmemory", cfg.MaxMemory)
+	}
+}
+
 // limitHeap sets the Go runtime's soft memory limit a little above
 // --maxmemory (an eighth more, and 32 MiB for the runtime and the rest),
 // so that the garbage collector works harder rather than let the heap

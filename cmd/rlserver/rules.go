@@ -4,10 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rlserver/rlserver/httpapi"
+	"github.com/rlserver/rlserver/internal/boundedfile"
 	"github.com/rlserver/rlserver/internal/clientid"
 	"github.com/rlserver/rlserver/rules"
 )
@@ -15,14 +16,21 @@ import (
 // readRules reads and validates the --rules file, if any, before anything
 // else starts, so that a bad file stops the server without touching its
 // data directory. Errors name the file, the rule (position, line, id) and
-// the field.
-func readRules(path string, maxLogLimit int64) ([]rules.Rule, error) {
+// the field. The file is read with bounds (boundedfile): at most maxBytes
+// (--max-config-bytes), and a FIFO or device that does not end within
+// configWait is given up; a file that holds no list of rules (empty, or
+// comments only: a file caught half-written) is refused rather than read
+// as "no rules" — `[]` says that.
+func readRules(path string, maxLogLimit, maxBytes int64) ([]rules.Rule, error) {
 	if path == "" {
 		return nil, nil
 	}
-	data, err := os.ReadFile(path)
+	data, err := boundedfile.Read(path, maxBytes, configWait)
+	if errors.Is(err, boundedfile.ErrTooLarge) {
+		return nil, fmt.Errorf("rules file %s: %w (--max-config-bytes %d): raise --max-config-bytes to load it", path, err, maxBytes)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("rules file: %w", err)
+		return nil, fmt.Errorf("rules file %s: %w", path, err)
 	}
 	list, err := rules.LoadYAML(data, maxLogLimit)
 	if err != nil {
@@ -30,6 +38,11 @@ func readRules(path string, maxLogLimit int64) ([]rules.Rule, error) {
 	}
 	return list, nil
 }
+
+// configWait bounds how long reading a --rules or --envoy-config file may
+// take: a FIFO whose writer never finishes must not hold the reloads (and
+// a SIGTERM behind them) forever.
+const configWait = 5 * time.Second
 
 // httpConfig wires the HTTP API to the node's state, metrics (those of
 // the RESP server, which counts HTTP checks with its own) and log.

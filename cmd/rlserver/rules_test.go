@@ -91,6 +91,8 @@ func TestBadRulesFile(t *testing.T) {
 		{"wrong type", "- id: a\n  limit: five\n", `limit: has the wrong type (line 2: want an integer, got "five")`},
 		{"duplicate id", goodRules + goodRules, `rule 3 (line 17, id "free-users"): rule already exists`},
 		{"not a list", "id: a\n", "line 1: want a list of rules"},
+		{"empty", "", "the file holds no list of rules: it is empty or only comments (write [] for a file with no rules)"},
+		{"comments only", "# the rules\n\n# none yet\n", "the file holds no list of rules"},
 	}
 	for _, tt := range tests {
 		path := writeFile(t, tt.content)
@@ -129,9 +131,9 @@ func TestBadRulesFileExitsNonZero(t *testing.T) {
 // TestShippedRulesFile: examples/rules.yaml, which the README uses, loads.
 func TestShippedRulesFile(t *testing.T) {
 	store := shards.New(1)
-	list, err := readRules("../../examples/rules.yaml", 10000)
+	list, err := readRules("../../examples/rules.yaml", 10000, DefaultMaxConfigBytes)
 	if err == nil {
-		fr, _ := newFileRules("../../examples/rules.yaml", 10000, store, "", slog.New(slog.DiscardHandler))
+		fr, _ := newFileRules("../../examples/rules.yaml", 10000, DefaultMaxConfigBytes, store, "", slog.New(slog.DiscardHandler))
 		err = fr.load(context.Background(), list, 0)
 	}
 	if err != nil {

@@ -45,10 +45,14 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 	var connMem atomic.Int64 // the server's connection buffers, which --maxmemory counts
 	policy, _ := shards.ParsePolicy(cfg.MaxMemoryPolicy)
 	limitHeap(cfg.MaxMemory, log)
+	warnBlocks(cfg, log)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	registerMaxMemory(reg, cfg.MaxMemory)
-	fileRules, err := readRules(cfg.RulesFile, cfg.MaxLogLimit)
+	if cfg.MaxConfigBytes <= 0 {
+		cfg.MaxConfigBytes = DefaultMaxConfigBytes // a Config made without loadConfig
+	}
+	fileRules, err := readRules(cfg.RulesFile, cfg.MaxLogLimit, cfg.MaxConfigBytes)
 	if err != nil {
 		return err
 	}
@@ -64,7 +68,8 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 	}
 	clk := newNodeClock(wall, log)
 	clk.register(reg)
-	st, err := openState(ctx, &cfg, clk, shards.Options{Shards: cfg.Shards, MaxMemory: cfg.MaxMemory, Policy: policy, Other: &connMem}, reg, log)
+	st, err := openState(ctx, &cfg, clk, shards.Options{Shards: cfg.Shards, MaxMemory: cfg.MaxMemory, Policy: policy, Other: &connMem,
+		MaxBlocks: maxBlocks(cfg)}, reg, log)
 	if err != nil {
 		return err
 	}
@@ -75,7 +80,7 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 			st.close(context.Background(), log)
 		}
 	}()
-	fr, err := newFileRules(cfg.RulesFile, cfg.MaxLogLimit, st.lim, cfg.DataDir, log)
+	fr, err := newFileRules(cfg.RulesFile, cfg.MaxLogLimit, cfg.MaxConfigBytes, st.lim, cfg.DataDir, log)
 	if err != nil {
 		return err
 	}

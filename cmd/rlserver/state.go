@@ -8,6 +8,7 @@ import (
 	"net"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,6 +24,7 @@ type limiter interface {
 	server.Limiter
 	server.RuleStore
 	CreateRule(r rules.Rule) error
+	ChangeRules(ch rules.Change) (rules.ChangeResult, error)
 }
 
 // state is the node's key state and how to stop it.
@@ -153,6 +155,7 @@ func openCluster(ctx context.Context, cfg Config, clk *nodeClock, opts shards.Op
 		}
 	}
 	dur := durability(cfg, clk, reg, log)
+	var blockBytes atomic.Int64 // the meta group's blocks, which every store counts its share of
 	cl, err := cluster.OpenCluster(ctx, cluster.ClusterConfig{
 		Storage: disk, NodeID: disk.NodeID, RaftAddr: cfg.RaftAddr, RaftAdvertise: cfg.RaftAdvertise, Secret: cfg.AdminToken,
 		RESPAddr: resp, HTTPAddr: httpAddr,
@@ -161,8 +164,10 @@ func openCluster(ctx context.Context, cfg Config, clk *nodeClock, opts shards.Op
 			per := opts
 			per.Shards = max(16, opts.Shards/hosted)
 			per.MaxMemory = opts.MaxMemory / int64(hosted)
+			per.Held = func() int64 { return blockBytes.Load() / int64(hosted) }
 			return shards.NewStore(per)
 		},
+		MaxBlocks: opts.MaxBlocks, BlockBytes: &blockBytes,
 		Durability: dur, Join: joinVia(cfg),
 		HeartbeatTimeout: cfg.HeartbeatTimeout, ElectionTimeout: cfg.ElectionTimeout,
 		LeaderLeaseTimeout: cfg.LeaderLeaseTimeout,

@@ -1,15 +1,14 @@
 package main
 
 import (
-	"cmp"
 	"context"
-	"slices"
 	"time"
 
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/httpapi"
 	"github.com/rlserver/rlserver/rules"
 	"github.com/rlserver/rlserver/server"
+	"github.com/rlserver/rlserver/shards"
 	"github.com/rlserver/rlserver/statuspage"
 )
 
@@ -17,7 +16,7 @@ import (
 // provide; nil ones show as "none". Hot keys and blocks plug in here.
 type statusHooks struct {
 	HotKeys func(n int) []statuspage.HotKey
-	Blocks  func() []statuspage.Block
+	Blocks  func(n int) ([]statuspage.Block, int, uint64)
 }
 
 // startStatus starts sampling srv's check counters once a second until ctx
@@ -72,20 +71,23 @@ func statusHotKeys(lim any, now func() int64) func(n int) []statuspage.HotKey {
 }
 
 // statusBlocks is the status page's blocks hook over lim's blocks (nil if
-// lim keeps none): the live ones, nearest to their end first.
-func statusBlocks(lim any, now func() int64) func() []statuspage.Block {
-	bs, ok := lim.(interface{ ActiveBlocks(now int64) []rules.Block })
+// lim keeps none): the newest live ones, made last first, and the counts.
+func statusBlocks(lim any, now func() int64) func(n int) ([]statuspage.Block, int, uint64) {
+	bs, ok := lim.(interface {
+		NewestBlocks(n int, now int64) ([]rules.Block, int)
+		BlockStats(now int64) shards.BlockStats
+	})
 	if !ok {
 		return nil
 	}
-	return func() []statuspage.Block {
-		all := bs.ActiveBlocks(now())
-		out := make([]statuspage.Block, len(all))
-		for i, b := range all {
+	return func(n int) ([]statuspage.Block, int, uint64) {
+		at := now()
+		newest, active := bs.NewestBlocks(n, at)
+		out := make([]statuspage.Block, len(newest))
+		for i, b := range newest {
 			out[i] = statuspage.Block{Identifier: b.Identifier, TTLMillis: b.TTL.Milliseconds(), Reason: b.Reason, Rule: b.Rule}
 		}
-		slices.SortFunc(out, func(a, b statuspage.Block) int { return cmp.Compare(a.TTLMillis, b.TTLMillis) })
-		return out
+		return out, active, bs.BlockStats(at).Dropped
 	}
 }
 

@@ -3,8 +3,11 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/rlserver/rlserver/engine"
 )
@@ -227,4 +230,41 @@ descriptors:
     value: 5
     descriptors:
 `)
+}
+
+// TestLoadBounded: a file, or a directory's files together, larger than
+// MaxBytes is refused naming the file; /dev/zero (a path that never ends)
+// is refused at the bound with little memory; a FIFO with no writer reads
+// as empty, which is refused as an empty file, at once.
+func TestLoadBounded(t *testing.T) {
+	dir := t.TempDir()
+	one := "domain: one\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1}\n"
+	two := strings.Replace(one, "one", "two", 1)
+	os.WriteFile(filepath.Join(dir, "a.yaml"), []byte(one), 0o644)
+	os.WriteFile(filepath.Join(dir, "b.yaml"), []byte(two), 0o644)
+	if _, err := Load(dir, Options{MaxBytes: int64(len(one) + len(two))}); err != nil {
+		t.Fatalf("within the bound: %v", err)
+	}
+	_, err := Load(dir, Options{MaxBytes: int64(len(one) + len(two) - 1)})
+	if err == nil || !strings.Contains(err.Error(), "b.yaml") || !strings.Contains(err.Error(), "--max-config-bytes") {
+		t.Fatalf("the files together over the bound: %v", err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err = Load("/dev/zero", Options{MaxBytes: 1 << 20})
+	runtime.ReadMemStats(&after)
+	if err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Fatalf("/dev/zero: %v", err)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 8<<20 {
+		t.Fatalf("/dev/zero with a 1 MiB bound allocated %d bytes", grew)
+	}
+	fifo := filepath.Join(t.TempDir(), "fifo.yaml")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, err := Load(fifo, Options{}); err == nil || !strings.Contains(err.Error(), "empty") || time.Since(start) > 2*time.Second {
+		t.Fatalf("a FIFO with no writer: %v after %s", err, time.Since(start))
+	}
 }

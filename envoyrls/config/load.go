@@ -1,28 +1,43 @@
 package config
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rlserver/rlserver/internal/boundedfile"
 )
 
 // Load reads path, a YAML file or a directory whose *.yaml and *.yml files
 // (not its subdirectories) are read in name order, into a new Config. The
 // first error, an *Error naming the file, line and field, is returned.
+// Files are read with bounds (boundedfile): at most opt.MaxBytes in all, and
+// a FIFO or device that does not end soon is given up.
 func Load(path string, opt Options) (*Config, error) {
 	files, err := Files(path)
 	if err != nil {
 		return nil, err
 	}
+	limit := opt.MaxBytes
+	if limit <= 0 {
+		limit = DefaultMaxBytes
+	}
+	left := limit
 	cfg := Empty()
 	for _, f := range files {
-		data, err := os.ReadFile(f)
+		data, err := boundedfile.Read(f, left, readWait)
+		if errors.Is(err, boundedfile.ErrTooLarge) {
+			return nil, &Error{File: f, Msg: fmt.Sprintf("%v: the configuration is larger than --max-config-bytes (%d bytes in all); raise it to load this one", err, limit)}
+		}
 		if err != nil {
 			return nil, &Error{File: f, Msg: err.Error()}
 		}
+		left -= int64(len(data))
 		if err := Parse(cfg, f, data, opt); err != nil {
 			return nil, err
 		}

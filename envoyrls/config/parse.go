@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rlserver/rlserver/engine"
 	"gopkg.in/yaml.v3"
@@ -15,7 +16,17 @@ type Options struct {
 	// MaxLogLimit caps requests_per_unit for the log algorithm (the
 	// server's --max-log-limit); 0 is 10000.
 	MaxLogLimit int64
+	// MaxBytes bounds what Load reads: a file, or a directory's files
+	// together (the server's --max-config-bytes); 0 is DefaultMaxBytes.
+	MaxBytes int64
 }
+
+// DefaultMaxBytes is Options.MaxBytes's default: 4 MiB.
+const DefaultMaxBytes = 4 << 20
+
+// readWait bounds how long Load waits for a file to end (a FIFO whose
+// writer never closes it).
+const readWait = 5 * time.Second
 
 // parser reads one file into a Config.
 type parser struct {

@@ -103,7 +103,14 @@ function hotkeys(list) {
   });
 }
 
-function blocks(list) {
+// blocks shows the newest blocks and the summary of all of them: a node
+// may hold a million, of which /v1/stats sends the newest few.
+function blocks(list, sum) {
+  let text = fmt(sum.active) + " blocked";
+  if (sum.hidden) text += "; their identifiers and reasons need the admin token";
+  else if (sum.active > sum.shown) text += "; the newest " + fmt(sum.shown) + " shown";
+  if (sum.dropped) text += "; " + fmt(sum.dropped) + " dropped to keep within --max-blocks";
+  $("blocks-summary").textContent = text;
   fill("blocks", list, 4, (tb, b) => {
     row(tb, [[b.identifier, "identifier"], [duration(Math.ceil(b.ttl_ms / 1000)), "num ttl"],
       b.reason || "–", b.rule || "by hand"], {"data-identifier": b.identifier});
@@ -147,7 +154,7 @@ function show(s) {
   chart("chart-denied", s.series, s.series.denied, "denied-now", "denied-max");
   rules(s.rules);
   hotkeys(s.hotkeys);
-  blocks(s.blocks);
+  blocks(s.blocks, s.block_summary);
   cluster(s.cluster);
   lastOK = Date.now();
   $("updated").textContent = "updated " + new Date(s.time_unix_ms).toLocaleTimeString();
