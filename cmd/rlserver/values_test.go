@@ -9,7 +9,20 @@ import (
 
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
+	ulimiter "github.com/ulule/limiter/v3"
+	ulredis "github.com/ulule/limiter/v3/drivers/store/redis"
 )
+
+// ulule returns an ulule/limiter of 100 an hour on p's Redis store, as its
+// users build it (the store runs SCRIPT LOAD when it is made).
+func ulule(t *testing.T, p *proc) *ulimiter.Limiter {
+	t.Helper()
+	store, err := ulredis.NewStore(p.client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ulimiter.New(store, ulimiter.Rate{Period: time.Hour, Limit: 100})
+}
 
 // A limiter script of the shape tutorials teach: a sliding log in a sorted
 // set, its time passed in ARGV, every key it touches in KEYS.
@@ -22,8 +35,9 @@ redis.call('ZADD', KEYS[1], now, ARGV[4])
 redis.call('PEXPIRE', KEYS[1], window)
 return {1, n + 1}`
 
-// TestRestartKeepsValues: what scripts and plain commands wrote to Redis
-// values — strings, lists, hashes, sorted sets and their expiries —
+// TestRestartKeepsValues: what scripts (a sliding log, go-redis/redis_rate,
+// ulule/limiter) and plain commands wrote to Redis values — strings,
+// lists, hashes, sorted sets and their expiries —
 // survives SIGTERM in fast mode and kill -9 in strong mode, as limiter
 // state does: the data directory's log and snapshots carry them.
 func TestRestartKeepsValues(t *testing.T) {
@@ -37,6 +51,16 @@ func TestRestartKeepsValues(t *testing.T) {
 			if err != nil || v[0] != int64(1) {
 				t.Fatalf("round %d, EVALSHA %d: %v %v", round, i, v, err)
 			}
+		}
+		// go-redis/redis_rate and ulule/limiter as their users call them.
+		rl := redis_rate.NewLimiter(p.client)
+		for i := 0; i < 2; i++ {
+			if res, err := rl.Allow(ctx, "rate", redis_rate.Limit{Rate: 10, Burst: 10, Period: time.Hour}); err != nil || res.Allowed != 1 {
+				t.Fatalf("round %d: redis_rate Allow: %+v %v", round, res, err)
+			}
+		}
+		if _, err := ulule(t, p).Get(ctx, "u"); err != nil {
+			t.Fatalf("round %d: ulule Get: %v", round, err)
 		}
 		p.do("INCRBY", "count", 5)
 		p.do("RPUSH", "list", round)
@@ -62,6 +86,14 @@ func TestRestartKeepsValues(t *testing.T) {
 		}
 		if pttl := p.do("PTTL", "log").(int64); pttl < 86000000 {
 			t.Errorf("after %d rounds: PTTL log = %d, want about a day", rounds, pttl)
+		}
+		res, err := redis_rate.NewLimiter(p.client).AllowN(ctx, "rate", redis_rate.Limit{Rate: 10, Burst: 10, Period: time.Hour}, 0)
+		if err != nil || res.Remaining != 10-2*rounds {
+			t.Errorf("after %d rounds: redis_rate remaining %+v %v, want %d", rounds, res, err, 10-2*rounds)
+		}
+		c, err := ulule(t, p).Peek(ctx, "u")
+		if err != nil || c.Remaining != 100-int64(rounds) {
+			t.Errorf("after %d rounds: ulule Peek %+v %v, want %d remaining", rounds, c, err, 100-rounds)
 		}
 	}
 	p := startProc(t, bin, dir)
