@@ -97,7 +97,10 @@ func (m *metrics) count(domain, key string, sl *slot, shadow, charged bool, rati
 	}
 	used := limit - float64(max(sl.result.Remaining, 0))
 	before, after := used, used+hits
-	if charged && sl.result.Allowed && sl.op >= 0 {
+	switch {
+	case sl.counted:
+		limit, before, after = float64(sl.limit.RequestsPerUnit), float64(sl.before), float64(sl.after)
+	case charged && sl.result.Allowed && sl.op >= 0:
 		before, after = used-hits, used
 	}
 	near := math.Floor(limit * ratio)

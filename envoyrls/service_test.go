@@ -151,10 +151,29 @@ func TestUnlimitedZeroAndShadow(t *testing.T) {
 	want(t, "shadow 2", resp.Statuses[0], ok, 0, 43)
 }
 
-// TestOverallAndAllOrNothing: one descriptor over makes the whole request
-// OVER_LIMIT, and a denied request charges none of its descriptors.
-func TestOverallAndAllOrNothing(t *testing.T) {
+// TestOverallAndEach: one descriptor over makes the whole request
+// OVER_LIMIT, and by default every descriptor is charged all the same, as
+// envoyproxy/ratelimit charges them; a counter named twice is charged in
+// turn.
+func TestOverallAndEach(t *testing.T) {
 	r := startRLS(t, semantics, envoyrls.ServerOptions{})
+	r.ask("api", desc("remote_address", "a"), desc("remote_address", "10.0.0.9"))
+	resp := r.ask("api", desc("remote_address", "a"), desc("remote_address", "10.0.0.9"))
+	if resp.OverallCode != over {
+		t.Fatalf("second: %v", resp)
+	}
+	want(t, "a, charged", resp.Statuses[0], ok, 1, 43)
+	want(t, "10.0.0.9", resp.Statuses[1], over, 0, 43)
+	want(t, "a alone", r.ask("api", desc("remote_address", "a")).Statuses[0], ok, 0, 43)
+	resp = r.ask("api", desc("remote_address", "c"), desc("remote_address", "c"))
+	want(t, "same counter, first", resp.Statuses[0], ok, 2, 43)
+	want(t, "same counter, second", resp.Statuses[1], ok, 1, 43)
+}
+
+// TestOverallAndAllOrNothing: with ChargeAllOrNothing, a denied request
+// charges none of its descriptors.
+func TestOverallAndAllOrNothing(t *testing.T) {
+	r := startRLS(t, semantics, envoyrls.ServerOptions{}, allOrNothing)
 	resp := r.ask("api", desc("remote_address", "a"), desc("remote_address", "10.0.0.9"))
 	if resp.OverallCode != ok {
 		t.Fatalf("first: %v", resp)
@@ -205,7 +224,11 @@ func TestHitsAddend(t *testing.T) {
 	want(t, "descriptor hits 2 over", r.ask("api", d).Statuses[0], over, 0, 43)
 	d.HitsAddend = wrapperspb.UInt64(1)
 	resp, _ = r.call(&pb.RateLimitRequest{Domain: "api", HitsAddend: 5, Descriptors: []*rlpb.RateLimitDescriptor{d}})
-	want(t, "descriptor hits 1 beats request's 5", resp.Statuses[0], ok, 0, 43)
+	// The refused 2 were charged (the reference's INCRBY): 1 more is over.
+	want(t, "descriptor hits 1 beats request's 5", resp.Statuses[0], over, 0, 43)
+	d.HitsAddend = wrapperspb.UInt64(0)
+	resp, _ = r.call(&pb.RateLimitRequest{Domain: "api", HitsAddend: 5, Descriptors: []*rlpb.RateLimitDescriptor{d}})
+	want(t, "descriptor hits 0 beats request's 5", resp.Statuses[0], over, 0, 43)
 }
 
 // TestLimitOverride: a descriptor's own limit applies instead of the
@@ -265,8 +288,9 @@ func TestAlgorithmsAndSeveralLimits(t *testing.T) {
 		t.Fatalf("both over the second: %v", st)
 	}
 	r.clock.Advance(time.Second)
-	for i := 0; i < 2; i++ {
-		if st := r.ask("api", desc("both", "x")).Statuses[0]; st.Code != ok || st.CurrentLimit.Name != "per-hour" || st.LimitRemaining != uint32(1-i) {
+	// The hour was charged with the request over the second too.
+	for i := 0; i < 1; i++ {
+		if st := r.ask("api", desc("both", "x")).Statuses[0]; st.Code != ok || st.CurrentLimit.Name != "per-hour" || st.LimitRemaining != uint32(0-i) {
 			t.Fatalf("both, next second %d: %v", i, st)
 		}
 	}
@@ -370,7 +394,7 @@ descriptors:
 		// Fixed windows share the reference's counter.
 		{[]*rlpb.RateLimitDescriptor{desc("u", "bob_a_x")}, []uint32{9}},
 		{[]*rlpb.RateLimitDescriptor{desc("u", "bob", "a", "x")}, []uint32{8}},
-		{[]*rlpb.RateLimitDescriptor{desc("u", "bob_a_x"), desc("u", "bob", "a", "x")}, []uint32{6, 6}},
+		{[]*rlpb.RateLimitDescriptor{desc("u", "bob_a_x"), desc("u", "bob", "a", "x")}, []uint32{7, 6}},
 	} {
 		resp := r.ask("kc", step.descs...)
 		for j, w := range step.want {

@@ -46,7 +46,9 @@ func startRLS(ctx context.Context, cfg Config, st *state, reg prometheus.Registe
 	if cfg.GRPC == "" && cfg.EnvoyConfig == "" {
 		return f, nil
 	}
-	ec := envoyrls.Config{Limiter: st.store, Registerer: reg, Logger: log, MaxKeyBytes: cfg.MaxKeyBytes, Clock: st.now}
+	charging, _ := envoyrls.ParseCharging(cfg.EnvoyCharging) // validated
+	ec := envoyrls.Config{Limiter: st.store, Registerer: reg, Logger: log, MaxKeyBytes: cfg.MaxKeyBytes, Clock: st.now,
+		Charging: charging}
 	switch {
 	case st.cl != nil:
 		ec.Limiter, ec.Durable = st.cl, st.cl
