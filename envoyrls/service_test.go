@@ -344,7 +344,7 @@ func gather(t *testing.T, r *rls) map[string]float64 {
 	}
 	out := map[string]float64{}
 	for _, mf := range mfs {
-		name := strings.TrimPrefix(mf.GetName(), "ratelimit_service_rate_limit_")
+		name := strings.TrimPrefix(strings.TrimPrefix(mf.GetName(), "ratelimit_service_rate_limit_"), "rlserver_rls_rate_limit_")
 		for _, m := range mf.GetMetric() {
 			for _, l := range m.GetLabel() {
 				if l.GetName() == "key" || (name == "domain_not_found" && l.GetName() == "domain") {

@@ -1,0 +1,89 @@
+package reftest
+
+import (
+	"bufio"
+	"net/http"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// scrape returns s's exposition lines (no comments) that start with one
+// of prefixes.
+func scrape(t *testing.T, s *side, prefixes ...string) []string {
+	t.Helper()
+	resp, err := http.Get(s.metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out []string
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		for _, p := range prefixes {
+			if strings.HasPrefix(line, p) {
+				out = append(out, line)
+				break
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestMetricsNames: after the same traffic, the reference's Prometheus
+// series of the descriptors (names, labels, values) and of its
+// configuration loads are among rlserver's.
+func TestMetricsNames(t *testing.T) {
+	yaml := `domain: met
+descriptors:
+  - key: a
+    rate_limit: {unit: minute, requests_per_unit: 5}
+  - key: t
+    value: acme
+    descriptors:
+      - key: u
+        rate_limit: {unit: minute, requests_per_unit: 2}
+  - key: s
+    shadow_mode: true
+    rate_limit: {unit: minute, requests_per_unit: 1}
+` + probe
+	awayFromBoundary(t, 20*time.Second)
+	p := startPair(t, "met", yaml, opts{})
+	var steps []step
+	for i := 0; i < 7; i++ {
+		steps = append(steps, step{"a", req("met", desc("a", "1")), nil})
+	}
+	for i := 0; i < 3; i++ {
+		steps = append(steps, step{"t.u", req("met", desc("t", "acme", "u", "x")), nil})
+		steps = append(steps, step{"s", req("met", desc("s", "1")), nil})
+	}
+	p.run(steps...)
+	prefixes := []string{"ratelimit_service_rate_limit_", "ratelimit_service_config_load_"}
+	var ref []string
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		// The reference's stats reach its exporter when they are flushed.
+		ref = scrape(t, p.ref, prefixes...)
+		if strings.Contains(strings.Join(ref, "\n"), `ratelimit_service_rate_limit_total_hits{domain="met",key1="a"} 7`) {
+			break
+		}
+	}
+	ours := map[string]bool{}
+	for _, l := range scrape(t, p.ours, prefixes...) {
+		ours[l] = true
+	}
+	t.Logf("the reference's series:\n%s", strings.Join(ref, "\n"))
+	var missing []string
+	for _, l := range ref {
+		if !ours[l] {
+			missing = append(missing, l)
+		}
+	}
+	if len(ref) == 0 || len(missing) > 0 {
+		t.Fatalf("rlserver lacks %d of the reference's %d series:\n%s\nrlserver's:\n%s", len(missing), len(ref),
+			strings.Join(missing, "\n"), strings.Join(scrape(t, p.ours, prefixes...), "\n"))
+	}
+}
