@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -35,6 +36,7 @@ type gate struct {
 	tokens     []string
 	msgTimeout time.Duration
 	refused    *prometheus.CounterVec // nil counts nothing
+	requests   *prometheus.CounterVec // {grpc_method}: the calls served; nil counts nothing
 
 	mu      sync.Mutex
 	pools   [2]pool     // [0] calls without a token, [1] with
@@ -230,8 +232,11 @@ type callKey struct{}
 
 // unary records the arrival of a unary call's message: its interceptor
 // runs once the message is read.
-func (g *gate) unary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+func (g *gate) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	g.arrived(ctx)
+	if g.requests != nil && info.FullMethod == pb.RateLimitService_ShouldRateLimit_FullMethodName {
+		g.requests.WithLabelValues("ShouldRateLimit").Inc()
+	}
 	return handler(ctx, req)
 }
 
