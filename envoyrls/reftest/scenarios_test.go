@@ -291,3 +291,21 @@ descriptors:
 	p.waitProbe(p.ours, "rel", 999)
 	p.run(step{"hour 1", a, nil}, step{"hour 2", a, nil})
 }
+
+// TestSecondRollover: a second's window rolls over alike (a counter
+// charged past its limit in one second starts afresh in the next).
+func TestSecondRollover(t *testing.T) {
+	yaml := `domain: roll
+descriptors:
+  - key: a
+    rate_limit: {unit: second, requests_per_unit: 2}
+` + probe
+	awayFromBoundary(t, 10*time.Second)
+	p := startPair(t, "roll", yaml, opts{})
+	a := req("roll", desc("a", "1"))
+	for round := 0; round < 2; round++ {
+		// Start early in a second, so that the round's requests share it.
+		time.Sleep(time.Second - time.Duration(time.Now().UnixNano()%int64(time.Second)) + 20*time.Millisecond)
+		p.run(step{"1st", a, nil}, step{"2nd", a, nil}, step{"3rd over", a, nil}, step{"4th over", a, nil})
+	}
+}
