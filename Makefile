@@ -62,7 +62,7 @@ lint: ## gofmt and go vet
 docker: build ## build the rlserver image FROM scratch around bin/rlserver
 	docker build -t rlserver:$(VERSION) -t rlserver:latest .
 
-compose: build ## three cluster nodes in containers (docker-compose.yml): RESP 127.0.0.1:7001-7003, HTTP 8001-8003
+compose: build ## three cluster nodes in containers (docker-compose.yml): RESP 127.0.0.1:7001-7003, HTTP 8001-8003, gRPC 9001-9003
 	$(COMPOSE) up --build -d
 
 compose-down: ## stop and remove the compose cluster (its data volumes stay: docker-compose down -v forgets them)
