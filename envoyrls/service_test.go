@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/rlserver/rlserver/envoyrls"
+	"github.com/rlserver/rlserver/envoyrls/config"
 )
 
 const semantics = `domain: api
@@ -403,4 +404,71 @@ descriptors:
 			}
 		}
 	}
+}
+
+// chargingYAML has two fixed windows for the charging tests.
+const chargingYAML = `domain: ch
+descriptors:
+  - key: a
+    rate_limit: {unit: minute, requests_per_unit: 10}
+  - key: b
+    rate_limit: {unit: minute, requests_per_unit: 2}
+`
+
+// TestStopWhenOver: envoyproxy/ratelimit's STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT:
+// when a descriptor would go over, only those that would are charged.
+func TestStopWhenOver(t *testing.T) {
+	r := startRLS(t, chargingYAML, envoyrls.ServerOptions{}, func(c *envoyrls.Config) { c.Charging = envoyrls.ChargeStopWhenOver })
+	r.ask("ch", desc("a", "1"), desc("b", "1"))
+	r.ask("ch", desc("a", "1"), desc("b", "1"))
+	resp := r.ask("ch", desc("a", "1"), desc("b", "1"))
+	want(t, "a, not charged", resp.Statuses[0], ok, 8, 43)
+	want(t, "b over", resp.Statuses[1], over, 0, 43)
+	want(t, "a alone", r.ask("ch", desc("a", "1")).Statuses[0], ok, 7, 43)
+	// Nothing would go over: every descriptor is charged.
+	resp = r.ask("ch", desc("a", "1"), desc("b", "2"))
+	want(t, "a with b2", resp.Statuses[0], ok, 6, 43)
+	want(t, "b2", resp.Statuses[1], ok, 1, 43)
+}
+
+// TestOverrideSharesCounter: a limit override of the configured window
+// charges the configured limit's counter; another window has its own.
+func TestOverrideSharesCounter(t *testing.T) {
+	r := startRLS(t, chargingYAML, envoyrls.ServerOptions{})
+	for i := 0; i < 3; i++ {
+		r.ask("ch", desc("a", "1"))
+	}
+	d := desc("a", "1")
+	d.Limit = &rlpb.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 10, Unit: typev3.RateLimitUnit_MINUTE}
+	want(t, "override, same window", r.ask("ch", d).Statuses[0], ok, 6, 43)
+	d.Limit = &rlpb.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 10, Unit: typev3.RateLimitUnit_HOUR}
+	want(t, "override, an hour", r.ask("ch", d).Statuses[0], ok, 9, rest(3600))
+	want(t, "configured after", r.ask("ch", desc("a", "1")).Statuses[0], ok, 5, 43)
+}
+
+// TestNoEntries: a descriptor without entries answers OK with no limit,
+// beside others that are counted.
+func TestNoEntries(t *testing.T) {
+	r := startRLS(t, chargingYAML, envoyrls.ServerOptions{})
+	resp := r.ask("ch", desc(), desc("a", "1"))
+	if st := resp.Statuses[0]; st.Code != ok || st.CurrentLimit != nil || st.LimitRemaining != 0 {
+		t.Fatalf("no entries: %v", st)
+	}
+	want(t, "a beside", resp.Statuses[1], ok, 9, 43)
+}
+
+// TestWindowChangeIsNewCounter: a reload that makes a window longer
+// starts a new counter, as the reference's keys (which end with the
+// window's start) do.
+func TestWindowChangeIsNewCounter(t *testing.T) {
+	r := startRLS(t, chargingYAML, envoyrls.ServerOptions{})
+	for i := 0; i < 4; i++ {
+		r.ask("ch", desc("a", "1"))
+	}
+	c := config.Empty()
+	if err := config.Parse(c, "test.yaml", []byte(strings.Replace(chargingYAML, "unit: minute, requests_per_unit: 10", "unit: hour, requests_per_unit: 10", 1)), config.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	r.svc.SetConfig(c)
+	want(t, "an hour now", r.ask("ch", desc("a", "1")).Statuses[0], ok, 9, rest(3600))
 }
