@@ -37,6 +37,7 @@ type gate struct {
 	msgTimeout time.Duration
 	refused    *prometheus.CounterVec // nil counts nothing
 	requests   *prometheus.CounterVec // {grpc_method}: the calls served; nil counts nothing
+	latency    *prometheus.HistogramVec
 
 	mu      sync.Mutex
 	pools   [2]pool     // [0] calls without a token, [1] with
@@ -234,10 +235,14 @@ type callKey struct{}
 // runs once the message is read.
 func (g *gate) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	g.arrived(ctx)
-	if g.requests != nil && info.FullMethod == pb.RateLimitService_ShouldRateLimit_FullMethodName {
-		g.requests.WithLabelValues("ShouldRateLimit").Inc()
+	if g.requests == nil || info.FullMethod != pb.RateLimitService_ShouldRateLimit_FullMethodName {
+		return handler(ctx, req)
 	}
-	return handler(ctx, req)
+	start := time.Now()
+	resp, err := handler(ctx, req)
+	g.requests.WithLabelValues("ShouldRateLimit").Inc()
+	g.latency.WithLabelValues("ShouldRateLimit").Observe(time.Since(start).Seconds())
+	return resp, err
 }
 
 // stream records the arrival of a streaming call's first message.

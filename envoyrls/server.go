@@ -110,7 +110,10 @@ func NewGRPCServer(svc *Service, o ServerOptions) *grpc.Server {
 		g.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ratelimit_service_total_requests",
 			Help: "gRPC calls of the rate limit service by method, as envoyproxy/ratelimit counts them (its Prometheus name)."},
 			[]string{"grpc_method"})
-		o.Registerer.MustRegister(g.refused, g.requests)
+		g.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "ratelimit_service_response_time_seconds",
+			Help:    "Time to answer a gRPC call of the rate limit service, by method (envoyproxy/ratelimit's name and buckets).",
+			Buckets: prometheus.DefBuckets}, []string{"grpc_method"})
+		o.Registerer.MustRegister(g.refused, g.requests, g.latency)
 	}
 	opts := []grpc.ServerOption{
 		grpc.InTapHandle(g.tap),

@@ -62,7 +62,8 @@ descriptors:
 		steps = append(steps, step{"s", req("met", desc("s", "1")), nil})
 	}
 	p.run(steps...)
-	prefixes := []string{"ratelimit_service_rate_limit_", "ratelimit_service_config_load_", "ratelimit_service_total_requests"}
+	prefixes := []string{"ratelimit_service_rate_limit_", "ratelimit_service_config_load_", "ratelimit_service_total_requests",
+		"ratelimit_service_response_time_seconds"}
 	var ref []string
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 		// The reference's stats reach its exporter when they are flushed.
@@ -73,10 +74,10 @@ descriptors:
 		}
 	}
 	// The calls counted include the probes waitLoaded sent until each had
-	// its configuration, which may differ: the series is compared without
-	// its value.
+	// its configuration, which may differ, and times differ: these series
+	// are compared without their values.
 	noValue := func(l string) string {
-		if strings.HasPrefix(l, "ratelimit_service_total_requests") {
+		if strings.HasPrefix(l, "ratelimit_service_total_requests") || strings.HasPrefix(l, "ratelimit_service_response_time_seconds") {
 			return l[:strings.LastIndexByte(l, ' ')]
 		}
 		return l
@@ -91,6 +92,7 @@ descriptors:
 	t.Logf("the reference's series:\n%s", strings.Join(ref, "\n"))
 	if testing.Verbose() {
 		t.Logf("everything the reference names ratelimit_*:\n%s", strings.Join(scrape(t, p.ref, "ratelimit"), "\n"))
+		t.Logf("rlserver's ratelimit_*:\n%s", strings.Join(scrape(t, p.ours, "ratelimit"), "\n"))
 	}
 	var missing []string
 	for _, l := range ref {
