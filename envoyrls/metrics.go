@@ -25,9 +25,10 @@ type metrics struct {
 	loads                                                    *prometheus.CounterVec
 	loadOK, loadErr                                          prometheus.Counter
 
-	mu   sync.Mutex
-	keys map[[2]string]bool // the (domain, key) pairs seen, up to max
-	max  int
+	mu          sync.Mutex
+	keys        map[[2]string]bool // the (domain, key) pairs seen, up to max
+	max         int
+	notFoundRef map[string]float64 // by domain (bounded as keys are), for refCollector
 }
 
 // stat is one per-descriptor counter in its three forms.
@@ -52,7 +53,13 @@ func (s stat) add(domain, key string, v float64) {
 
 // refCollector exports the reference's series: one name with two label
 // sets, as its exporter does, so it is an unchecked collector (no Desc).
-type refCollector struct{ vecs []*prometheus.CounterVec }
+// It also exports the reference's per-domain
+// ratelimit_service_rate_limit_<domain>_domain_not_found, a name its
+// statsd mapping leaves as the statsd name with '.' made '_'.
+type refCollector struct {
+	vecs []*prometheus.CounterVec
+	m    *metrics
+}
 
 func (refCollector) Describe(chan<- *prometheus.Desc) {}
 
@@ -60,6 +67,27 @@ func (c refCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, v := range c.vecs {
 		v.Collect(ch)
 	}
+	c.m.mu.Lock()
+	defer c.m.mu.Unlock()
+	for domain, n := range c.m.notFoundRef {
+		d := prometheus.NewDesc("ratelimit_service_rate_limit_"+metricNamePart(domain)+"_domain_not_found",
+			"Requests for a domain the configuration does not have (envoyproxy/ratelimit's name).", nil, nil)
+		if m, err := prometheus.NewConstMetric(d, prometheus.CounterValue, n); err == nil {
+			ch <- m
+		}
+	}
+}
+
+// metricNamePart makes s a part of a metric name as the statsd exporter
+// does: every byte that is not a letter, a digit or '_' becomes '_'.
+func metricNamePart(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+			b[i] = '_'
+		}
+	}
+	return string(b)
 }
 
 func newMetrics(reg prometheus.Registerer, maxKeys int) *metrics {
@@ -91,8 +119,9 @@ func newMetrics(reg prometheus.Registerer, maxKeys int) *metrics {
 			Help: "Loads of --envoy-config that succeeded (envoyproxy/ratelimit's name)."}),
 		loadErr: prometheus.NewCounter(prometheus.CounterOpts{Name: "ratelimit_service_config_load_error",
 			Help: "Loads of --envoy-config that failed (envoyproxy/ratelimit's name)."}),
-		keys: map[[2]string]bool{}, max: maxKeys,
+		keys: map[[2]string]bool{}, max: maxKeys, notFoundRef: map[string]float64{},
 	}
+	ref.m = m
 	reg.MustRegister(m.totalHits.whole, m.overLimit.whole, m.nearLimit.whole, m.withinLimit.whole, m.shadowMode.whole,
 		m.notFound, m.loads, m.loadOK, m.loadErr, ref)
 	return m
@@ -117,7 +146,11 @@ func (m *metrics) domainNotFound(domain string) {
 	if m == nil {
 		return
 	}
-	m.notFound.WithLabelValues(m.label("", domain)).Inc()
+	d := m.label("", domain)
+	m.notFound.WithLabelValues(d).Inc()
+	m.mu.Lock()
+	m.notFoundRef[d]++
+	m.mu.Unlock()
 }
 
 // loaded counts a configuration load.

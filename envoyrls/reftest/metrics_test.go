@@ -61,6 +61,7 @@ descriptors:
 		steps = append(steps, step{"t.u", req("met", desc("t", "acme", "u", "x")), nil})
 		steps = append(steps, step{"s", req("met", desc("s", "1")), nil})
 	}
+	steps = append(steps, step{"unknown domain", req("nowhere", desc("a", "1")), nil})
 	p.run(steps...)
 	prefixes := []string{"ratelimit_service_rate_limit_", "ratelimit_service_config_load_", "ratelimit_service_total_requests",
 		"ratelimit_service_response_time_seconds"}
