@@ -19,7 +19,7 @@ build: ## build a static bin/rlserver (and bin/data, the image's empty /data)
 run: build ## start one node: RESP on 127.0.0.1:6379, HTTP on 127.0.0.1:8080, data in ./data
 	./bin/rlserver
 
-cluster: build ## three local nodes of one cluster: RESP 127.0.0.1:7001-7003, HTTP 8001-8003, data in ./data/cluster (Ctrl-C stops them)
+cluster: build ## three local nodes of one cluster: RESP 127.0.0.1:7001-7003, HTTP 8001-8003, gRPC (Envoy RLS) 9001-9003, data in ./data/cluster (Ctrl-C stops them)
 	./scripts/cluster.sh
 
 rolling-restart: build ## restart make cluster's nodes one by one (SIGTERM, start with --data-dir alone, wait for the leaders): clients see no error
@@ -62,7 +62,7 @@ lint: ## gofmt and go vet
 docker: build ## build the rlserver image FROM scratch around bin/rlserver
 	docker build -t rlserver:$(VERSION) -t rlserver:latest .
 
-compose: build ## three cluster nodes in containers (docker-compose.yml): RESP 127.0.0.1:7001-7003, HTTP 8001-8003
+compose: build ## three cluster nodes in containers (docker-compose.yml): RESP 127.0.0.1:7001-7003, HTTP 8001-8003, gRPC 9001-9003
 	$(COMPOSE) up --build -d
 
 compose-down: ## stop and remove the compose cluster (its data volumes stay: docker-compose down -v forgets them)

@@ -143,8 +143,9 @@ func TestEnvoyRLSBinary(t *testing.T) {
 		t.Fatalf("after a bad file: %v", r)
 	}
 	m := httpGet(t, "http://"+p.http+"/metrics")
-	if !strings.Contains(m, `ratelimit_service_rate_limit_over_limit{domain="edge",key="remote_address"} `) ||
-		!strings.Contains(m, `ratelimit_service_rate_limit_within_limit{domain="edge",key="remote_address"} `) {
+	if !strings.Contains(m, `ratelimit_service_rate_limit_over_limit{domain="edge",key1="remote_address"} `) ||
+		!strings.Contains(m, `ratelimit_service_rate_limit_within_limit{domain="edge",key1="remote_address"} `) ||
+		!strings.Contains(m, `rlserver_rls_rate_limit_within_limit{domain="edge",key="remote_address"} `) {
 		t.Fatalf("metrics:\n%s", grepLines(m, "ratelimit_service"))
 	}
 	p.stop()
