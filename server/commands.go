@@ -32,6 +32,9 @@ type command struct {
 	// as Redis 7.2 does (cmd=client|info), made once.
 	subs      []string
 	fullNames []string
+	// usage is an RL.* command's syntax ("RL.RESET key"), which its
+	// wrong-arity error and RL.HELP show; made once by commandTable.
+	usage string
 }
 
 // shownName returns the name CLIENT LIST shows for a call of cmd with
@@ -78,6 +81,9 @@ func commandTable() (map[string]*command, []*command) {
 		c.wait = commandWaits[c.name]
 		if c.value != nil {
 			c.wait = waitStrong // reads and changes the keyspace
+		}
+		if strings.HasPrefix(c.name, "rl.") || strings.HasPrefix(c.name, "cl.") {
+			c.usage = syntaxOf(c)
 		}
 		c.fullNames = make([]string, len(c.subs))
 		for j, sub := range c.subs {
@@ -126,7 +132,7 @@ func (s *Server) dispatch(c *conn, args [][]byte, now int64) {
 		return
 	}
 	if !cmd.arityOK(len(args)) {
-		c.writeError("ERR wrong number of arguments for '" + cmd.name + "' command")
+		c.writeError(arityError(cmd))
 		return
 	}
 	if s.misrouted(c, cmd, args) { // a key of a slot this node does not serve
