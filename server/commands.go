@@ -73,6 +73,7 @@ func commandTable() (map[string]*command, []*command) {
 	list = append(list, clusterCommands()...)
 	list = append(list, hotKeyCommands()...)
 	list = append(list, scriptCommands()...)
+	list = append(list, helpCommands()...)
 	list = append(list, valueCommands(list)...)
 	sort.Slice(list, func(i, j int) bool { return list[i].name < list[j].name })
 	m := make(map[string]*command, len(list))
@@ -82,7 +83,7 @@ func commandTable() (map[string]*command, []*command) {
 		if c.value != nil {
 			c.wait = waitStrong // reads and changes the keyspace
 		}
-		if strings.HasPrefix(c.name, "rl.") || strings.HasPrefix(c.name, "cl.") {
+		if ownCommand(c) {
 			c.usage = syntaxOf(c)
 		}
 		c.fullNames = make([]string, len(c.subs))
