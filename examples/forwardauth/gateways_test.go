@@ -68,20 +68,20 @@ func (b *backend) lastPolicy() string {
 	return b.policy
 }
 
-// readConfig returns the configuration file name as the README shows it,
-// and fails the test if the README does not show it verbatim.
+// readConfig returns the configuration file name as docs/gateways.md
+// shows it, and fails the test if that page does not show it verbatim.
 func readConfig(t *testing.T, name string) string {
 	t.Helper()
 	data, err := os.ReadFile(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/gateways.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(readme), string(data)) {
-		t.Errorf("README.md does not show examples/forwardauth/%s verbatim: copy the file into its section \"Behind a gateway\"", name)
+		t.Errorf("docs/gateways.md does not show examples/forwardauth/%s verbatim: copy the file into its section \"Behind a gateway\"", name)
 	}
 	return string(data)
 }
