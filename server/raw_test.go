@@ -115,7 +115,7 @@ func TestConnectionCommands(t *testing.T) {
 		{resp("RESET"), "+RESET\r\n"},
 		{resp("CLIENT", "GETNAME"), "$-1\r\n"},
 		{resp("CONFIG", "GET", "appendonly"), "*2\r\n$10\r\nappendonly\r\n$2\r\nno\r\n"},
-		{resp("COMMAND", "COUNT"), ":117\r\n"}, // the server's 39, scripting's 5 and 73 of package values (values.Commands less DBSIZE, the server's)
+		{resp("COMMAND", "COUNT"), ":118\r\n"}, // the server's 40, scripting's 5 and 73 of package values (values.Commands less DBSIZE, the server's)
 		{resp("COMMAND", "GETKEYS", "RL.CHECK", "user:1", "token", "1", "1"), "*1\r\n$6\r\nuser:1\r\n"},
 		{resp("CONFIG", "SET", "save", ""),
 			"-ERR CONFIG SET is not supported: rlserver is configured by flags, a YAML file or RLSERVER_* variables\r\n"},
