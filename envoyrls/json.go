@@ -86,5 +86,7 @@ func badRequest(w http.ResponseWriter) {
 func jsonError(w http.ResponseWriter, code int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
-	json.NewEncoder(w).Encode(map[string]string{"error": msg})
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false) // a JSON body, not HTML: "<--requirepass>" stays readable
+	enc.Encode(map[string]string{"error": msg})
 }

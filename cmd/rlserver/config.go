@@ -379,6 +379,7 @@ func newLogger(cfg Config, w io.Writer) *slog.Logger {
 	level, _ := parseLevel(cfg.LogLevel)
 	opts := &slog.HandlerOptions{Level: level}
 	if cfg.LogFormat == "json" {
+		opts.ReplaceAttr = readableJSON
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))

@@ -40,10 +40,22 @@ func runHealth(args []string, getenv func(string) string, stdout, stderr io.Writ
 	fs.StringVar(&addr, "http", addr, "the node's HTTP address (default RLSERVER_HTTP, else 127.0.0.1:8080)")
 	timeout := fs.Duration("timeout", 3*time.Second, "give up after this long")
 	useTLS := fs.Bool("tls", getenv("RLSERVER_TLS_CERT") != "", "HTTPS, not verifying the certificate (default: on when RLSERVER_TLS_CERT is set)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
+	// A bad flag is one line and a hint, as the server's own flags are;
+	// the flags' list is for --help.
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	if err == nil && fs.NArg() > 0 {
+		err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(stdout, "Usage: rlserver health [--http addr] [--timeout 3s] [--tls]\n\n"+
+			"Exits 0 if the node at --http is ready (GET /readyz answers 200), 1 if not, 2 on a bad flag.\n\nFlags:")
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "rlserver health: %v (see rlserver health --help)\n", err)
 		return 2
 	}
 	url, err := readyURL(addr, *useTLS)

@@ -42,6 +42,18 @@ func TestLogFormatJSON(t *testing.T) {
 				}
 			}
 			msgs[m["msg"].(string)] = true
+			if m["msg"] == "state loaded" {
+				// Read as the text format writes them (consistency=fast took=3ms).
+				if c, _ := m["consistency"].(string); c != "fast" {
+					t.Errorf("env %v: consistency %v, want \"fast\": %s", viaEnv, m["consistency"], line)
+				}
+				if took, _ := m["took"].(string); !strings.HasSuffix(took, "s") {
+					t.Errorf("env %v: took %v, want a duration such as \"3ms\": %s", viaEnv, m["took"], line)
+				}
+			}
+		}
+		if !msgs["state loaded"] {
+			t.Errorf("env %v: no state loaded line among %v", viaEnv, msgs)
 		}
 		if !msgs["rlserver started"] || !msgs["stopped"] {
 			t.Fatalf("env %v: no start or stop line among %v", viaEnv, msgs)

@@ -125,7 +125,7 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 	}
 	ln, err := listen(cfg.Listen, tc)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+		return fmt.Errorf("listen on %s (--listen): %w", cfg.Listen, err)
 	}
 	rls, err := startRLS(ctx, cfg, st, reg, tc, grpcClients, log)
 	if err != nil {
