@@ -46,8 +46,10 @@ bench-cluster: build ## three-node cluster vs a single durable node, fast and st
 failover: build ## kill -9 the node leading the most groups of a fresh three-node cluster under load, 5 times; writes bench/results/failover.{md,json}
 	$(GO) run ./bench/cmd/failover -rlserver bin/rlserver -out bench/results $(FAILOVERFLAGS)
 
-flood: build ## 60 s key flood (redis-benchmark) against --maxmemory 256mb, a bystander checking; writes bench/results/flood.{md,json,png}
-	$(GO) run ./bench/cmd/soak -rlserver bin/rlserver -name flood -d 60s -maxmemory 256mb -out bench/results $(SOAKFLAGS)
+flood: build ## 60 s key flood (redis-benchmark) against --maxmemory 64mb in memory, durable fast and strong, a bystander checking, beside redis-server; writes bench/results/flood-{memory,fast,strong}.{md,json,png}
+	$(GO) run ./bench/cmd/soak -rlserver bin/rlserver -name flood-memory -mode memory -d 60s -maxmemory 64mb -redis-server redis-server -out bench/results $(SOAKFLAGS)
+	$(GO) run ./bench/cmd/soak -rlserver bin/rlserver -name flood-fast -mode fast -d 60s -maxmemory 64mb -out bench/results $(SOAKFLAGS)
+	$(GO) run ./bench/cmd/soak -rlserver bin/rlserver -name flood-strong -mode strong -d 60s -maxmemory 64mb -out bench/results $(SOAKFLAGS)
 
 soak: build ## the same flood for 10 minutes, RSS sampled each second; writes bench/results/soak.{md,json,png}
 	$(GO) run ./bench/cmd/soak -rlserver bin/rlserver -name soak -d 10m -maxmemory 256mb -out bench/results $(SOAKFLAGS)

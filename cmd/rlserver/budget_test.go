@@ -1,6 +1,7 @@
 package main
 
 import (
+	"runtime"
 	"testing"
 
 	"github.com/rlserver/rlserver/raftlog"
@@ -30,20 +31,30 @@ func TestBudgetFor(t *testing.T) {
 	}
 }
 
-// TestHeapMeter: the overhead is the live heap less what the state and
-// connections account for (never below 0), and the peak the largest live
-// heap measured.
+// TestHeapMeter: after a collection the overhead is the live heap less
+// what the state and connections account for (never below 0), and the
+// peak the largest live heap measured; without a collection nothing is
+// measured.
 func TestHeapMeter(t *testing.T) {
 	m := newHeapMeter()
 	if m.held() <= 0 {
 		t.Fatalf("a new meter holds %d: want the heap in use at start", m.held())
 	}
-	live := m.live()
-	m.measure(live / 4)
-	if o, p := m.Memory(); o < live/2 || p < live/2 {
-		t.Errorf("overhead %d, peak %d with a live heap of about %d, a quarter accounted", o, p, live)
+	asked := 0
+	quarter := func() int64 { asked++; live, _ := m.read(); return live / 4 }
+	if m.measure(quarter) || asked != 0 {
+		t.Fatalf("measured without a collection")
 	}
-	m.measure(live * 10)
+	runtime.GC()
+	live, _ := m.read()
+	if !m.measure(quarter) || asked != 1 {
+		t.Fatalf("a collection ran and was not measured")
+	}
+	if o, p := m.Memory(); o != live-live/4 || p != live {
+		t.Errorf("overhead %d, peak %d with a live heap of %d, a quarter accounted", o, p, live)
+	}
+	runtime.GC()
+	m.measure(func() int64 { return live * 10 })
 	if o, p := m.Memory(); o != 0 || p < live/2 {
 		t.Errorf("overhead %d, peak %d with more accounted than live: want 0 and the peak kept", o, p)
 	}

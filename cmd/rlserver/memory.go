@@ -74,35 +74,45 @@ type memoryBudget struct {
 // way to the log, the libraries' tables, the metrics. The stores count it
 // as held (shards.Options.Held), INFO as used_memory_overhead, so that
 // --maxmemory bounds the whole live heap, as Redis's bounds all it
-// allocates.
+// allocates. It is measured once after each collection: the live heap the
+// collection found, less what the state and connections account for just
+// after it. (Measured at other times, the live heap would be stale: while
+// the state shrinks under eviction its bytes would turn into overhead, the
+// stores would evict more, and the state would swing by megabytes.)
 type heapMeter struct {
 	overhead atomic.Int64 // the live heap less the state and connections
 	peak     atomic.Int64 // the largest live heap seen
 	sample   []metrics.Sample
+	cycles   uint64 // the collections seen
 }
 
-// heapMeterEvery is how often the meter reads the live heap: often enough
-// that a flood of new keys fills at most a few MB before the stores hear
-// of a change, rarely enough to cost nothing (a read of runtime/metrics and
-// a lock of each shard).
-const heapMeterEvery = 100 * time.Millisecond
+// heapMeterEvery is how often the meter looks for a new collection: a
+// read of runtime/metrics, cheap; only after a collection does it ask the
+// stores for their bytes (a lock of each shard).
+const heapMeterEvery = 10 * time.Millisecond
 
 // newHeapMeter returns a meter that starts at the heap in use now (after
 // a collection): what the process holds before its state opens.
 func newHeapMeter() *heapMeter {
-	m := &heapMeter{sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
+	m := &heapMeter{sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/cycles/total:gc-cycles"}}}
 	runtime.GC()
-	m.overhead.Store(m.live())
+	live, cycles := m.read()
+	m.overhead.Store(live)
+	m.cycles = cycles
 	return m
 }
 
-// live returns the heap that the last collection found live.
-func (m *heapMeter) live() int64 {
+// read returns the heap that the last collection found live, and the
+// collections so far.
+func (m *heapMeter) read() (live int64, cycles uint64) {
 	metrics.Read(m.sample)
-	if m.sample[0].Value.Kind() != metrics.KindUint64 {
-		return 0
+	if m.sample[0].Value.Kind() == metrics.KindUint64 {
+		live = int64(m.sample[0].Value.Uint64())
 	}
-	return int64(m.sample[0].Value.Uint64())
+	if m.sample[1].Value.Kind() == metrics.KindUint64 {
+		cycles = m.sample[1].Value.Uint64()
+	}
+	return live, cycles
 }
 
 // held returns the overhead last measured, for shards.Options.Held.
@@ -111,17 +121,23 @@ func (m *heapMeter) held() int64 { return m.overhead.Load() }
 // Memory returns the overhead and the peak, for server.Config.HeapMemory.
 func (m *heapMeter) Memory() (overhead, peak int64) { return m.overhead.Load(), m.peak.Load() }
 
-// measure brings the overhead up to date: the live heap less accounted,
-// the bytes of the key state and connections now.
-func (m *heapMeter) measure(accounted int64) {
-	live := m.live()
-	m.overhead.Store(max(live-accounted, 0))
+// measure brings the overhead up to date if a collection ran since the
+// last call: the live heap it found less accounted(), the bytes of the key
+// state and connections now. It reports whether one had.
+func (m *heapMeter) measure(accounted func() int64) bool {
+	live, cycles := m.read()
+	if cycles == m.cycles {
+		return false
+	}
+	m.cycles = cycles
+	m.overhead.Store(max(live-accounted(), 0))
 	if live > m.peak.Load() {
 		m.peak.Store(live)
 	}
+	return true
 }
 
-// run measures every heapMeterEvery until ctx ends.
+// run measures after each collection until ctx ends.
 func (m *heapMeter) run(ctx context.Context, accounted func() int64) {
 	t := time.NewTicker(heapMeterEvery)
 	defer t.Stop()
@@ -130,7 +146,7 @@ func (m *heapMeter) run(ctx context.Context, accounted func() int64) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			m.measure(accounted())
+			m.measure(accounted)
 		}
 	}
 }
