@@ -9,7 +9,7 @@ import (
 
 // TestBudgetFor: --maxmemory sizes Pebble's memtables and block cache (a
 // thirty-second each, within raftlog's bounds, durable nodes only) and the
-// runtime's soft limit (a quarter more, less 4 MiB, at least 8 MiB more);
+// runtime's soft limit (a quarter more, at least 8 MiB more);
 // no --maxmemory changes nothing.
 func TestBudgetFor(t *testing.T) {
 	const mb = 1 << 20
@@ -20,10 +20,10 @@ func TestBudgetFor(t *testing.T) {
 	}{
 		{0, true, memoryBudget{}},
 		{0, false, memoryBudget{}},
-		{64 * mb, false, memoryBudget{goLimit: 76 * mb}},
-		{64 * mb, true, memoryBudget{memTable: 2 * mb, cache: 2 * mb, goLimit: 76 * mb}},
+		{64 * mb, false, memoryBudget{goLimit: 80 * mb}},
+		{64 * mb, true, memoryBudget{memTable: 2 * mb, cache: 2 * mb, goLimit: 80 * mb}},
 		{16 * mb, true, memoryBudget{memTable: raftlog.MinMemTableSize, cache: 1 * mb, goLimit: 24 * mb}},
-		{2048 * mb, true, memoryBudget{memTable: raftlog.DefaultMemTableSize, cache: raftlog.DefaultCacheSize, goLimit: 2556 * mb}},
+		{2048 * mb, true, memoryBudget{memTable: raftlog.DefaultMemTableSize, cache: raftlog.DefaultCacheSize, goLimit: 2560 * mb}},
 	} {
 		if got := budgetFor(tc.max, tc.durable); got != tc.want {
 			t.Errorf("budgetFor(%d MiB, durable %v) = %+v, want %+v", tc.max/mb, tc.durable, got, tc.want)
