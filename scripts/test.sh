@@ -43,15 +43,27 @@ pass() { # pass NAME COMMAND...: runs COMMAND, its output to the terminal and to
   fi
 }
 
+# Each go test runs with -json through internal/testjson, which prints what
+# go test would and notes every test's time: the suite's timing table
+# (slowest first) is $out/times.txt, or TEST_TIMES if set.
+times=${TEST_TIMES:-$out/times.txt}
+: > "$times"
+"$GO" build -o "$out/testjson" ./internal/testjson || exit 1
+gotest() { # gotest ARGS...: go test -json ARGS, reported by testjson
+  "$GO" test -json "$@" 2>&1 | "$out/testjson" -times "$times"
+}
 start=$SECONDS
 pass vet "$GO" vet ./...
-pass race "$GO" test -race -count=1 -timeout 30m $("$GO" list ./... | grep -v '/cmd/rlserver$')
-pass race-cmd "$GO" test -race -count=1 -timeout 40m ./cmd/rlserver
-pass race-goroutines env RLSERVER_TEST_IOLOOPS=-1 "$GO" test -race -count=1 -timeout 10m ./server
+pass race gotest -race -count=1 -timeout 30m $("$GO" list ./... | grep -v '/cmd/rlserver$')
+pass race-cmd gotest -race -count=1 -timeout 40m ./cmd/rlserver
+goroutines() { RLSERVER_TEST_IOLOOPS=-1 gotest -race -count=1 -timeout 10m ./server; }
+pass race-goroutines goroutines
 stop_hogs
 
 echo
-echo "== the suite took $((SECONDS - start)) s"
+echo "== the suite took $((SECONDS - start)) s; the ten slowest tests (seconds, package, test; all in $times):"
+sort -rn -o "$times" "$times"
+head -10 "$times"
 if [ ${#failed[@]} -eq 0 ]; then
   echo "== every pass ok"
   exit 0
