@@ -13,7 +13,8 @@ import (
 
 // TestPlannedMovesShowClientsNoErrors: what a cluster does by itself or on
 // an operator's request must show a Redis Cluster client with its default
-// options no error and lose or double no admission (DESIGN.md section 5).
+// options no error and lose or double no admission (docs/cluster.md, "Planned moves are invisible
+// to clients").
 // go-redis's ClusterClient and redis-py's RedisCluster, both with default
 // options, check at a steady rate through, in one cluster: its forming
 // (the clients start as soon as the nodes listen), a SIGTERM of the node
