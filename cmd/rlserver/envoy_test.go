@@ -22,10 +22,12 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	"github.com/rlserver/rlserver/internal/testutil"
 )
 
 // envoyYAML limits remote_address to 5 per 366 days (the days are aligned
-// to the Unix epoch like every fixed window: see noRollover).
+// to the Unix epoch like every fixed window: see testutil.NoRollover).
 const envoyYAML = `domain: edge
 descriptors:
   - key: remote_address
@@ -91,7 +93,7 @@ func TestEnvoyRLSBinary(t *testing.T) {
 	if err := os.WriteFile(conf, []byte(envoyYAML), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	grpcAddr := freePort(t)
+	grpcAddr := testutil.FreeAddr(t)
 	p := startProc(t, bin, t.TempDir(), "--grpc", grpcAddr, "--envoy-config", conf, "--requirepass", "s3cret")
 	anon, conn := rlsClient(t, grpcAddr, "")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -136,18 +138,18 @@ func TestEnvoyRLSBinary(t *testing.T) {
 	if err := os.WriteFile(conf, []byte(strings.Replace(envoyYAML, "requests_per_unit: 5", "requests_per_unit: 50", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 15*time.Second, "the changed limit", func() bool {
+	testutil.WaitFor(t, 15*time.Second, "the changed limit", func() bool {
 		return shouldRateLimit(t, c, rlsReq("edge", "remote_address", "b")).Statuses[0].CurrentLimit.GetRequestsPerUnit() == 50
 	})
 	// A bad file keeps the last good configuration, on change and on SIGHUP.
 	if err := os.WriteFile(conf, []byte("domain: edge\ndescriptors:\n  - key: k\n    rate_limit: {unit: fortnight, requests_per_unit: 1}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 15*time.Second, "the bad file's error in the log", func() bool {
+	testutil.WaitFor(t, 15*time.Second, "the bad file's error in the log", func() bool {
 		return strings.Contains(p.logs.String(), "rls.yaml") && strings.Contains(p.logs.String(), "line=4 field=descriptors[0].rate_limit.unit")
 	})
 	p.cmd.Process.Signal(syscall.SIGHUP)
-	waitFor(t, 15*time.Second, "two failed loads counted", func() bool {
+	testutil.WaitFor(t, 15*time.Second, "two failed loads counted", func() bool {
 		return strings.Contains(httpGet(t, "http://"+p.http+"/metrics"), `ratelimit_service_config_load_total{result="error"} 2`)
 	})
 	if r := shouldRateLimit(t, c, rlsReq("edge", "remote_address", "b")); r.Statuses[0].CurrentLimit.GetRequestsPerUnit() != 50 {
@@ -185,8 +187,8 @@ func TestEnvoyRLSCluster(t *testing.T) {
 	var ids, raft, peers, grpcs []string
 	for i := 0; i < 3; i++ {
 		ids = append(ids, fmt.Sprintf("n%d", i+1))
-		raft = append(raft, freePort(t))
-		grpcs = append(grpcs, freePort(t))
+		raft = append(raft, testutil.FreeAddr(t))
+		grpcs = append(grpcs, testutil.FreeAddr(t))
 		peers = append(peers, ids[i]+"="+raft[i])
 	}
 	procs := make([]*proc, 3)

@@ -16,19 +16,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/rlserver/rlserver/internal/redistest"
+	"github.com/rlserver/rlserver/internal/testutil"
 )
-
-// noRollover is the window of the tests' fixed and sliding keys: the
-// longest, 366 days. Those windows are aligned to the Unix epoch, and the
-// tests run real processes on the wall clock, so a test whose charges and
-// checks straddle a window's end would see its counts reset (in CI,
-// TestJoinAndLeaveUnderLoad of ./cluster failed so when its one-hour window
-// ended at 07:00:00 UTC mid-test). The next 366-day boundary is
-// 2027-02-13; the chance that a test straddles one is its length over 366
-// days. Token, leaky and gcra keys refill at limit per 366 days: nothing
-// during a test.
-const noRollover = "366d"
 
 // buildBinary builds rlserver once per test run.
 func buildBinary(t testing.TB) string {
@@ -39,17 +28,6 @@ func buildBinary(t testing.TB) string {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	return bin
-}
-
-// freePort returns a 127.0.0.1 address on a port outside the kernel's
-// ephemeral range, so that no other test's connection can take it.
-func freePort(t testing.TB) string {
-	t.Helper()
-	port, err := redistest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return "127.0.0.1:" + strconv.Itoa(port)
 }
 
 // waitPing polls until addr answers PING or the deadline passes.
@@ -67,7 +45,7 @@ func waitPing(t *testing.T, c *redis.Client) {
 func TestBinaryLifecycle(t *testing.T) {
 	bin := buildBinary(t)
 	dir := t.TempDir()
-	resp, httpAddr := freePort(t), freePort(t)
+	resp, httpAddr := testutil.FreeAddr(t), testutil.FreeAddr(t)
 	cmd := exec.Command(bin, "--listen", resp, "--http", httpAddr, "--data-dir", dir)
 	var logs bytes.Buffer
 	cmd.Stderr = &logs
@@ -91,7 +69,7 @@ func TestBinaryLifecycle(t *testing.T) {
 	}
 
 	// A second server on the same data directory refuses to start.
-	out, err := exec.Command(bin, "--listen", freePort(t), "--http", "", "--data-dir", dir).CombinedOutput()
+	out, err := exec.Command(bin, "--listen", testutil.FreeAddr(t), "--http", "", "--data-dir", dir).CombinedOutput()
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || !strings.Contains(string(out), "is in use by another rlserver") {
 		t.Fatalf("second server: err %v, output %q", err, out)

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rlserver/rlserver/internal/testutil"
 )
 
 // floodSeconds is how long TestMaxMemoryBoundsTheProcess floods each node
@@ -83,7 +85,7 @@ func TestMaxMemoryBoundsTheProcess(t *testing.T) {
 				began := time.Now()
 				p = restartProc(t, p, append([]string{"--listen", p.resp, "--http", p.http, "--maxmemory", "64mb"}, mode.flags...)...)
 				t.Logf("restarted after kill -9 in %v", time.Since(began).Round(time.Millisecond))
-				got := p.do("RL.CHECK", "bystander", "fixed", 1000000, noRollover, "COST", 0).([]any)
+				got := p.do("RL.CHECK", "bystander", "fixed", 1000000, testutil.NoRollover, "COST", 0).([]any)
 				if got[2].(int64) != last {
 					t.Errorf("after kill -9 the bystander has %v remaining; it was told %d", got[2], last)
 				}
@@ -127,7 +129,7 @@ func startBystander(t *testing.T, p *proc) *bystander {
 				return
 			case <-time.After(50 * time.Millisecond):
 			}
-			v, err := p.client.Do(context.Background(), "RL.CHECK", "bystander", "fixed", 1000000, noRollover).Slice()
+			v, err := p.client.Do(context.Background(), "RL.CHECK", "bystander", "fixed", 1000000, testutil.NoRollover).Slice()
 			if err != nil {
 				t.Errorf("bystander: %v", err)
 				return

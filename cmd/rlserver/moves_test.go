@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/internal/testutil"
 )
 
 // TestPlannedMovesShowClientsNoErrors: what a cluster does by itself or on
@@ -59,10 +60,10 @@ func plannedMoves(t *testing.T, bin, mode string) {
 	}
 
 	ph.begin("join of n4")
-	n4 := startProc(t, bin, t.TempDir(), "--node-id", "n4", "--raft-addr", freePort(t), "--join", procs[0].resp,
+	n4 := startProc(t, bin, t.TempDir(), "--node-id", "n4", "--raft-addr", testutil.FreeAddr(t), "--join", procs[0].resp,
 		"--consistency", mode)
 	all := append(procs[:3:3], n4)
-	waitFor(t, 40*time.Second, "n4 leads groups and leaders are balanced", func() bool {
+	testutil.WaitFor(t, 40*time.Second, "n4 leads groups and leaders are balanced", func() bool {
 		r, err := report(procs[0], "")
 		return err == nil && leadsIn(r, "n4") > 0 && r.IsBalanced()
 	})
@@ -71,7 +72,7 @@ func plannedMoves(t *testing.T, bin, mode string) {
 	if err := procs[0].client.Do(context.Background(), "RL.CLUSTER.LEAVE", "n2").Err(); err != nil {
 		t.Fatalf("RL.CLUSTER.LEAVE n2: %v", err)
 	}
-	waitFor(t, 40*time.Second, "n2 forgotten and leaders balanced", func() bool {
+	testutil.WaitFor(t, 40*time.Second, "n2 forgotten and leaders balanced", func() bool {
 		r, err := report(procs[0], "")
 		return err == nil && !hasNode(r, "n2") && r.IsBalanced()
 	})
@@ -91,7 +92,7 @@ func startNodes(t testing.TB, bin string, n, groups int, extra ...string) []*pro
 	var ids, raft, peers []string
 	for i := 0; i < n; i++ {
 		ids = append(ids, fmt.Sprintf("n%d", i+1))
-		raft = append(raft, freePort(t))
+		raft = append(raft, testutil.FreeAddr(t))
 		peers = append(peers, ids[i]+"="+raft[i])
 	}
 	procs := make([]*proc, n)
@@ -130,16 +131,4 @@ func leadsIn(r cluster.Report, name string) int {
 		}
 	}
 	return 0
-}
-
-// waitFor polls ok until it holds or d passes.
-func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting until %s", d, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
