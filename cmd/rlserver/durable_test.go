@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlserver/rlserver/internal/logbuf"
+	"github.com/rlserver/rlserver/internal/redistest"
 	"github.com/rlserver/rlserver/internal/testutil"
 )
 
@@ -39,16 +41,33 @@ type proc struct {
 // before the node binds it, the node is started again on others.
 func startProc(t testing.TB, bin, dir string, extra ...string) *proc {
 	t.Helper()
+	p, err := startProcErr(t, bin, dir, extra...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// startProcErr is startProc returning its failure (with the node's log)
+// instead of failing the test: for goroutines other than the test's,
+// which must not call t.Fatal.
+func startProcErr(t testing.TB, bin, dir string, extra ...string) (*proc, error) {
 	for attempt := 1; ; attempt++ {
-		p := &proc{t: t, logs: &logbuf.Buffer{}, resp: testutil.FreeAddr(t), http: testutil.FreeAddr(t), bin: bin, dir: dir, done: make(chan error, 1)}
+		resp, err1 := redistest.FreePort()
+		http, err2 := redistest.FreePort()
+		if err := errors.Join(err1, err2); err != nil {
+			return nil, err
+		}
+		p := &proc{t: t, logs: &logbuf.Buffer{}, resp: "127.0.0.1:" + strconv.Itoa(resp), http: "127.0.0.1:" + strconv.Itoa(http),
+			bin: bin, dir: dir, done: make(chan error, 1)}
 		err := p.start(append([]string{"--listen", p.resp, "--http", p.http, "--data-dir", dir}, extra...))
 		if err == nil {
-			return p
+			return p, nil
 		}
 		logs := p.logs.String()
 		taken := strings.Contains(logs, "listen on "+p.resp) || strings.Contains(logs, "listen on "+p.http)
 		if attempt == 3 || !taken || !strings.Contains(logs, "address already in use") {
-			t.Fatalf("%v\n%s", err, logs)
+			return nil, fmt.Errorf("%v\n%s", err, logs)
 		}
 	}
 }
@@ -95,7 +114,7 @@ func (p *proc) start(args []string) error {
 	p.cmd.Stderr = p.logs
 	noteLogs(t, p.logs)
 	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	go func() { p.done <- p.cmd.Wait() }()
 	t.Cleanup(func() { p.cmd.Process.Kill() })

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -192,16 +193,21 @@ func TestEnvoyRLSCluster(t *testing.T) {
 		peers = append(peers, ids[i]+"="+raft[i])
 	}
 	procs := make([]*proc, 3)
+	errs := make([]error, 3)
+	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
 	var wg sync.WaitGroup
 	for i := range ids {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			procs[i] = startProc(t, bin, t.TempDir(), "--node-id", ids[i], "--raft-addr", raft[i], "--peers", strings.Join(peers, ","),
+			procs[i], errs[i] = startProcErr(t, bin, dirs[i], "--node-id", ids[i], "--raft-addr", raft[i], "--peers", strings.Join(peers, ","),
 				"--groups", "8", "--grpc", grpcs[i], "--envoy-config", conf)
 		}()
 	}
 	wg.Wait()
+	if err := errors.Join(errs...); err != nil { // a node did not start
+		t.Fatal(err)
+	}
 	waitBalanced(t, procs, 30*time.Second)
 	var clients []pb.RateLimitServiceClient
 	for _, a := range grpcs {

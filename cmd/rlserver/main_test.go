@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,15 +21,45 @@ import (
 	"github.com/rlserver/rlserver/internal/testutil"
 )
 
-// buildBinary builds rlserver once per test run.
+// binDir holds the binaries the tests run, built once per test run;
+// TestMain makes it and removes it at the end.
+var binDir string
+
+// build is one binary built at most once per test run.
+type build struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// get builds the binary into binDir as name with env added to the
+// environment, on the first call, and returns its path; every call of a
+// run whose build failed fails its test with the build's output.
+func (b *build) get(t testing.TB, name string, env ...string) string {
+	t.Helper()
+	b.once.Do(func() {
+		path := filepath.Join(binDir, name)
+		cmd := exec.Command("go", "build", "-o", path, ".")
+		cmd.Env = append(os.Environ(), env...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("go build: %v\n%s", err, out)
+			return
+		}
+		b.path = path
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b.path
+}
+
+var plainBuild, staticBuild build
+
+// buildBinary builds rlserver once per test run and returns its path. The
+// tests share the one file: none may change or remove it.
 func buildBinary(t testing.TB) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "rlserver")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
+	return plainBuild.get(t, "rlserver")
 }
 
 // waitPing polls until addr answers PING or the deadline passes.

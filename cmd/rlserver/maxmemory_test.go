@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -96,17 +95,11 @@ func TestMaxMemoryBoundsTheProcess(t *testing.T) {
 }
 
 // buildStaticBinary builds rlserver as the image and make build do
-// (CGO_ENABLED=0): its memory is all the Go runtime's, which a cgo build's
-// Pebble would partly take from C.
+// (CGO_ENABLED=0), once per test run: its memory is all the Go runtime's,
+// which a cgo build's Pebble would partly take from C.
 func buildStaticBinary(t testing.TB) string {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), "rlserver")
-	cmd := exec.Command("go", "build", "-o", out, ".")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, b)
-	}
-	return out
+	return staticBuild.get(t, "rlserver-static", "CGO_ENABLED=0")
 }
 
 // bystander charges one key of its own every 50 ms while a test floods the

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -96,6 +97,11 @@ func startNodes(t testing.TB, bin string, n, groups int, extra ...string) []*pro
 		peers = append(peers, ids[i]+"="+raft[i])
 	}
 	procs := make([]*proc, n)
+	errs := make([]error, n)
+	dirs := make([]string, n)
+	for i := range dirs {
+		dirs[i] = t.TempDir()
+	}
 	var wg sync.WaitGroup
 	for i := range ids {
 		wg.Add(1)
@@ -103,14 +109,12 @@ func startNodes(t testing.TB, bin string, n, groups int, extra ...string) []*pro
 			defer wg.Done()
 			flags := append([]string{"--node-id", ids[i], "--raft-addr", raft[i], "--peers", strings.Join(peers, ","),
 				"--groups", fmt.Sprint(groups)}, extra...)
-			procs[i] = startProc(t, bin, t.TempDir(), flags...)
+			procs[i], errs[i] = startProcErr(t, bin, dirs[i], flags...)
 		}()
 	}
 	wg.Wait()
-	for _, p := range procs {
-		if p == nil { // a node did not start: its goroutine failed the test and ended
-			t.FailNow()
-		}
+	if err := errors.Join(errs...); err != nil { // a node did not start
+		t.Fatal(err)
 	}
 	return procs
 }
