@@ -74,13 +74,19 @@ func rlsReq(domain string, kv ...string) *pb.RateLimitRequest {
 
 func shouldRateLimit(t *testing.T, c pb.RateLimitServiceClient, req *pb.RateLimitRequest) *pb.RateLimitResponse {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := c.ShouldRateLimit(ctx, req)
+	resp, err := shouldRateLimitErr(c, req)
 	if err != nil {
 		t.Fatalf("ShouldRateLimit: %v", err)
 	}
 	return resp
+}
+
+// shouldRateLimitErr is shouldRateLimit returning its error, for
+// goroutines other than the test's.
+func shouldRateLimitErr(c pb.RateLimitServiceClient, req *pb.RateLimitRequest) (*pb.RateLimitResponse, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return c.ShouldRateLimit(ctx, req)
 }
 
 // TestEnvoyRLSBinary: the binary serves the RLS on --grpc with
@@ -242,7 +248,11 @@ func TestEnvoyRLSCluster(t *testing.T) {
 					names = append(names, v)
 					req.Descriptors = append(req.Descriptors, rlsReq("edge", "remote_address", v).Descriptors[0])
 				}
-				r := shouldRateLimit(t, clients[(w+i)%3], req)
+				r, err := shouldRateLimitErr(clients[(w+i)%3], req)
+				if err != nil {
+					t.Errorf("ShouldRateLimit: %v", err)
+					return
+				}
 				if r.OverallCode == pb.RateLimitResponse_OK {
 					mu.Lock()
 					for _, n := range names {
