@@ -97,6 +97,14 @@ type Config struct {
 	given map[string]bool
 }
 
+// The default addresses of the node's listeners, which the health and
+// rls-check commands ask by default too.
+const (
+	defaultListen = "127.0.0.1:6379"
+	defaultHTTP   = "127.0.0.1:8080"
+	defaultGRPC   = "127.0.0.1:8081"
+)
+
 // DefaultMaxConfigBytes is --max-config-bytes's default, the Envoy config
 // parser's: 4 MiB, some 40,000 rules.
 const DefaultMaxConfigBytes = config.DefaultMaxBytes
@@ -106,8 +114,8 @@ const DefaultMaxConfigBytes = config.DefaultMaxBytes
 func flagSet(cfg *Config) *flag.FlagSet {
 	fs := flag.NewFlagSet("rlserver", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:6379", "RESP address to listen on (host:port)")
-	fs.StringVar(&cfg.HTTP, "http", "127.0.0.1:8080", `HTTP address for /rules, /v1/check, /v1/checkrules, /healthz, /readyz, /metrics; "" disables it`)
+	fs.StringVar(&cfg.Listen, "listen", defaultListen, "RESP address to listen on (host:port)")
+	fs.StringVar(&cfg.HTTP, "http", defaultHTTP, `HTTP address for /rules, /v1/check, /v1/checkrules, /healthz, /readyz, /metrics; "" disables it`)
 	fs.StringVar(&cfg.DataDir, "data-dir", "./data", "data directory; created and locked at start")
 	fs.StringVar(&cfg.RequirePass, "requirepass", "", "password clients must AUTH with; empty disables AUTH")
 	fs.StringVar(&cfg.AdminToken, "admin-token", "", `password of the "admin" user and HTTP bearer token, required for FLUSHALL and rule changes when set`)
@@ -116,7 +124,7 @@ func flagSet(cfg *Config) *flag.FlagSet {
 	fs.IntVar(&cfg.IPv6Prefix, "ipv6-prefix", clientid.DefaultIPv6Prefix, "network length (1 to 128) by which /v1/forward-auth counts IPv6 callers: every address of a /64 is one ip; 128 counts each address")
 	fs.IntVar(&cfg.MaxKeyBytes, "max-key-bytes", shards.DefaultMaxKeyBytes, "longest key accepted, in bytes")
 	fs.Int64Var(&cfg.MaxLogLimit, "max-log-limit", engine.DefaultMaxLogLimit, "largest limit accepted for the log algorithm")
-	fs.DurationVar(&cfg.LuaTimeLimit, "lua-time-limit", 5*time.Second, "a script running longer is busy: commands that would wait for its keys get -BUSY, and SCRIPT KILL stops it if it has not written (Redis's lua-time-limit)")
+	fs.DurationVar(&cfg.LuaTimeLimit, "lua-time-limit", script.DefaultTimeLimit, "a script running longer is busy: commands that would wait for its keys get -BUSY, and SCRIPT KILL stops it if it has not written (Redis's lua-time-limit)")
 	fs.Var(sizeValue{&cfg.LuaMemoryLimit}, "lua-memory-limit", "memory one script's Lua values may hold before it stops with an error (64mb)")
 	fs.IntVar(&cfg.Shards, "shards", shards.DefaultShards, "lock stripes for key state (rounded up to a power of two)")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
@@ -124,7 +132,7 @@ func flagSet(cfg *Config) *flag.FlagSet {
 	fs.StringVar(&cfg.ConfigFile, "config", "", "YAML file of flag values (keys are flag names)")
 	fs.StringVar(&cfg.RulesFile, "rules", "", "YAML file of rules loaded at start: a list of {id, target, tier, key_type, algo, limit, window, burst, shadow}")
 	fs.Var(sizeValue{&cfg.MaxConfigBytes}, "max-config-bytes", "largest --rules file, and largest --envoy-config (a directory: its files together), read at start or reload (4mb; a larger one is refused, and the last good one stays in use)")
-	fs.StringVar(&cfg.GRPC, "grpc", "127.0.0.1:8081", `gRPC address of Envoy's rate limit service (RLS v3), with grpc.health.v1 and reflection; "" disables it`)
+	fs.StringVar(&cfg.GRPC, "grpc", defaultGRPC, `gRPC address of Envoy's rate limit service (RLS v3), with grpc.health.v1 and reflection; "" disables it`)
 	fs.StringVar(&cfg.EnvoyConfig, "envoy-config", "", "YAML file, or directory of them, in envoyproxy/ratelimit's format (domain, descriptors): the rate limit service's limits, reloaded when changed and on SIGHUP")
 	fs.StringVar(&cfg.EnvoyCharging, "envoy-charging", "each", "what a rate limit service request charges: each (every descriptor, also when the answer is OVER_LIMIT, as envoyproxy/ratelimit), stop-when-over (its STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=true, which this flag's default also reads) or all-or-nothing (nothing when refused, every counter at once when allowed)")
 	fs.IntVar(&cfg.Procs, "procs", 0, "CPU cores the server runs Go code on at once (GOMAXPROCS); 0 means all")
