@@ -160,6 +160,10 @@ type scriptCaller struct {
 	buf      [4][]byte
 }
 
+// Time is the run's time as TIME answers it (script.Clock): a native
+// handler reads it without building the reply.
+func (sc *scriptCaller) Time() (sec, usec int64) { return sc.now / 1e9, sc.now % 1e9 / 1e3 }
+
 // serverInScripts are the server's own commands a script may call, as
 // Redis describes them.
 var serverInScripts = map[string]values.Command{
