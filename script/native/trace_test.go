@@ -54,7 +54,7 @@ type library struct {
 	// replyTol is how far, token by token, a reply may be from
 	// redis-server's, whose clock moves during a step (0: exactly equal).
 	replyTol []float64
-	draw         func(rng *rand.Rand, now int64) step
+	draw     func(rng *rand.Rand, now int64) step
 }
 
 func shaOf(name string) string {
