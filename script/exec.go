@@ -110,6 +110,37 @@ func (x *Exec) Argv(parts ...[]byte) [][]byte {
 	return x.argv
 }
 
+// ReplyArena is a Caller that lends a run the memory of its reply, so that
+// a native handler's reply allocates nothing: the memory must stay valid
+// until the server has written the reply, and be the run's alone. Exec's
+// Elems and Bytes use it when the Caller has it.
+type ReplyArena interface {
+	// ReplyElems returns n zeroed elements for the reply's arrays.
+	ReplyElems(n int) []values.Reply
+	// ReplyBytes returns an empty buffer with room for n bytes, for the
+	// reply's strings; what is appended to it must stay within n.
+	ReplyBytes(n int) []byte
+}
+
+// Elems returns n zeroed reply elements for the run's reply: lent by the
+// Caller when it is a ReplyArena, else allocated.
+func (x *Exec) Elems(n int) []values.Reply {
+	if a, ok := x.caller.(ReplyArena); ok {
+		return a.ReplyElems(n)
+	}
+	return make([]values.Reply, n)
+}
+
+// Bytes returns an empty buffer with room for n bytes for the strings of
+// the run's reply: lent by the Caller when it is a ReplyArena, else
+// allocated.
+func (x *Exec) Bytes(n int) []byte {
+	if a, ok := x.caller.(ReplyArena); ok {
+		return a.ReplyBytes(n)
+	}
+	return make([]byte, 0, n)
+}
+
 // Scratch returns a buffer of x's, emptied, to build a run's command
 // arguments in (numbers formatted with AppendArg): it is reused by the next
 // run, so nothing built in it may be part of the run's reply. A handler

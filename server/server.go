@@ -149,6 +149,7 @@ type Server struct {
 	connMem  *atomic.Int64  // cfg.ConnMemory, or the server's own
 	throttle throttles      // of the log lines clients can cause
 	scripts  *script.Engine // EVAL, EVALSHA, SCRIPT (script_cmds.go)
+	evalRuns sync.Pool      // *evalRun (script_cmds.go)
 
 	mu       sync.Mutex
 	ln       net.Listener

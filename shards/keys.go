@@ -33,18 +33,21 @@ var otherNames = func() [engine.NumAlgos]string {
 // Keys returns the transaction's keyspace at now, or later: the latest
 // clock among the shards it holds, which each then moves to (so that a
 // command sees one time on all its keys). Now reports the time chosen.
-func (tx *Tx) Keys(now int64) *Keys {
-	for i := range tx.s.shards {
-		if tx.holds(uint64(i)) {
-			now = max(now, tx.s.shards[i].clock)
-		}
+func (tx *Tx) Keys(now int64) *Keys { return tx.KeysInto(new(Keys), now) }
+
+// KeysInto is Keys, in k: it sets k to the transaction's keyspace at now
+// (or later, as Keys) and returns k, so that a caller that keeps a Keys
+// of its own need not allocate one per transaction.
+func (tx *Tx) KeysInto(k *Keys, now int64) *Keys {
+	n := len(tx.s.shards)
+	for i := tx.nextHeld(0); i < n; i = tx.nextHeld(i + 1) {
+		now = max(now, tx.s.shards[i].clock)
 	}
-	for i := range tx.s.shards {
-		if tx.holds(uint64(i)) {
-			tx.s.shards[i].tick(now)
-		}
+	for i := tx.nextHeld(0); i < n; i = tx.nextHeld(i + 1) {
+		tx.s.shards[i].tick(now)
 	}
-	return &Keys{tx: tx, now: now}
+	*k = Keys{tx: tx, now: now}
+	return k
 }
 
 // Now returns the time the keyspace runs at, ns since the epoch.
@@ -113,11 +116,9 @@ func (k *Keys) Writable(grow bool) error {
 	if !grow || k.tx.s.limits.max <= 0 {
 		return nil
 	}
-	for i := range k.tx.s.shards {
-		if k.tx.holds(uint64(i)) {
-			if err := k.tx.s.shards[i].room(); err != nil {
-				return err
-			}
+	for i := k.tx.nextHeld(0); i < len(k.tx.s.shards); i = k.tx.nextHeld(i + 1) {
+		if err := k.tx.s.shards[i].room(); err != nil {
+			return err
 		}
 	}
 	return nil

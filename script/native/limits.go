@@ -143,7 +143,7 @@ func movingWindow(x *script.Exec) values.Reply {
 	if !found {
 		return values.Reply{Kind: values.Array, Elems: []values.Reply{}}
 	}
-	return new(pair).reply(numReply(oldest), intReply(a))
+	return pair(x, numReply(oldest), intReply(a))
 }
 
 // clearKeys is clear_keys.lua: DEL, 5000 at a time, the keys KEYS[1]

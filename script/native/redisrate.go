@@ -22,24 +22,22 @@ const (
 	allowAtMostSetLine = 61
 )
 
-// rateReply holds a reply of four elements and the bytes of its strings
-// in one allocation.
-type rateReply struct {
-	elems [4]values.Reply
-	buf   [56]byte
-}
-
-// reply returns {allowed, remaining, tostring(retry), tostring(reset)}.
-func (r *rateReply) reply(allowed, remaining float64, retry, reset float64) values.Reply {
-	b := script.AppendNumber(r.buf[:0], retry)
+// rateReply returns {allowed, remaining, tostring(retry),
+// tostring(reset)}, in memory the Caller lends (Exec.Elems, Exec.Bytes).
+func rateReply(x *script.Exec, allowed, remaining, retry, reset float64) values.Reply {
+	b := script.AppendNumber(x.Bytes(2*maxNumberLen), retry)
 	n := len(b)
 	b = script.AppendNumber(b, reset)
-	r.elems[0] = numReply(allowed)
-	r.elems[1] = numReply(remaining)
-	r.elems[2] = values.Reply{Kind: values.Bulk, Str: b[:n:n]}
-	r.elems[3] = values.Reply{Kind: values.Bulk, Str: b[n:]}
-	return values.Reply{Kind: values.Array, Elems: r.elems[:]}
+	elems := x.Elems(4)
+	elems[0] = numReply(allowed)
+	elems[1] = numReply(remaining)
+	elems[2] = values.Reply{Kind: values.Bulk, Str: b[:n:n]}
+	elems[3] = values.Reply{Kind: values.Bulk, Str: b[n:]}
+	return values.Reply{Kind: values.Array, Elems: elems}
 }
+
+// maxNumberLen is the longest tostring of a number: "-1.2345678901234e-308".
+const maxNumberLen = 24
 
 // rateArgs are the scripts' arguments and state before they decide:
 // emission interval, burst offset, cost, now and tat. ok is false when
@@ -98,9 +96,8 @@ func allowN(x *script.Exec) values.Reply {
 	allowAt := newTAT - burstOffset
 	diff := now - allowAt
 	remaining := diff / ei
-	r := new(rateReply)
 	if remaining < 0 {
-		return r.reply(0, 0, diff*-1, tat-now)
+		return rateReply(x, 0, 0, diff*-1, tat-now)
 	}
 	resetAfter := newTAT - now
 	if resetAfter > 0 {
@@ -108,7 +105,7 @@ func allowN(x *script.Exec) values.Reply {
 			return x.Fail(s, allowNSetLine)
 		}
 	}
-	return r.reply(cost, remaining, -1, resetAfter)
+	return rateReply(x, cost, remaining, -1, resetAfter)
 }
 
 // allowAtMost is redis_rate's allowAtMost.
@@ -119,9 +116,8 @@ func allowAtMost(x *script.Exec) values.Reply {
 	}
 	diff := now - (tat - burstOffset)
 	remaining := diff / ei
-	r := new(rateReply)
 	if remaining < 1 {
-		return r.reply(0, 0, ei-diff, tat-now)
+		return rateReply(x, 0, 0, ei-diff, tat-now)
 	}
 	if remaining < cost {
 		cost = remaining
@@ -137,5 +133,5 @@ func allowAtMost(x *script.Exec) values.Reply {
 			return x.Fail(s, allowAtMostSetLine)
 		}
 	}
-	return r.reply(cost, remaining, -1, resetAfter)
+	return rateReply(x, cost, remaining, -1, resetAfter)
 }

@@ -14,12 +14,11 @@ const (
 	ululePttlLine    = 12
 )
 
-// pair holds a reply of two elements in one allocation.
-type pair [2]values.Reply
-
-func (p *pair) reply(a, b values.Reply) values.Reply {
-	p[0], p[1] = a, b
-	return values.Reply{Kind: values.Array, Elems: p[:]}
+// pair returns the reply {a, b}, in memory the Caller lends.
+func pair(x *script.Exec, a, b values.Reply) values.Reply {
+	elems := x.Elems(2)
+	elems[0], elems[1] = a, b
+	return values.Reply{Kind: values.Array, Elems: elems}
 }
 
 // ululeIncr is the incr script.
@@ -46,13 +45,13 @@ func ululeIncr(x *script.Exec) values.Reply {
 				return x.Fail(e, ululePexpireLine)
 			}
 		}
-		return new(pair).reply(intReply(ret), numReply(ttl))
+		return pair(x, intReply(ret), numReply(ttl))
 	}
 	t := x.Call(x.Argv(cmdPttl, x.Keys[0]))
 	if t.Kind == values.Error {
 		return x.Fail(t, ululePttlLine)
 	}
-	return new(pair).reply(intReply(ret), t)
+	return pair(x, intReply(ret), t)
 }
 
 // ululePeek is the peek script.
@@ -64,7 +63,7 @@ func ululePeek(x *script.Exec) values.Reply {
 	var v float64
 	switch r.Kind {
 	case values.Nil:
-		return new(pair).reply(intReply(0), intReply(0))
+		return pair(x, intReply(0), intReply(0))
 	case values.Bulk:
 		var ok bool
 		if v, ok = number(r.Str); !ok {
@@ -77,5 +76,5 @@ func ululePeek(x *script.Exec) values.Reply {
 	if t.Kind != values.Int {
 		return x.Interpret()
 	}
-	return new(pair).reply(numReply(v), t)
+	return pair(x, numReply(v), t)
 }
