@@ -282,8 +282,13 @@ func (sc *scriptCaller) Call(args [][]byte, resp int) values.Reply {
 	if vc == nil {
 		return sc.serverCall(args)
 	}
-	cmd := sc.s.lookup(args[0])
-	for _, k := range cmd.keysOf(args, sc.buf[:0]) {
+	var keys [][]byte
+	if vc.FirstKey == 1 && vc.LastKey == 1 && len(args) > 1 { // one key, the first argument: the server's command says so too
+		keys = append(sc.buf[:0], args[1])
+	} else {
+		keys = sc.s.lookup(args[0]).keysOf(args, sc.buf[:0])
+	}
+	for _, k := range keys {
 		if msg := sc.s.checkKey(k); msg != "" {
 			return values.ErrorReply(msg)
 		}

@@ -19,6 +19,13 @@ type Keys struct {
 	tx  *Tx
 	now int64
 	eff effect // the command Exec runs (see effects.go)
+	// last is the value Lookup found last, in shard lastSh under the key
+	// lastKey (the caller's bytes, compared, never kept past Exec): a Put
+	// of the same key, as a command's Lookup then Put is, skips finding
+	// the key again. Delete and Exec forget it.
+	last    *valEntry
+	lastSh  *shard
+	lastKey []byte
 }
 
 // otherNames are the TYPE names of limiter state, by algorithm.
@@ -75,6 +82,7 @@ func (k *Keys) shard(key []byte) (*shard, uint64) {
 func (k *Keys) Lookup(key []byte) values.Entry {
 	sh, h := k.shard(key)
 	if ve := sh.value(key, k.now); ve != nil {
+		k.last, k.lastSh, k.lastKey = ve, sh, key
 		return values.Entry{Value: ve.v, Expires: ve.exp}
 	}
 	if e := sh.getTag(key, tagOf(h), k.now); e != nil {
@@ -85,6 +93,10 @@ func (k *Keys) Lookup(key []byte) values.Entry {
 
 // Put stores v with expiry exp as key's value (see values.Keyspace).
 func (k *Keys) Put(key []byte, v *values.Value, exp int64) {
+	if ve := k.last; ve != nil && string(key) == string(k.lastKey) && (exp == 0 || exp > k.now) {
+		k.lastSh.replaceValue(key, ve, v, exp, k.now, &k.eff) // a value, so no limiter state to remove
+		return
+	}
 	sh, h := k.shard(key)
 	sh.putValue(key, tagOf(h), v, exp, k.now, &k.eff)
 }
@@ -95,13 +107,16 @@ func (k *Keys) Put(key []byte, v *values.Value, exp int64) {
 // effects.go). Commands should run through it, not values.Exec.
 func (k *Keys) Exec(resp int, args [][]byte) values.Reply {
 	k.eff.set(args)
+	k.last, k.lastKey = nil, nil
 	r := values.Exec(k, k.now, resp, args)
 	k.eff.clear()
+	k.last, k.lastKey = nil, nil
 	return r
 }
 
 // Delete removes key whatever it holds (see values.Keyspace).
 func (k *Keys) Delete(key []byte) bool {
+	k.last, k.lastKey = nil, nil
 	sh, h := k.shard(key)
 	return sh.deleteKey(key, tagOf(h), k.now)
 }
@@ -110,6 +125,7 @@ func (k *Keys) Delete(key []byte) bool {
 // ErrOOM when a held shard is over its share of MaxMemory and cannot
 // evict (see room).
 func (k *Keys) Writable(grow bool) error {
+	k.last, k.lastKey = nil, nil // room may evict
 	if err := k.tx.s.limits.refused(); err != nil {
 		return err
 	}
@@ -180,6 +196,7 @@ func (k *Keys) Len() int {
 // Flush removes every key: it needs a transaction that holds every
 // shard, and does nothing otherwise.
 func (k *Keys) Flush() {
+	k.last, k.lastKey = nil, nil
 	_ = k.tx.Flush()
 }
 
