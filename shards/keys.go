@@ -19,14 +19,29 @@ type Keys struct {
 	tx  *Tx
 	now int64
 	eff effect // the command Exec runs (see effects.go)
-	// last is the value Lookup found last, in shard lastSh under the key
-	// lastKey (the caller's bytes, compared, never kept past Exec): a Put
-	// of the same key, as a command's Lookup then Put is, skips finding
-	// the key again. Delete and Exec forget it.
+	// last is the live value Lookup found last, in shard lastSh under the
+	// key lastKey (a copy in lastBuf): a Lookup or a Put of the same key,
+	// as a command's Lookup then Put and a script's commands on its key
+	// are, skip finding the key again. Whatever may remove the entry
+	// forgets it (Delete, a Put that deletes, an eviction's Writable,
+	// Flush); the clock of a Keys does not move, so the entry stays live.
 	last    *valEntry
 	lastSh  *shard
 	lastKey []byte
+	lastBuf [64]byte
 }
+
+// remember makes ve, key's live value in sh, the one Lookup found last.
+func (k *Keys) remember(key []byte, sh *shard, ve *valEntry) {
+	if len(key) > len(k.lastBuf) {
+		k.last, k.lastKey = nil, nil
+		return
+	}
+	k.last, k.lastSh, k.lastKey = ve, sh, append(k.lastBuf[:0], key...)
+}
+
+// forget drops what remember kept.
+func (k *Keys) forget() { k.last, k.lastKey = nil, nil }
 
 // otherNames are the TYPE names of limiter state, by algorithm.
 var otherNames = func() [engine.NumAlgos]string {
@@ -80,9 +95,12 @@ func (k *Keys) shard(key []byte) (*shard, uint64) {
 
 // Lookup returns what key holds (see values.Keyspace).
 func (k *Keys) Lookup(key []byte) values.Entry {
+	if ve := k.last; ve != nil && string(key) == string(k.lastKey) {
+		return values.Entry{Value: ve.v, Expires: ve.exp}
+	}
 	sh, h := k.shard(key)
 	if ve := sh.value(key, k.now); ve != nil {
-		k.last, k.lastSh, k.lastKey = ve, sh, key
+		k.remember(key, sh, ve)
 		return values.Entry{Value: ve.v, Expires: ve.exp}
 	}
 	if e := sh.getTag(key, tagOf(h), k.now); e != nil {
@@ -97,6 +115,7 @@ func (k *Keys) Put(key []byte, v *values.Value, exp int64) {
 		k.lastSh.replaceValue(key, ve, v, exp, k.now, &k.eff) // a value, so no limiter state to remove
 		return
 	}
+	k.forget()
 	sh, h := k.shard(key)
 	sh.putValue(key, tagOf(h), v, exp, k.now, &k.eff)
 }
@@ -107,16 +126,14 @@ func (k *Keys) Put(key []byte, v *values.Value, exp int64) {
 // effects.go). Commands should run through it, not values.Exec.
 func (k *Keys) Exec(resp int, args [][]byte) values.Reply {
 	k.eff.set(args)
-	k.last, k.lastKey = nil, nil
 	r := values.Exec(k, k.now, resp, args)
 	k.eff.clear()
-	k.last, k.lastKey = nil, nil
 	return r
 }
 
 // Delete removes key whatever it holds (see values.Keyspace).
 func (k *Keys) Delete(key []byte) bool {
-	k.last, k.lastKey = nil, nil
+	k.forget()
 	sh, h := k.shard(key)
 	return sh.deleteKey(key, tagOf(h), k.now)
 }
@@ -125,7 +142,9 @@ func (k *Keys) Delete(key []byte) bool {
 // ErrOOM when a held shard is over its share of MaxMemory and cannot
 // evict (see room).
 func (k *Keys) Writable(grow bool) error {
-	k.last, k.lastKey = nil, nil // room may evict
+	if grow && k.tx.s.limits.max > 0 {
+		k.forget() // room may evict
+	}
 	if err := k.tx.s.limits.refused(); err != nil {
 		return err
 	}
@@ -196,7 +215,7 @@ func (k *Keys) Len() int {
 // Flush removes every key: it needs a transaction that holds every
 // shard, and does nothing otherwise.
 func (k *Keys) Flush() {
-	k.last, k.lastKey = nil, nil
+	k.forget()
 	_ = k.tx.Flush()
 }
 
