@@ -42,6 +42,7 @@ type Exec struct {
 func (x *Exec) Interpret() values.Reply {
 	x.declined = true
 	x.script.e.interpreted.Add(1)
+	x.run.start = x.script.e.cfg.Now()
 	return x.script.Run(x)
 }
 

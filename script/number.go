@@ -93,7 +93,32 @@ func appendG(b []byte, f float64, prec int, upper, alt bool) []byte {
 		}
 		b = strconv.AppendInt(b, int64(x), 10)
 	} else {
-		fs := strconv.AppendFloat(buf[:0], f, 'f', prec-1-x, 64)
+		// %f with prec-1-x decimals has the same prec significant digits
+		// as the %e above: place its point instead of formatting again.
+		m := e[:i]
+		if m[0] == '-' {
+			b = append(b, '-')
+			m = m[1:]
+		}
+		digits := make([]byte, 0, 32)
+		digits = append(digits, m[0])
+		if len(m) > 2 {
+			digits = append(digits, m[2:]...) // after "d."
+		}
+		fs := buf[len(e):len(e)] // the rest of buf
+		if x >= 0 {
+			fs = append(fs, digits[:x+1]...)
+			if len(digits) > x+1 || alt {
+				fs = append(fs, '.')
+				fs = append(fs, digits[x+1:]...)
+			}
+		} else {
+			fs = append(fs, '0', '.')
+			for k := 0; k < -x-1; k++ {
+				fs = append(fs, '0')
+			}
+			fs = append(fs, digits...)
+		}
 		if !alt {
 			fs = trimZeros(fs)
 		}

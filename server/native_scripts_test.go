@@ -14,6 +14,7 @@ import (
 	"github.com/rlserver/rlserver/internal/libscripts"
 	"github.com/rlserver/rlserver/script"
 	"github.com/rlserver/rlserver/shards"
+	"github.com/rlserver/rlserver/values"
 )
 
 // libText reads a library's script from the installed library.
@@ -239,6 +240,42 @@ func TestNativeScriptAllocations(t *testing.T) {
 			t.Logf("%.2f allocations per EVALSHA", per)
 			if per > lc.allocs {
 				t.Fatalf("%.3f allocations per EVALSHA of %s, want at most %.2f", per, lc.name, lc.allocs)
+			}
+		})
+	}
+}
+
+// BenchmarkEvalNative measures a native EVALSHA from parsed arguments to
+// reply (evalInto: parse, lookup, transaction, handler, commands), without
+// the connection, over 10,000 keys, with RL.CHECK's dispatch beside it for
+// reference (runCheck through the same server).
+func BenchmarkEvalNative(b *testing.B) {
+	for _, lc := range libCalls {
+		b.Run(lc.name, func(b *testing.B) {
+			s, _ := startServer(b, Config{Limiter: shards.New(0)})
+			body := libText(b, lc.library, lc.script)
+			sha, bad := s.scripts.Load([]byte(body))
+			if bad != nil {
+				b.Fatal(bad)
+			}
+			var cmds [][][]byte
+			for k := range 10000 {
+				args := [][]byte{[]byte("EVALSHA"), []byte(sha), []byte("1"), []byte(fmt.Sprintf("key:%012d", k))}
+				for _, a := range lc.args {
+					args = append(args, []byte(a))
+				}
+				cmds = append(cmds, args)
+			}
+			now := time.Now().UnixNano()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				er := s.getEvalRun(true)
+				r, err := s.evalInto(er, nil, 2, cmds[i%len(cmds)], now)
+				if err != nil || r.Kind != values.Array {
+					b.Fatalf("%v %v", r, err)
+				}
+				s.putEvalRun(er)
 			}
 		})
 	}
