@@ -16,13 +16,17 @@ COPY bin/rlserver /rlserver
 COPY --chown=65532:65532 bin/data /data
 ENV RLSERVER_LISTEN=0.0.0.0:6379 \
     RLSERVER_HTTP=0.0.0.0:8080 \
+    RLSERVER_GRPC=0.0.0.0:8081 \
     RLSERVER_DATA_DIR=/data
 VOLUME /data
 USER 65532:65532
-# RESP, HTTP, and Raft (--raft-addr, a cluster's own traffic).
-EXPOSE 6379 8080 7379
+# RESP, HTTP, Envoy's rate limit service (gRPC, --grpc; Envoy in another
+# container reaches it at <container>:8081), and Raft (--raft-addr, a
+# cluster's own traffic).
+EXPOSE 6379 8080 8081 7379
 # `rlserver health` GETs /readyz at RLSERVER_HTTP: healthy once the node can
 # serve checks (in a cluster: every slot has a leader; the disk above
-# --min-free-disk).
+# --min-free-disk) and, when the rate limit service is on (/readyz names its
+# address), its grpc.health.v1 answers SERVING.
 HEALTHCHECK --interval=5s --timeout=3s --start-period=30s --retries=3 CMD ["/rlserver", "health"]
 ENTRYPOINT ["/rlserver"]

@@ -19,7 +19,7 @@ build: ## build a static bin/rlserver (and bin/data, the image's empty /data)
 run: build ## start one node: RESP on 127.0.0.1:6379, HTTP on 127.0.0.1:8080, data in ./data
 	./bin/rlserver
 
-cluster: build ## three local nodes of one cluster: RESP 127.0.0.1:7001-7003, HTTP 8001-8003, data in ./data/cluster (Ctrl-C stops them)
+cluster: build ## three local nodes of one cluster: RESP 127.0.0.1:7001-7003, HTTP 8001-8003, gRPC (Envoy RLS) 9001-9003, data in ./data/cluster (Ctrl-C stops them)
 	./scripts/cluster.sh
 
 rolling-restart: build ## restart make cluster's nodes one by one (SIGTERM, start with --data-dir alone, wait for the leaders): clients see no error
@@ -46,8 +46,10 @@ bench-cluster: build ## three-node cluster vs a single durable node, fast and st
 failover: build ## kill -9 the node leading the most groups of a fresh three-node cluster under load, 5 times; writes bench/results/failover.{md,json}
 	$(GO) run ./bench/cmd/failover -rlserver bin/rlserver -out bench/results $(FAILOVERFLAGS)
 
-flood: build ## 60 s key flood (redis-benchmark) against --maxmemory 256mb, a bystander checking; writes bench/results/flood.{md,json,png}
-	$(GO) run ./bench/cmd/soak -rlserver bin/rlserver -name flood -d 60s -maxmemory 256mb -out bench/results $(SOAKFLAGS)
+flood: build ## 60 s key flood (redis-benchmark) against --maxmemory 64mb in memory, durable fast and strong, a bystander checking, beside redis-server; writes bench/results/flood-{memory,fast,strong}.{md,json,png}
+	$(GO) run ./bench/cmd/soak -rlserver bin/rlserver -name flood-memory -mode memory -d 60s -maxmemory 64mb -redis-server redis-server -out bench/results $(SOAKFLAGS)
+	$(GO) run ./bench/cmd/soak -rlserver bin/rlserver -name flood-fast -mode fast -d 60s -maxmemory 64mb -out bench/results $(SOAKFLAGS)
+	$(GO) run ./bench/cmd/soak -rlserver bin/rlserver -name flood-strong -mode strong -d 60s -maxmemory 64mb -out bench/results $(SOAKFLAGS)
 
 soak: build ## the same flood for 10 minutes, RSS sampled each second; writes bench/results/soak.{md,json,png}
 	$(GO) run ./bench/cmd/soak -rlserver bin/rlserver -name soak -d 10m -maxmemory 256mb -out bench/results $(SOAKFLAGS)
@@ -62,7 +64,7 @@ lint: ## gofmt and go vet
 docker: build ## build the rlserver image FROM scratch around bin/rlserver
 	docker build -t rlserver:$(VERSION) -t rlserver:latest .
 
-compose: build ## three cluster nodes in containers (docker-compose.yml): RESP 127.0.0.1:7001-7003, HTTP 8001-8003
+compose: build ## three cluster nodes in containers (docker-compose.yml): RESP 127.0.0.1:7001-7003, HTTP 8001-8003, gRPC 9001-9003
 	$(COMPOSE) up --build -d
 
 compose-down: ## stop and remove the compose cluster (its data volumes stay: docker-compose down -v forgets them)

@@ -37,6 +37,9 @@ type Result struct {
 	Policy string
 	Quota  int64
 	Window time.Duration
+	// Shadow: the rule is in shadow mode (it counts but never denies), so
+	// the middleware sends none of its figures in the rate-limit headers.
+	Shadow bool
 }
 
 // Limit is the limit of an RL.CHECK: Limit requests per Window with
@@ -76,6 +79,7 @@ type Client struct {
 type policy struct {
 	quota, capacity int64
 	window          time.Duration
+	shadow          bool
 	fetched         time.Time
 }
 
@@ -149,7 +153,7 @@ func (c *Client) CheckRules(ctx context.Context, target, tier string, ids map[st
 	if err == nil && r.RuleID != "" {
 		r.Policy = r.RuleID
 		if p, ok := c.rulePolicy(ctx, r.RuleID, r.Limit); ok {
-			r.Quota, r.Window = p.quota, p.window
+			r.Quota, r.Window, r.Shadow = p.quota, p.window, p.shadow
 		}
 	}
 	return r, err
@@ -173,6 +177,7 @@ func (c *Client) rulePolicy(ctx context.Context, id string, capacity int64) (pol
 		Limit  int64  `json:"limit"`
 		Window string `json:"window"`
 		Burst  int64  `json:"burst"`
+		Shadow bool   `json:"shadow"`
 	}
 	if err := json.Unmarshal([]byte(js), &rule); err != nil {
 		return p, false
@@ -181,7 +186,7 @@ func (c *Client) rulePolicy(ctx context.Context, id string, capacity int64) (pol
 	if !ok {
 		return p, false
 	}
-	p = policy{quota: rule.Limit, capacity: rule.Limit, window: time.Duration(ns), fetched: time.Now()}
+	p = policy{quota: rule.Limit, capacity: rule.Limit, window: time.Duration(ns), shadow: rule.Shadow, fetched: time.Now()}
 	if rule.Burst > 0 {
 		p.capacity = rule.Burst
 	}

@@ -1,7 +1,13 @@
 // Package client is the Go client of rlserver, on github.com/redis/go-redis/v9:
 // typed RL.CHECK and RL.CHECKRULES calls, pipelined batches of checks, and
 // net/http middleware that limits the requests of an HTTP service through
-// rlserver's rules.
+// rlserver's rules. From another module:
+//
+//	go get github.com/rlserver/rlserver/client
+//
+//	import "github.com/rlserver/rlserver/client"
+//
+// Then:
 //
 //	c := client.Dial("127.0.0.1:6379")
 //	res, err := c.Check(ctx, "user:42", client.Limit{Algo: "sliding", Limit: 100, Window: time.Minute}, 1)

@@ -251,7 +251,8 @@ func (g *grace) check(set *rules.Set, target, tier string, ids map[string]string
 	e := evals[best]
 	res = Result{Allowed: allowed, Limit: e.Result.Limit, Remaining: e.Result.Remaining,
 		RetryAfter: nanos(e.Result.RetryAfter), ResetAfter: nanos(e.Result.ResetAfter),
-		RuleID: e.Rule.Rule.ID, Policy: e.Rule.Rule.ID, Quota: params[best].Limit, Window: time.Duration(params[best].Window)}
+		RuleID: e.Rule.Rule.ID, Policy: e.Rule.Rule.ID, Quota: params[best].Limit, Window: time.Duration(params[best].Window),
+		Shadow: e.Rule.Rule.Shadow}
 	return res, e.Rule.Rule.ID, true
 }
 

@@ -211,11 +211,15 @@ func (cfg *MiddlewareConfig) target(r *http.Request) (string, error) {
 // answer carries out the decision res, made at now: the request goes on
 // to next with the rate-limit headers, or is answered 429.
 func answer(w http.ResponseWriter, r *http.Request, next http.Handler, res Result, now time.Time) {
-	rlheader.Set(w.Header(), rlheader.Values{
+	h := rlheader.Values{
 		Allowed: res.Allowed, Limit: res.Limit, Remaining: res.Remaining,
 		RetryAfter: res.RetryAfter, ResetAfter: res.ResetAfter, Now: now,
 		Policy: res.Policy, Quota: res.Quota, Window: res.Window,
-	})
+	}
+	if res.Shadow {
+		h.Limit = -1 // a shadow rule limits nothing: advertise no limit
+	}
+	rlheader.Set(w.Header(), h)
 	if res.Allowed {
 		next.ServeHTTP(w, r)
 		return

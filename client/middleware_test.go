@@ -103,6 +103,29 @@ func TestMiddlewareSendsTheAPIHeaders(t *testing.T) {
 	}
 }
 
+// TestMiddlewareLeavesShadowRulesOut: a request that only a shadow rule
+// matches passes with no rate-limit headers, as POST /v1/forward-auth
+// answers it: the shadow rule limits nothing, so no header advertises it.
+func TestMiddlewareLeavesShadowRulesOut(t *testing.T) {
+	n, c := start(t)
+	shadow := rule("new-global-cap", "user", 999)
+	shadow.Shadow = true
+	n.Store.SetRule(shadow)
+	s := serve(t, client.MiddlewareConfig{Checker: c, FailMode: client.FailClosed,
+		Identity: client.Identity{UserHeader: "X-User-ID"}})
+	for i := 0; i < 2; i++ {
+		resp, body := testserver.Get(t, s.URL+"/api/items", "X-User-ID", "alice")
+		if resp.StatusCode != 200 || body != "backend" {
+			t.Fatalf("request %d: %d %q", i, resp.StatusCode, body)
+		}
+		for _, h := range []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "RateLimit", "RateLimit-Policy"} {
+			if v := resp.Header.Get(h); v != "" {
+				t.Errorf("request %d: %s: %q, want none for a shadow rule", i, h, v)
+			}
+		}
+	}
+}
+
 func TestMiddlewareHashesAPIKeys(t *testing.T) {
 	n, c := start(t)
 	n.Store.SetRule(rule("per-key", "apikey", 5))

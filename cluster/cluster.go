@@ -159,6 +159,9 @@ type Cluster struct {
 	accepting atomic.Bool
 	// peerLog throttles raft's lines about an unreachable peer, node-wide.
 	peerLog *peerLog
+	// wasMember: this process saw the node a member of the cluster (see
+	// noteLeft; reconcileLoop alone uses it).
+	wasMember bool
 	// takeovers counts the groups this node took over from lost leaders,
 	// the last at takeoverAt (Unix ns; see Takeover).
 	takeovers  atomic.Uint64

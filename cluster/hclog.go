@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -26,6 +27,11 @@ import (
 // Raft's warnings and errors about one peer (it cannot be reached: every
 // heartbeat, append and vote to it fails) go through peers, when not nil:
 // one line per peer per interval, with the count of those it stood for.
+//
+// Once the node has left the cluster (peers.left), raft's lines below
+// Error are dropped: its raft only waits, election after election, for a
+// leader that no longer counts it, and the node said once what it is
+// (see noteLeft).
 func newRaftLogger(log *slog.Logger, peers *peerLog) hclog.Logger {
 	level := hclog.Warn
 	if log.Enabled(context.Background(), slog.LevelDebug) {
@@ -66,6 +72,9 @@ type peerLog struct {
 	mu    sync.Mutex
 	peers map[string]*peerLogEntry
 	now   func() time.Time
+	// left: the node has left the cluster; raft's lines below Error are
+	// dropped (see newRaftLogger).
+	left atomic.Bool
 }
 
 type peerLogEntry struct {
@@ -135,6 +144,9 @@ func (w slogWriter) Write(p []byte) (int, error) {
 			args = append(args, k, m[k])
 		}
 		level := demote(slogLevel(lvl), msg, m)
+		if w.peers != nil && w.peers.left.Load() && level < slog.LevelError {
+			continue
+		}
 		switch peer := peerOf(m); {
 		case level < slog.LevelWarn:
 		case peer != "" && w.peers != nil:

@@ -98,3 +98,21 @@ func TestRaftRepeatsHeldBack(t *testing.T) {
 		t.Fatalf("count or info line missing:\n%s", got)
 	}
 }
+
+// TestLeftNodeRaftQuiet: once the node has left the cluster, raft's
+// warnings (heartbeat timeouts, elections) are dropped; its errors pass.
+func TestLeftNodeRaftQuiet(t *testing.T) {
+	var out bytes.Buffer
+	peers := newPeerLog()
+	l := newRaftLogger(slog.New(slog.NewTextHandler(&out, nil)), peers)
+	l.Warn("heartbeat timeout reached, starting election", "last-leader-id", "n1")
+	peers.left.Store(true)
+	l.Warn("heartbeat timeout reached, not part of a stable configuration or a non-voter, not triggering a leader election")
+	l.Warn("Election timeout reached, restarting election")
+	l.Error("failed to take snapshot", "error", "disk")
+	got := out.String()
+	if strings.Count(got, "heartbeat timeout reached") != 1 || strings.Contains(got, "restarting election") ||
+		!strings.Contains(got, "failed to take snapshot") {
+		t.Fatalf("after leaving:\n%s", got)
+	}
+}

@@ -216,7 +216,41 @@ func (c *Cluster) reconcileLoop() {
 		if c.metaR.State() == raft.Leader {
 			c.forgetLeft(m)
 		}
+		c.noteLeft(m)
 	}
+}
+
+// noteLeft (run by reconcileLoop alone) says once, when this node has left the cluster (it is leaving
+// or forgotten in the meta state it knows, and hosts no group any more),
+// what it is and what to do, and from then on silences raft's chatter:
+// a node removed from the meta group never hears a leader again, so its
+// raft times out and calls an election every heartbeat timeout, for as
+// long as it runs. A node that joins again is heard from again.
+func (c *Cluster) noteLeft(m *metaState) {
+	me, member := m.Nodes[c.cfg.NodeID]
+	if member && !me.Leaving {
+		c.wasMember = true
+	}
+	// Not a member: a node that joins is added to the meta group (and
+	// learns its state) before its join is applied; only a node that was
+	// one has left.
+	left := (member && me.Leaving || !member && c.wasMember) && !c.hostsAny(m.Groups)
+	if c.peerLog.left.Swap(left) || !left {
+		return
+	}
+	c.log.Warn("this node has left the cluster: it holds no group, serves no key and no group will be placed on it; "+
+		"stop it (to join a cluster again, start it on an empty --data-dir with --join). "+
+		"Raft's election messages are no longer logged", "node_id", c.cfg.NodeID)
+}
+
+// hostsAny reports whether this node runs a replica of any of groups 1..n.
+func (c *Cluster) hostsAny(n int) bool {
+	for g := 1; g <= n; g++ {
+		if c.replica(g) != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // adjustVoters makes one change to the servers of group g, which this node

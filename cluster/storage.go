@@ -73,6 +73,9 @@ type StorageOptions struct {
 	// the logs change (default DefaultMarkInterval; negative: only at
 	// start, on WAL changes and at Close).
 	MarkInterval time.Duration
+	// MemTableSize and CacheSize size the database's memtables and block
+	// cache (raftlog.Options); 0 takes raftlog's defaults.
+	MemTableSize, CacheSize int64
 }
 
 // Defaults of StorageOptions' disk guard, which rlserver's flags take:
@@ -161,7 +164,8 @@ func (st *Storage) open(o StorageOptions, mustExist bool) error {
 	if err != nil {
 		return err
 	}
-	db, err := raftlog.OpenDB(filepath.Join(st.dir, dbDir), raftlog.Options{FS: o.FS, Logger: o.Logger, MustExist: mustExist, WALs: st.marks})
+	db, err := raftlog.OpenDB(filepath.Join(st.dir, dbDir), raftlog.Options{FS: o.FS, Logger: o.Logger, MustExist: mustExist, WALs: st.marks,
+		MemTableSize: o.MemTableSize, CacheSize: o.CacheSize})
 	if err != nil {
 		space.Close()
 		if mustExist {

@@ -23,7 +23,7 @@ func (s *Service) answer(p *plan, req *pb.RateLimitRequest, now int64) *pb.RateL
 	for i := range p.slots {
 		if sl := &p.slots[i]; sl.op < 0 {
 			sl.result = zeroLimit(sl.limit, sl.hits, now)
-		} else if !sl.result.Allowed && !p.descs[sl.desc].shadow {
+		} else if !sl.result.Allowed && !p.descs[sl.desc].shadow && s.cfg.Charging == ChargeAllOrNothing {
 			charged = false
 		}
 	}

@@ -23,3 +23,22 @@ func BenchmarkGRPCShouldRateLimit(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkCharging: one ShouldRateLimit of two fixed-window descriptors,
+// in process, under each charging mode (compare the modes' ns/op and
+// allocs/op against one another in the same run).
+func BenchmarkCharging(b *testing.B) {
+	for _, c := range []envoyrls.Charging{envoyrls.ChargeEach, envoyrls.ChargeStopWhenOver, envoyrls.ChargeAllOrNothing} {
+		b.Run(c.String(), func(b *testing.B) {
+			r := startRLS(b, semantics, envoyrls.ServerOptions{}, func(cfg *envoyrls.Config) { cfg.Charging = c })
+			req := rlsRequest("api", desc("remote_address", "b1"), desc("plan", "premium"))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := r.svc.ShouldRateLimit(context.Background(), req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -35,6 +36,8 @@ type gate struct {
 	tokens     []string
 	msgTimeout time.Duration
 	refused    *prometheus.CounterVec // nil counts nothing
+	requests   *prometheus.CounterVec // {grpc_method}: the calls served; nil counts nothing
+	latency    *prometheus.HistogramVec
 
 	mu      sync.Mutex
 	pools   [2]pool     // [0] calls without a token, [1] with
@@ -230,9 +233,16 @@ type callKey struct{}
 
 // unary records the arrival of a unary call's message: its interceptor
 // runs once the message is read.
-func (g *gate) unary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+func (g *gate) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	g.arrived(ctx)
-	return handler(ctx, req)
+	if g.requests == nil || info.FullMethod != pb.RateLimitService_ShouldRateLimit_FullMethodName {
+		return handler(ctx, req)
+	}
+	start := time.Now()
+	resp, err := handler(ctx, req)
+	g.requests.WithLabelValues("ShouldRateLimit").Inc()
+	g.latency.WithLabelValues("ShouldRateLimit").Observe(time.Since(start).Seconds())
+	return resp, err
 }
 
 // stream records the arrival of a streaming call's first message.

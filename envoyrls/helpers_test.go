@@ -35,11 +35,16 @@ type rls struct {
 	addr   string
 }
 
-// startRLS serves yaml (one file) with opt.
-func startRLS(t testing.TB, yaml string, opt envoyrls.ServerOptions) *rls {
+// startRLS serves yaml (one file) with opt, the service's Config changed
+// by mods.
+func startRLS(t testing.TB, yaml string, opt envoyrls.ServerOptions, mods ...func(*envoyrls.Config)) *rls {
 	t.Helper()
 	r := &rls{t: t, store: shards.New(16), clock: testserver.NewClock(t0), reg: prometheus.NewRegistry()}
-	r.svc = envoyrls.New(envoyrls.Config{Limiter: r.store, Clock: r.clock.Now, Registerer: r.reg})
+	cfg := envoyrls.Config{Limiter: r.store, Clock: r.clock.Now, Registerer: r.reg}
+	for _, m := range mods {
+		m(&cfg)
+	}
+	r.svc = envoyrls.New(cfg)
 	if yaml != "" {
 		c := config.Empty()
 		if err := config.Parse(c, "test.yaml", []byte(yaml), config.Options{}); err != nil {
@@ -107,3 +112,6 @@ func writeFile(t *testing.T, dir, name, content string) string {
 	}
 	return p
 }
+
+// allOrNothing sets ChargeAllOrNothing.
+func allOrNothing(c *envoyrls.Config) { c.Charging = envoyrls.ChargeAllOrNothing }

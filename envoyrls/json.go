@@ -20,7 +20,8 @@ const maxJSONBody = 64 << 10
 // ({"domain": "d", "descriptors": [{"entries": [{"key": "k", "value": "v"}]}]}),
 // the answer the RateLimitResponse in the same form, with status 200, or
 // 429 when it is OVER_LIMIT, and the RateLimit headers of the response as
-// HTTP headers. tokens, when not empty, are the bearer tokens a request
+// HTTP headers; a body that is not a RateLimitRequest, or a request the
+// service refuses, is 400 text/plain "Bad Request" as there. tokens, when not empty, are the bearer tokens a request
 // must carry (Authorization: Bearer <token>).
 func JSONHandler(svc *Service, tokens []string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -44,16 +45,17 @@ func JSONHandler(svc *Service, tokens []string) http.Handler {
 		}
 		var req pb.RateLimitRequest
 		if err := protojson.Unmarshal(body, &req); err != nil {
-			jsonError(w, http.StatusBadRequest, "not a RateLimitRequest in JSON: "+err.Error())
+			badRequest(w)
 			return
 		}
 		resp, err := svc.ShouldRateLimit(r.Context(), &req)
 		if err != nil {
-			code := http.StatusServiceUnavailable
-			if status.Code(err) == codes.InvalidArgument {
-				code = http.StatusBadRequest
+			switch status.Code(err) {
+			case codes.InvalidArgument, codes.Unknown:
+				badRequest(w)
+			default:
+				jsonError(w, http.StatusServiceUnavailable, status.Convert(err).Message())
 			}
-			jsonError(w, code, status.Convert(err).Message())
 			return
 		}
 		out, err := protojson.Marshal(resp)
@@ -72,9 +74,19 @@ func JSONHandler(svc *Service, tokens []string) http.Handler {
 	})
 }
 
+// badRequest answers a body that is not a RateLimitRequest, or a request
+// the service refuses, as envoyproxy/ratelimit does: 400, text/plain
+// "Bad Request" (Go's http.Error), so that a client that reads it sees the
+// same answer.
+func badRequest(w http.ResponseWriter) {
+	http.Error(w, http.StatusText(http.StatusBadRequest), http.StatusBadRequest)
+}
+
 // jsonError writes {"error": msg} with status code.
 func jsonError(w http.ResponseWriter, code int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
-	json.NewEncoder(w).Encode(map[string]string{"error": msg})
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false) // a JSON body, not HTML: "<--requirepass>" stays readable
+	enc.Encode(map[string]string{"error": msg})
 }

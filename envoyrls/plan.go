@@ -45,6 +45,16 @@ type slot struct {
 	hits   int64
 	op     int // index in plan.ops; -1: no counter (requests_per_unit 0)
 	result engine.Result
+	// counted: the op is a plain counter (a fixed window whose engine
+	// limit is engine.MaxLimit), charged whatever the answer, and the
+	// slot's result is decided here from the counter's value, as
+	// envoyproxy/ratelimit decides on its INCRBY's. pre is what the
+	// request's earlier slots on the same op charge (the reference
+	// increments a key named twice in turn), charge what this one does;
+	// before and after are the counter's value around this slot's charge.
+	counted       bool
+	pre, charge   int64
+	before, after int64
 }
 
 // plan finds each descriptor's limits, applies replaces and unlimited, and
@@ -86,34 +96,47 @@ func (s *Service) plan(conf *config.Config, req *pb.RateLimitRequest, now int64)
 	return p, nil
 }
 
-// layout adds descriptor i's slots (and ops) to p.
+// layout adds descriptor i's slots (and ops) to p. Under ChargeEach and
+// ChargeStopWhenOver a fixed window (also of requests_per_unit 0) is a
+// counted slot, and the ops of other algorithms are shadow ops, so that
+// each op is charged on its own, whatever the others answer.
 func (s *Service) layout(p *plan, i int, domain string, replacing map[string]bool, keys map[string]int) {
 	dp := &p.descs[i]
 	dp.first = len(p.slots)
 	if dp.unlimited {
 		return
 	}
+	each := s.cfg.Charging != ChargeAllOrNothing
 	for _, l := range dp.pendLimits {
 		if l.Name != "" && replacing[l.Name] {
 			continue
 		}
-		sl := slot{desc: i, limit: l, hits: dp.hits, op: -1}
-		if l.RequestsPerUnit == 0 {
+		sl := slot{desc: i, limit: l, hits: dp.hits, charge: dp.hits, op: -1}
+		sl.counted = each && l.Algo == engine.Fixed
+		if l.RequestsPerUnit == 0 && !sl.counted {
 			if dp.hits > 0 && !dp.shadow {
 				p.deny = true
 			}
 			p.slots = append(p.slots, sl)
 			continue
 		}
-		key := counterKey(domain, dp.pendEntries, dp.pendShare, l.Index, l.Algo)
+		params, shadow := l.Params(), dp.shadow
+		switch {
+		case sl.counted:
+			params = engine.Params{Limit: engine.MaxLimit, Window: l.Window()}
+		case each:
+			shadow = true
+		}
+		key := counterKey(domain, dp.pendEntries, dp.pendShare, l)
 		if j, ok := keys[key]; ok {
+			sl.pre = p.ops[j].Cost
 			p.ops[j].Cost += dp.hits // the same counter twice: charged with both
 			sl.op = j
 		} else {
 			sl.op = len(p.ops)
 			keys[key] = sl.op
-			p.ops = append(p.ops, shards.Op{Key: []byte(key), Algo: l.Algo, Params: l.Params(),
-				Shadow: dp.shadow, Replace: true, OwnCost: true, Cost: dp.hits})
+			p.ops = append(p.ops, shards.Op{Key: []byte(key), Algo: l.Algo, Params: params,
+				Shadow: shadow, Replace: true, OwnCost: true, Cost: dp.hits})
 		}
 		p.slots = append(p.slots, sl)
 	}
@@ -135,10 +158,13 @@ func overrideLimit(ov *ratelimitv3.RateLimitDescriptor_RateLimitOverride) (*conf
 }
 
 // counterKey is "rls:<domain>_<key>_<value>_..." as envoyproxy/ratelimit
-// builds its cache keys (without the window, which the engine aligns), a
-// share_threshold entry taking its pattern for its value, "#<index>" for
-// a descriptor's second and later limits ("#o" for an override), and
-// "#<algorithm>" for an algorithm other than fixed.
+// builds its cache keys, a share_threshold entry taking its pattern for
+// its value, then "#<index>" for a descriptor's second and later limits,
+// "@<seconds>" for a fixed window's length (the reference's key ends with
+// the window's start, which its length sets: a request's limit override
+// of the same window shares the configured limit's counter, and a window
+// made longer or shorter by a reload is a new counter, there and here),
+// and "#<algorithm>" for an algorithm other than fixed.
 //
 // The entries' part is the reference's, so it is not injective:
 // [user=alice_action_login] and [user=alice, action=login] both make
@@ -146,9 +172,8 @@ func overrideLimit(ov *ratelimitv3.RateLimitDescriptor_RateLimitOverride) (*conf
 // counter there and here. The suffix keeps apart what would otherwise
 // drop each other's state: every entry ends with '_' and the suffix has
 // none, so the part after the last '_' is the suffix alone, and keys of
-// different algorithms (or limit indexes) never meet. A fixed window's
-// key stays the reference's.
-func counterKey(domain string, entries []config.Entry, share []string, index int, algo engine.Algo) string {
+// different algorithms (or limit indexes) never meet.
+func counterKey(domain string, entries []config.Entry, share []string, l *config.Limit) string {
 	var b strings.Builder
 	b.WriteString(KeyPrefix)
 	b.WriteString(domain)
@@ -163,16 +188,16 @@ func counterKey(domain string, entries []config.Entry, share []string, index int
 		}
 		b.WriteByte('_')
 	}
-	switch {
-	case index < 0:
-		b.WriteString("#o")
-	case index > 0:
+	if l.Index > 0 {
 		b.WriteByte('#')
-		b.WriteString(itoa(int64(index)))
+		b.WriteString(itoa(int64(l.Index)))
 	}
-	if algo != engine.Fixed {
+	if l.Algo == engine.Fixed {
+		b.WriteByte('@')
+		b.WriteString(itoa(l.Window() / 1e9))
+	} else {
 		b.WriteByte('#')
-		b.WriteString(algo.String())
+		b.WriteString(l.Algo.String())
 	}
 	return b.String()
 }
@@ -194,13 +219,105 @@ func metricKeyOf(entries []config.Entry) string {
 	return b.String()
 }
 
-// charge runs the plan's ops: all or nothing, or, when the plan denies
-// anyway, only looks. A denial that left some ops unreached (a cluster's
-// later groups) looks at those too, so that every status is filled.
+// charge runs the plan's ops as Config.Charging says: one all-or-nothing
+// check (ChargeAllOrNothing), or every op charged on its own (ChargeEach),
+// after a look at the counters for ChargeStopWhenOver.
 func (s *Service) charge(ctx context.Context, p *plan, now int64) error {
 	if len(p.ops) == 0 {
 		return nil
 	}
+	if s.cfg.Charging == ChargeAllOrNothing {
+		if err := s.chargeAll(p, now); err != nil {
+			return err
+		}
+	} else {
+		if s.cfg.Charging == ChargeStopWhenOver {
+			if err := s.stopWhenOver(p, now); err != nil {
+				return err
+			}
+		}
+		if _, err := s.cfg.Limiter.CheckAll(p.ops, 0, now); err != nil {
+			return mapErr(err)
+		}
+	}
+	if s.cfg.Durable != nil {
+		if err := s.cfg.Durable.Settle(ctx, false); err != nil {
+			return mapErr(err)
+		}
+	}
+	for i := range p.slots {
+		sl := &p.slots[i]
+		switch {
+		case sl.counted:
+			op := &p.ops[sl.op]
+			base := engine.MaxLimit - op.Result.Remaining - op.Cost // the counter before this request
+			sl.before = base + sl.pre
+			sl.after = sl.before + sl.charge
+			sl.result = countedResult(sl.limit, sl.after, now)
+		case sl.op >= 0:
+			sl.result = p.ops[sl.op].Result
+		}
+	}
+	return nil
+}
+
+// countedResult is the answer of a fixed window whose counter is at
+// after once charged: over the limit past it, as the reference decides.
+func countedResult(l *config.Limit, after, now int64) engine.Result {
+	w := l.Window()
+	r := engine.Result{Limit: l.RequestsPerUnit, Allowed: after <= l.RequestsPerUnit,
+		Remaining: max(l.RequestsPerUnit-after, 0), ResetAfter: w - now%w}
+	if !r.Allowed {
+		r.RetryAfter = r.ResetAfter
+	}
+	return r
+}
+
+// stopWhenOver is STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT: it reads the
+// counters and, if a counted slot would go over its limit, leaves the
+// charge only to the slots that would (the reference's reading); the other
+// ops then charge nothing.
+func (s *Service) stopWhenOver(p *plan, now int64) error {
+	look := make([]shards.Op, len(p.ops))
+	for i := range p.ops {
+		look[i] = p.ops[i]
+		look[i].Cost = 0
+	}
+	if _, err := s.cfg.Limiter.CheckAll(look, 0, now); err != nil {
+		return mapErr(err)
+	}
+	would := make([]bool, len(p.slots))
+	anyOver := false
+	for i := range p.slots {
+		if sl := &p.slots[i]; sl.counted {
+			cur := engine.MaxLimit - look[sl.op].Result.Remaining
+			would[i] = cur+sl.hits > sl.limit.RequestsPerUnit
+			anyOver = anyOver || would[i]
+		}
+	}
+	if !anyOver {
+		return nil
+	}
+	for i := range p.ops {
+		p.ops[i].Cost = 0
+	}
+	for i := range p.slots {
+		if sl := &p.slots[i]; sl.op >= 0 {
+			sl.charge = 0
+			if would[i] {
+				sl.charge = sl.hits
+			}
+			sl.pre = p.ops[sl.op].Cost
+			p.ops[sl.op].Cost += sl.charge
+		}
+	}
+	return nil
+}
+
+// chargeAll runs the plan's ops all or nothing, or, when the plan denies
+// anyway, only looks. A denial that left some ops unreached (a cluster's
+// later groups) looks at those too, so that every status is filled.
+func (s *Service) chargeAll(p *plan, now int64) error {
 	if p.deny {
 		for i := range p.ops {
 			p.ops[i].Cost = 0
@@ -211,19 +328,7 @@ func (s *Service) charge(ctx context.Context, p *plan, now int64) error {
 		return mapErr(err)
 	}
 	if !allowed {
-		if err := s.peekUnreached(p, now); err != nil {
-			return err
-		}
-	}
-	if s.cfg.Durable != nil {
-		if err := s.cfg.Durable.Settle(ctx, false); err != nil {
-			return mapErr(err)
-		}
-	}
-	for i := range p.slots {
-		if sl := &p.slots[i]; sl.op >= 0 {
-			sl.result = p.ops[sl.op].Result
-		}
+		return s.peekUnreached(p, now)
 	}
 	return nil
 }

@@ -107,7 +107,13 @@ func NewGRPCServer(svc *Service, o ServerOptions) *grpc.Server {
 		g.refused = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rlserver_grpc_calls_refused_total",
 			Help: "gRPC calls refused on their headers (unauthenticated; busy: every place is taken by a call that has its message) or ended while they waited for their message (no_message: it did not come in time; evicted: a new call needed the place)."},
 			[]string{"reason"})
-		o.Registerer.MustRegister(g.refused)
+		g.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ratelimit_service_total_requests",
+			Help: "gRPC calls of the rate limit service by method, as envoyproxy/ratelimit counts them (its Prometheus name)."},
+			[]string{"grpc_method"})
+		g.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "ratelimit_service_response_time_seconds",
+			Help:    "Time to answer a gRPC call of the rate limit service, by method (envoyproxy/ratelimit's name and buckets).",
+			Buckets: prometheus.DefBuckets}, []string{"grpc_method"})
+		o.Registerer.MustRegister(g.refused, g.requests, g.latency)
 	}
 	opts := []grpc.ServerOption{
 		grpc.InTapHandle(g.tap),

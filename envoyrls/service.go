@@ -54,9 +54,59 @@ type Config struct {
 	// 1000): with detailed_metric every value is a key, and beyond the
 	// bound the hits are counted under "_other_".
 	MaxMetricKeys int
+	// Charging says which counters a request charges when some of its
+	// descriptors are over their limit: ChargeEach (the default,
+	// envoyproxy/ratelimit's), ChargeStopWhenOver (its
+	// STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT) or ChargeAllOrNothing.
+	Charging Charging
 	// Registerer receives the metrics; nil keeps none.
 	Registerer prometheus.Registerer
 	Logger     *slog.Logger // nil discards
+}
+
+// Charging is what a request charges to the counters of its descriptors.
+type Charging uint8
+
+const (
+	// ChargeEach charges every descriptor's counters with its hits, also
+	// when the request is answered OVER_LIMIT, and a counter that a
+	// request names twice with each occurrence in turn: a fixed window's
+	// counter then goes on past its limit within the window, as
+	// envoyproxy/ratelimit's INCRBY does. The default.
+	ChargeEach Charging = iota
+	// ChargeStopWhenOver is envoyproxy/ratelimit's
+	// STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT: the counters are read
+	// first; if a descriptor would go over its limit, only the descriptors
+	// that would go over are charged, the others are not.
+	ChargeStopWhenOver
+	// ChargeAllOrNothing charges nothing when a descriptor not in shadow
+	// mode is over its limit, and every counter otherwise, as one atomic
+	// multi-key check (rlserver's RL.CHECKRULES semantics).
+	ChargeAllOrNothing
+)
+
+// ParseCharging reads a charging mode's name: "each", "stop-when-over",
+// "all-or-nothing".
+func ParseCharging(s string) (Charging, bool) {
+	for c := ChargeEach; c <= ChargeAllOrNothing; c++ {
+		if c.String() == s {
+			return c, true
+		}
+	}
+	return 0, false
+}
+
+// String returns the mode's name as ParseCharging reads it.
+func (c Charging) String() string {
+	switch c {
+	case ChargeEach:
+		return "each"
+	case ChargeStopWhenOver:
+		return "stop-when-over"
+	case ChargeAllOrNothing:
+		return "all-or-nothing"
+	}
+	return "unknown"
 }
 
 // Service is the Envoy rate limit service (RLS v3 ShouldRateLimit) over a
@@ -106,10 +156,12 @@ func (s *Service) Config() *config.Config { return s.conf.Load() }
 
 // ShouldRateLimit answers one request: a status per descriptor, in order,
 // and OVER_LIMIT overall if any descriptor not in shadow mode is over its
-// limit. A request that is over the limit is charged to no counter; one
-// that is not is charged to every counter it matched (see Limiter).
-// Errors are gRPC statuses: INVALID_ARGUMENT for a request it will never
-// answer, UNAVAILABLE for a limiter that cannot answer now.
+// limit. What it charges is Config.Charging's. A descriptor with no
+// entries (or that matches no limit) is OK, with no limit.
+// Errors are gRPC statuses: UNKNOWN for an empty domain or descriptor
+// list (as envoyproxy/ratelimit answers them), INVALID_ARGUMENT for
+// another request it will never answer, UNAVAILABLE for a limiter that
+// cannot answer now.
 func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) (*pb.RateLimitResponse, error) {
 	if err := s.validate(req); err != nil {
 		return nil, err
@@ -133,18 +185,18 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 // validate refuses requests the service never answers.
 func (s *Service) validate(req *pb.RateLimitRequest) error {
 	switch {
+	// The reference answers these two with gRPC's Unknown (its handler
+	// returns a plain error), and so does this service: a client that
+	// tells codes apart sees the same one.
 	case req.Domain == "":
-		return status.Error(codes.InvalidArgument, "rate limit domain must not be empty")
+		return status.Error(codes.Unknown, "rate limit domain must not be empty")
 	case len(req.Descriptors) == 0:
-		return status.Error(codes.InvalidArgument, "rate limit descriptor list must not be empty")
+		return status.Error(codes.Unknown, "rate limit descriptor list must not be empty")
 	case len(req.Descriptors) > s.cfg.MaxDescriptors:
 		return status.Errorf(codes.InvalidArgument, "too many descriptors: %d, at most %d", len(req.Descriptors), s.cfg.MaxDescriptors)
 	}
 	for i, d := range req.Descriptors {
-		if len(d.GetEntries()) == 0 {
-			return status.Errorf(codes.InvalidArgument, "descriptor %d has no entries", i)
-		}
-		if len(d.Entries) > s.cfg.MaxEntries {
+		if len(d.GetEntries()) > s.cfg.MaxEntries {
 			return status.Errorf(codes.InvalidArgument, "descriptor %d has %d entries, at most %d", i, len(d.Entries), s.cfg.MaxEntries)
 		}
 		n := len(req.Domain)

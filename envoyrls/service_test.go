@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/rlserver/rlserver/envoyrls"
+	"github.com/rlserver/rlserver/envoyrls/config"
 )
 
 const semantics = `domain: api
@@ -151,10 +152,29 @@ func TestUnlimitedZeroAndShadow(t *testing.T) {
 	want(t, "shadow 2", resp.Statuses[0], ok, 0, 43)
 }
 
-// TestOverallAndAllOrNothing: one descriptor over makes the whole request
-// OVER_LIMIT, and a denied request charges none of its descriptors.
-func TestOverallAndAllOrNothing(t *testing.T) {
+// TestOverallAndEach: one descriptor over makes the whole request
+// OVER_LIMIT, and by default every descriptor is charged all the same, as
+// envoyproxy/ratelimit charges them; a counter named twice is charged in
+// turn.
+func TestOverallAndEach(t *testing.T) {
 	r := startRLS(t, semantics, envoyrls.ServerOptions{})
+	r.ask("api", desc("remote_address", "a"), desc("remote_address", "10.0.0.9"))
+	resp := r.ask("api", desc("remote_address", "a"), desc("remote_address", "10.0.0.9"))
+	if resp.OverallCode != over {
+		t.Fatalf("second: %v", resp)
+	}
+	want(t, "a, charged", resp.Statuses[0], ok, 1, 43)
+	want(t, "10.0.0.9", resp.Statuses[1], over, 0, 43)
+	want(t, "a alone", r.ask("api", desc("remote_address", "a")).Statuses[0], ok, 0, 43)
+	resp = r.ask("api", desc("remote_address", "c"), desc("remote_address", "c"))
+	want(t, "same counter, first", resp.Statuses[0], ok, 2, 43)
+	want(t, "same counter, second", resp.Statuses[1], ok, 1, 43)
+}
+
+// TestOverallAndAllOrNothing: with ChargeAllOrNothing, a denied request
+// charges none of its descriptors.
+func TestOverallAndAllOrNothing(t *testing.T) {
+	r := startRLS(t, semantics, envoyrls.ServerOptions{}, allOrNothing)
 	resp := r.ask("api", desc("remote_address", "a"), desc("remote_address", "10.0.0.9"))
 	if resp.OverallCode != ok {
 		t.Fatalf("first: %v", resp)
@@ -205,7 +225,11 @@ func TestHitsAddend(t *testing.T) {
 	want(t, "descriptor hits 2 over", r.ask("api", d).Statuses[0], over, 0, 43)
 	d.HitsAddend = wrapperspb.UInt64(1)
 	resp, _ = r.call(&pb.RateLimitRequest{Domain: "api", HitsAddend: 5, Descriptors: []*rlpb.RateLimitDescriptor{d}})
-	want(t, "descriptor hits 1 beats request's 5", resp.Statuses[0], ok, 0, 43)
+	// The refused 2 were charged (the reference's INCRBY): 1 more is over.
+	want(t, "descriptor hits 1 beats request's 5", resp.Statuses[0], over, 0, 43)
+	d.HitsAddend = wrapperspb.UInt64(0)
+	resp, _ = r.call(&pb.RateLimitRequest{Domain: "api", HitsAddend: 5, Descriptors: []*rlpb.RateLimitDescriptor{d}})
+	want(t, "descriptor hits 0 beats request's 5", resp.Statuses[0], over, 0, 43)
 }
 
 // TestLimitOverride: a descriptor's own limit applies instead of the
@@ -265,8 +289,9 @@ func TestAlgorithmsAndSeveralLimits(t *testing.T) {
 		t.Fatalf("both over the second: %v", st)
 	}
 	r.clock.Advance(time.Second)
-	for i := 0; i < 2; i++ {
-		if st := r.ask("api", desc("both", "x")).Statuses[0]; st.Code != ok || st.CurrentLimit.Name != "per-hour" || st.LimitRemaining != uint32(1-i) {
+	// The hour was charged with the request over the second too.
+	for i := 0; i < 1; i++ {
+		if st := r.ask("api", desc("both", "x")).Statuses[0]; st.Code != ok || st.CurrentLimit.Name != "per-hour" || st.LimitRemaining != uint32(0-i) {
 			t.Fatalf("both, next second %d: %v", i, st)
 		}
 	}
@@ -320,7 +345,7 @@ func gather(t *testing.T, r *rls) map[string]float64 {
 	}
 	out := map[string]float64{}
 	for _, mf := range mfs {
-		name := strings.TrimPrefix(mf.GetName(), "ratelimit_service_rate_limit_")
+		name := strings.TrimPrefix(strings.TrimPrefix(mf.GetName(), "ratelimit_service_rate_limit_"), "rlserver_rls_rate_limit_")
 		for _, m := range mf.GetMetric() {
 			for _, l := range m.GetLabel() {
 				if l.GetName() == "key" || (name == "domain_not_found" && l.GetName() == "domain") {
@@ -370,7 +395,7 @@ descriptors:
 		// Fixed windows share the reference's counter.
 		{[]*rlpb.RateLimitDescriptor{desc("u", "bob_a_x")}, []uint32{9}},
 		{[]*rlpb.RateLimitDescriptor{desc("u", "bob", "a", "x")}, []uint32{8}},
-		{[]*rlpb.RateLimitDescriptor{desc("u", "bob_a_x"), desc("u", "bob", "a", "x")}, []uint32{6, 6}},
+		{[]*rlpb.RateLimitDescriptor{desc("u", "bob_a_x"), desc("u", "bob", "a", "x")}, []uint32{7, 6}},
 	} {
 		resp := r.ask("kc", step.descs...)
 		for j, w := range step.want {
@@ -379,4 +404,71 @@ descriptors:
 			}
 		}
 	}
+}
+
+// chargingYAML has two fixed windows for the charging tests.
+const chargingYAML = `domain: ch
+descriptors:
+  - key: a
+    rate_limit: {unit: minute, requests_per_unit: 10}
+  - key: b
+    rate_limit: {unit: minute, requests_per_unit: 2}
+`
+
+// TestStopWhenOver: envoyproxy/ratelimit's STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT:
+// when a descriptor would go over, only those that would are charged.
+func TestStopWhenOver(t *testing.T) {
+	r := startRLS(t, chargingYAML, envoyrls.ServerOptions{}, func(c *envoyrls.Config) { c.Charging = envoyrls.ChargeStopWhenOver })
+	r.ask("ch", desc("a", "1"), desc("b", "1"))
+	r.ask("ch", desc("a", "1"), desc("b", "1"))
+	resp := r.ask("ch", desc("a", "1"), desc("b", "1"))
+	want(t, "a, not charged", resp.Statuses[0], ok, 8, 43)
+	want(t, "b over", resp.Statuses[1], over, 0, 43)
+	want(t, "a alone", r.ask("ch", desc("a", "1")).Statuses[0], ok, 7, 43)
+	// Nothing would go over: every descriptor is charged.
+	resp = r.ask("ch", desc("a", "1"), desc("b", "2"))
+	want(t, "a with b2", resp.Statuses[0], ok, 6, 43)
+	want(t, "b2", resp.Statuses[1], ok, 1, 43)
+}
+
+// TestOverrideSharesCounter: a limit override of the configured window
+// charges the configured limit's counter; another window has its own.
+func TestOverrideSharesCounter(t *testing.T) {
+	r := startRLS(t, chargingYAML, envoyrls.ServerOptions{})
+	for i := 0; i < 3; i++ {
+		r.ask("ch", desc("a", "1"))
+	}
+	d := desc("a", "1")
+	d.Limit = &rlpb.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 10, Unit: typev3.RateLimitUnit_MINUTE}
+	want(t, "override, same window", r.ask("ch", d).Statuses[0], ok, 6, 43)
+	d.Limit = &rlpb.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 10, Unit: typev3.RateLimitUnit_HOUR}
+	want(t, "override, an hour", r.ask("ch", d).Statuses[0], ok, 9, rest(3600))
+	want(t, "configured after", r.ask("ch", desc("a", "1")).Statuses[0], ok, 5, 43)
+}
+
+// TestNoEntries: a descriptor without entries answers OK with no limit,
+// beside others that are counted.
+func TestNoEntries(t *testing.T) {
+	r := startRLS(t, chargingYAML, envoyrls.ServerOptions{})
+	resp := r.ask("ch", desc(), desc("a", "1"))
+	if st := resp.Statuses[0]; st.Code != ok || st.CurrentLimit != nil || st.LimitRemaining != 0 {
+		t.Fatalf("no entries: %v", st)
+	}
+	want(t, "a beside", resp.Statuses[1], ok, 9, 43)
+}
+
+// TestWindowChangeIsNewCounter: a reload that makes a window longer
+// starts a new counter, as the reference's keys (which end with the
+// window's start) do.
+func TestWindowChangeIsNewCounter(t *testing.T) {
+	r := startRLS(t, chargingYAML, envoyrls.ServerOptions{})
+	for i := 0; i < 4; i++ {
+		r.ask("ch", desc("a", "1"))
+	}
+	c := config.Empty()
+	if err := config.Parse(c, "test.yaml", []byte(strings.Replace(chargingYAML, "unit: minute, requests_per_unit: 10", "unit: hour, requests_per_unit: 10", 1)), config.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	r.svc.SetConfig(c)
+	want(t, "an hour now", r.ask("ch", desc("a", "1")).Statuses[0], ok, 9, rest(3600))
 }

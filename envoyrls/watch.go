@@ -29,7 +29,7 @@ type Watcher struct {
 // that fails is returned as the error (the caller refuses to start).
 func NewWatcher(svc *Service, path string, opt config.Options) (*Watcher, error) {
 	w := &Watcher{svc: svc, path: path, opt: opt, log: svc.cfg.Logger}
-	if err := w.Reload(); err != nil {
+	if err := w.load(true); err != nil {
 		return nil, err
 	}
 	return w, nil
@@ -38,7 +38,12 @@ func NewWatcher(svc *Service, path string, opt config.Options) (*Watcher, error)
 // Reload loads the files now. On success the Service answers from them;
 // on failure it keeps the configuration it had and the error, which names
 // the file, line and field, is returned and logged.
-func (w *Watcher) Reload() error {
+func (w *Watcher) Reload() error { return w.load(false) }
+
+// load loads the files; first says it is the load at start, whose failure
+// is logged as what it is: the server does not start (there is no last
+// good configuration yet).
+func (w *Watcher) load(first bool) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.stamp = config.Stamp(w.path)
@@ -49,8 +54,11 @@ func (w *Watcher) Reload() error {
 		if !errors.As(err, &ce) {
 			ce = &config.Error{File: w.path, Msg: err.Error()}
 		}
-		w.log.Error("envoy config: not loaded; the last good configuration stays in use", "file", ce.File,
-			"line", ce.Line, "field", ce.Field, "err", ce.Msg)
+		msg := "envoy config: not loaded; the last good configuration stays in use"
+		if first {
+			msg = "envoy config: not loaded at start; the server exits (fix --envoy-config and start it again)"
+		}
+		w.log.Error(msg, "file", ce.File, "line", ce.Line, "field", ce.Field, "err", ce.Msg)
 		return err
 	}
 	w.svc.SetConfig(c)

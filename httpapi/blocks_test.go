@@ -33,6 +33,11 @@ func TestBlocksEndpoints(t *testing.T) {
 	if got := r.header.Get("Retry-After"); got != "50" {
 		t.Errorf("Retry-After %q, want 50", got)
 	}
+	// A block is no quota: no RateLimit naming a policy that no
+	// RateLimit-Policy declares (it read "default";r=0;t=50).
+	if rl, pol := r.header.Get("RateLimit"), r.header.Get("RateLimit-Policy"); rl != "" || pol != "" {
+		t.Errorf("blocked: RateLimit %q, RateLimit-Policy %q; want neither", rl, pol)
+	}
 	fr, body := testserver.Get(t, n.URL+"/v1/forward-auth", "X-Forwarded-For", "1.2.3.4", "X-Forwarded-Uri", "/x",
 		"Authorization", "Bearer pw")
 	if fr.StatusCode != 429 || !strings.Contains(body, `"rule":"block:ip=1.2.3.4"`) || fr.Header.Get("Retry-After") != "50" {

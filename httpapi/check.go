@@ -180,6 +180,13 @@ func (a *api) decideRules(w http.ResponseWriter, r *http.Request, q *rules.Query
 	case rule != nil:
 		body.Rule, p, policy = &rule.Rule.ID, rule.Params, rule.Rule.ID
 	}
+	if rule != nil && rule.Rule.Shadow {
+		// A shadow rule (reported only when no enforcing rule matched)
+		// limits nothing: its figures stay in the body, out of the headers,
+		// which would advertise a limit that is not enforced.
+		p, policy = engine.Params{}, ""
+		res.Limit = -1
+	}
 	if res.Allowed && !allowedBody {
 		writeDecision(w, res, p, policy, now, nil, denyStatus)
 		return

@@ -216,6 +216,13 @@ func New(cfg Config) http.Handler {
 		a.handle(mux, "GET /v1/hotkeys", "hotkeys", a.hotKeys)
 		mux.Handle("/v1/hotkeys", methodNotAllowed("GET"))
 	}
+	if cfg.Status != nil {
+		// A person who opens the node's address in a browser gets the
+		// status page (relative, so that a proxy's path prefix is kept).
+		mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, "status", http.StatusFound)
+		})
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, errorBody{"no such endpoint: " + r.Method + " " + r.URL.Path})
 	})

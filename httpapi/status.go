@@ -15,6 +15,10 @@ type StatusPage interface {
 	// ServeAsset writes the page's file name ("index.html", "app.js",
 	// "style.css"), or a 404.
 	ServeAsset(w http.ResponseWriter, name string)
+	// ServePage writes the page with initial, StatusReport's answer, in
+	// it, so that its first paint shows figures; nil: none (the reader
+	// may not see them, and the page asks for a token).
+	ServePage(w http.ResponseWriter, initial any)
 }
 
 // statusGather bounds how long GET /v1/stats waits for the other members
@@ -32,7 +36,18 @@ const statusGather = 1500 * time.Millisecond
 func (a *api) routeStatus(mux *http.ServeMux) {
 	page := a.cfg.Status
 	a.handle(mux, "GET /status", "status", func(w http.ResponseWriter, r *http.Request) {
-		page.ServeAsset(w, "index.html")
+		// The figures of the first paint, for a reader who may see them
+		// (a browser sends no token with its first request: on a node
+		// with a password the page asks for it, as before).
+		var initial any
+		if a.authorize(r, accessCheck, "reading the status figures") == nil {
+			details := a.authorize(r, accessAdmin, "reading blocked identifiers") == nil
+			ctx, cancel := context.WithTimeout(r.Context(), statusGather)
+			initial = page.StatusReport(ctx, details)
+			cancel()
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		page.ServePage(w, initial)
 	})
 	a.handle(mux, "GET /status/{$}", "status", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "../status", http.StatusMovedPermanently)

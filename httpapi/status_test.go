@@ -74,3 +74,46 @@ func TestNoStatusPageWithoutIt(t *testing.T) {
 	expect(t, "GET /v1/stats", do(t, "GET", n.URL+"/v1/stats", "", ""), 404, "no such endpoint")
 	expect(t, "GET /status", do(t, "GET", n.URL+"/status", "", ""), 404, "no such endpoint")
 }
+
+// TestStatusPageFirstPaintAndRoot: GET / leads to the status page; the
+// page comes with the figures of its first paint (as JSON for its script,
+// and as text in its header) for a reader who may see them, and without
+// them for one who may not (who is asked for the token).
+func TestStatusPageFirstPaintAndRoot(t *testing.T) {
+	n, _ := start(t, testserver.Options{Status: statusOf})
+	req, _ := http.NewRequest("GET", n.URL+"/", nil)
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != "/status" {
+		t.Errorf("GET /: %d to %q, want 302 to /status", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	expect(t, "GET /nope", do(t, "GET", n.URL+"/nope", "", ""), 404, "no such endpoint")
+
+	rdb := redis.NewClient(&redis.Options{Addr: n.Addr})
+	defer rdb.Close()
+	for i := 0; i < 1234; i++ {
+		rdb.Do(context.Background(), "RL.CHECK", "k", "fixed", 1000, 60)
+	}
+	r := do(t, "GET", n.URL+"/status", "", "")
+	for _, want := range []string{`<script id="initial-stats" type="application/json">{"node":"t1"`,
+		`"totals":{"checks":1234,"denied":234}`, `<span id="node">t1</span>`, `<dd id="total-checks">1,234</dd>`,
+		`<dd id="total-denied">234</dd>`, `<dd id="mode">memory</dd>`} {
+		if r.status != 200 || !strings.Contains(r.body, want) {
+			t.Errorf("GET /status: %d, no %s in:\n%s", r.status, want, r.body)
+		}
+	}
+	if strings.Contains(r.body, "waiting for /v1/stats") {
+		t.Errorf("GET /status still waits for /v1/stats:\n%s", r.body)
+	}
+
+	locked, _ := start(t, testserver.Options{RequirePass: "pw", Status: statusOf})
+	r = do(t, "GET", locked.URL+"/status", "", "")
+	for _, want := range []string{`<script id="initial-stats" type="application/json"></script>`, `<span id="node">…</span>`} {
+		if r.status != 200 || !strings.Contains(r.body, want) {
+			t.Errorf("GET /status, no password: %d, no %s in:\n%s", r.status, want, r.body)
+		}
+	}
+}

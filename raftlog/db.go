@@ -31,6 +31,13 @@ type Options struct {
 	// or deleted, and writes fail. It is for checking a directory before
 	// a start that may refuse it.
 	ReadOnly bool
+	// MemTableSize is the size of each of Pebble's memtables; 0 is
+	// DefaultMemTableSize. A node bounded by --maxmemory takes less (see
+	// MemTableFor), since up to MemTableBudget of them are in memory at once.
+	MemTableSize int64
+	// CacheSize is the size of Pebble's block cache; 0 is
+	// DefaultCacheSize.
+	CacheSize int64
 }
 
 // formatVersion pins Pebble's on-disk format, so that a newer Pebble never
@@ -75,7 +82,10 @@ func OpenDB(dir string, o Options) (*pebble.DB, error) {
 	if o.FS == nil || o.FS == vfs.Default {
 		opts.WithFSDefaults() // the disk health checks Pebble adds when it picks the disk itself
 	}
-	tune(opts)
+	tune(opts, o.MemTableSize)
+	if o.CacheSize > 0 {
+		opts.CacheSize = o.CacheSize
+	}
 	db, err := pebble.Open(dir, opts)
 	if errors.Is(err, pebble.ErrDBDoesNotExist) {
 		return nil, fmt.Errorf("%w: %s", ErrNoDB, dir)
@@ -91,25 +101,52 @@ func OpenDB(dir string, o Options) (*pebble.DB, error) {
 	return db, nil
 }
 
-// memTableSize is the size of each of Pebble's memtables. It is larger than
-// Pebble's default (4 MiB) so that log entries, which live only until the
-// next snapshot truncates the log, are often deleted while still in the
-// memtable, and the flush that writes it to a table elides them rather
-// than writing them to be compacted away later.
-const memTableSize = 32 << 20
+// DefaultMemTableSize is the size of each of Pebble's memtables. It is
+// larger than Pebble's default (4 MiB) so that log entries, which live only
+// until the next snapshot truncates the log, are often deleted while still
+// in the memtable, and the flush that writes it to a table elides them
+// rather than writing them to be compacted away later.
+const DefaultMemTableSize = 32 << 20
+
+// DefaultCacheSize is Pebble's default block cache, which raftlog keeps.
+const DefaultCacheSize = 8 << 20
+
+// MemTableBudget is how many memtables' worth of memory Pebble may hold at
+// once: the mutable one, and one queued or being flushed (Pebble's default
+// MemTableStopWritesThreshold, 2, stops writes rather than queue more).
+const MemTableBudget = 2
+
+// MinMemTableSize is the smallest memtable MemTableFor gives.
+const MinMemTableSize = 2 << 20
+
+// MemTableFor returns the memtable size for a node whose memory is bounded
+// by maxMemory bytes (0: no bound, DefaultMemTableSize): a thirty-second of
+// it, so that the memtables take at most a sixteenth of the bound, within
+// [MinMemTableSize, DefaultMemTableSize]. Smaller memtables flush more often,
+// so more short-lived log entries reach a table before they are deleted:
+// more disk writes, in exchange for a process that fits its bound.
+func MemTableFor(maxMemory int64) int64 {
+	if maxMemory <= 0 {
+		return DefaultMemTableSize
+	}
+	return min(max(maxMemory/32, MinMemTableSize), DefaultMemTableSize)
+}
 
 // tune sets the options that suit a Raft log: tables are not compressed
 // (log entries are short-lived, and compressing them took about 4% of a
-// loaded node's CPU), memtables are large (memTableSize), and values of a
+// loaded node's CPU), memtables are large (DefaultMemTableSize unless the node's memory is bounded), and values of a
 // KiB and more — log entries, snapshot chunks — are separated into blob
 // files when a memtable is flushed, so that compactions move only their
 // keys: an entry is written once more by the flush and never again, and
 // dropped with its blob file once the log is truncated behind a snapshot.
 // Without it, compactions rewrote every entry they met (about 3% of a
 // loaded node's CPU, and twice the disk writes).
-func tune(opts *pebble.Options) {
-	opts.MemTableSize = memTableSize
-	opts.TargetFileSizes[0] = memTableSize
+func tune(opts *pebble.Options, memTable int64) {
+	if memTable <= 0 {
+		memTable = DefaultMemTableSize
+	}
+	opts.MemTableSize = uint64(memTable)
+	opts.TargetFileSizes[0] = memTable
 	opts.Experimental.ValueSeparationPolicy = func() pebble.ValueSeparationPolicy {
 		return pebble.ValueSeparationPolicy{Enabled: true, MinimumSize: 1 << 10, MaxBlobReferenceDepth: 10,
 			RewriteMinimumAge: time.Minute, TargetGarbageRatio: 0.5}

@@ -87,7 +87,7 @@ func checkOptions(fs vfs.FS, dir, name string) error {
 		return err
 	}
 	opts := &pebble.Options{FS: fs}
-	tune(opts)
+	tune(opts, 0)
 	opts.EnsureDefaults()
 	return opts.CheckCompatibility(dir, string(data))
 }

@@ -166,9 +166,7 @@ func (s *Server) infoSections(lim Limiter, now int64) []infoSection {
 		{"stats", []string{"total_connections_received", itoa(s.totalConns.Load()),
 			"total_commands_processed", itoa(s.commandsProcessed()),
 			"rejected_connections", itoa(s.rejected.Load()), "evicted_keys", itoa(evicted)}},
-		{"memory", []string{"used_memory", itoa(state + clients), "used_memory_state", itoa(state),
-			"used_memory_clients", itoa(clients), "used_memory_heap", itoa(int64(ms.HeapAlloc)),
-			"used_memory_rss", itoa(residentBytes(&ms)), "maxmemory", itoa(maxMem), "maxmemory_policy", policy}},
+		{"memory", s.memoryInfo(&ms, state, clients, maxMem, policy)},
 		{"persistence", s.persistenceInfo()},
 		{"replication", []string{"role", "master", "connected_slaves", "0"}},
 		{"cluster", []string{"cluster_enabled", clusterEnabled}},
@@ -176,6 +174,24 @@ func (s *Server) infoSections(lim Limiter, now int64) []infoSection {
 		{"scripts", s.scriptsInfo()},
 		{"rlserver", s.rlserverInfo(keys, lim.MemoryBytes())},
 	}
+}
+
+// memoryInfo is INFO's memory section: used_memory is the key state, the
+// connections and, with Config.HeapMemory, the rest of the live heap
+// (used_memory_overhead), which is what --maxmemory bounds; the peak is
+// the largest live heap seen, or used_memory without HeapMemory.
+func (s *Server) memoryInfo(ms *runtime.MemStats, state, clients, maxMem int64, policy string) []string {
+	itoa := func(n int64) string { return strconv.FormatInt(n, 10) }
+	var overhead, peak int64
+	if s.cfg.HeapMemory != nil {
+		overhead, peak = s.cfg.HeapMemory()
+	}
+	used := state + clients + overhead
+	peak = max(peak, used)
+	return []string{"used_memory", itoa(used), "used_memory_peak", itoa(peak), "used_memory_state", itoa(state),
+		"used_memory_clients", itoa(clients), "used_memory_overhead", itoa(overhead),
+		"used_memory_heap", itoa(int64(ms.HeapAlloc)), "used_memory_rss", itoa(residentBytes(ms)),
+		"maxmemory", itoa(maxMem), "maxmemory_policy", policy}
 }
 
 // memoryBound returns the limiter's memory bound, its policy and the keys

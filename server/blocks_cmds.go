@@ -53,7 +53,7 @@ func (s *Server) blockStore(c *conn) BlockStore {
 // Reply: OK. The block replaces any the identifier had.
 func cmdBlock(s *Server, c *conn, args [][]byte, now int64) {
 	if len(args) > 4 {
-		c.writeError("ERR wrong number of arguments for 'rl.block' command")
+		c.writeError(arityError(s.lookup(args[0])))
 		return
 	}
 	if !s.mayWriteRules(c, "rl.block") {

@@ -97,7 +97,7 @@ func TestRuleCommands(t *testing.T) {
 		{args: []any{"RL.RULE.SET", "x", `{"target":"*","tier":"*","key_type":"ip","algo":"log","limit":20000,"window":"1s"}`},
 			wantErr: `ERR invalid rule "x": limit: must be a positive integer no larger than 2^48 (got 20000, above the maximum for 'log' of 10000`},
 		{args: []any{"RL.RULE.SET", "x", `{"id":`}, wantErr: `ERR invalid rule: malformed JSON`},
-		{args: []any{"RL.RULE.SET", "x"}, wantErr: `ERR wrong number of arguments for 'rl.rule.set' command`},
+		{args: []any{"RL.RULE.SET", "x"}, wantErr: `ERR wrong number of arguments for 'rl.rule.set' command; usage: RL.RULE.SET id json`},
 		{args: []any{"RL.RULE.DEL", "per-ip"}, want: int64(1)},
 		{args: []any{"RL.RULE.DEL", "per-ip"}, want: int64(0)},
 		{args: []any{"RL.RULE.GET", "per-ip"}, want: nil},
@@ -138,7 +138,7 @@ func TestCheckRulesReplies(t *testing.T) {
 		{args: []any{"RL.CHECKRULES", "/api/x", "pro", "user=u1", "ip=1.2.3.4"}, want: []any{int64(1), int64(10), int64(6), int64(0), int64(4000), "per-ip"}},
 		// A cost above every capacity can never pass.
 		{args: []any{"RL.CHECKRULES", "/other", "pro", "ip=9.9.9.9", "COST", "11"}, want: []any{int64(0), int64(10), int64(10), int64(-1), int64(0), "per-ip"}},
-		{args: []any{"RL.CHECKRULES", "/api/x", "free"}, wantErr: "ERR wrong number of arguments for 'rl.checkrules' command"},
+		{args: []any{"RL.CHECKRULES", "/api/x", "free"}, wantErr: "ERR wrong number of arguments for 'rl.checkrules' command; usage: RL.CHECKRULES target tier identifier [identifier ...] [COST cost]"},
 		{args: []any{"RL.CHECKRULES", "/api/x", "free", "COST", "1"}, wantErr: "ERR syntax error: want at least one type=value identifier"},
 		{args: []any{"RL.CHECKRULES", "/api/x", "free", "user"}, wantErr: "ERR syntax error: 'user' is not type=value"},
 		{args: []any{"RL.CHECKRULES", "/api/x", "free", "user="}, wantErr: "ERR syntax error: 'user=' is not type=value"},

@@ -322,7 +322,7 @@ func TestClusterRouting(t *testing.T) {
 				{resp("CL.THROTTLE", "{m}k", "1", "1", "1"), "-" + movedErr + "\r\n"},
 				// Routing comes before the arguments are parsed, after arity.
 				{resp("RL.CHECK", "{m}k", "bogus", "1", "1m"), "-" + movedErr + "\r\n"},
-				{resp("RL.RESET", "{m}k", "x"), "-ERR wrong number of arguments for 'rl.reset' command\r\n"},
+				{resp("RL.RESET", "{m}k", "x"), "-ERR wrong number of arguments for 'rl.reset' command; usage: RL.RESET key\r\n"},
 				{resp("RL.CHECK", "{t}k", "fixed", "1", "1m"), "-TRYAGAIN the group of this slot is electing its leader\r\n"},
 				{resp("RL.CHECK", "{d}k", "fixed", "1", "1m"), "-CLUSTERDOWN The cluster is down\r\n"},
 				{resp("RL.CHECK", "k", "fixed", "1", "1m"), ints(1, 1, 0, 0, 60000)},

@@ -32,6 +32,9 @@ type command struct {
 	// as Redis 7.2 does (cmd=client|info), made once.
 	subs      []string
 	fullNames []string
+	// usage is an RL.* command's syntax ("RL.RESET key"), which its
+	// wrong-arity error and RL.HELP show; made once by commandTable.
+	usage string
 }
 
 // shownName returns the name CLIENT LIST shows for a call of cmd with
@@ -70,6 +73,7 @@ func commandTable() (map[string]*command, []*command) {
 	list = append(list, clusterCommands()...)
 	list = append(list, hotKeyCommands()...)
 	list = append(list, scriptCommands()...)
+	list = append(list, helpCommands()...)
 	list = append(list, valueCommands(list)...)
 	sort.Slice(list, func(i, j int) bool { return list[i].name < list[j].name })
 	m := make(map[string]*command, len(list))
@@ -78,6 +82,9 @@ func commandTable() (map[string]*command, []*command) {
 		c.wait = commandWaits[c.name]
 		if c.value != nil {
 			c.wait = waitStrong // reads and changes the keyspace
+		}
+		if ownCommand(c) {
+			c.usage = syntaxOf(c)
 		}
 		c.fullNames = make([]string, len(c.subs))
 		for j, sub := range c.subs {
@@ -126,7 +133,7 @@ func (s *Server) dispatch(c *conn, args [][]byte, now int64) {
 		return
 	}
 	if !cmd.arityOK(len(args)) {
-		c.writeError("ERR wrong number of arguments for '" + cmd.name + "' command")
+		c.writeError(arityError(cmd))
 		return
 	}
 	if s.misrouted(c, cmd, args) { // a key of a slot this node does not serve

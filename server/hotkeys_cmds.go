@@ -35,7 +35,7 @@ func parseHotKeysCount(args [][]byte) (int, string) {
 	case len(args) == 1:
 		return shards.DefaultHotKeys, ""
 	case len(args) != 3 || !equalFold(args[1], "COUNT"):
-		return 0, "ERR syntax error: RL.HOTKEYS [COUNT n]"
+		return 0, "ERR syntax error; usage: RL.HOTKEYS [COUNT count]"
 	}
 	n, ok := parseInt(args[2])
 	if !ok || n < 1 {

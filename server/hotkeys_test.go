@@ -97,13 +97,13 @@ func TestHotKeysOverTCP(t *testing.T) {
 func TestHotKeysBadInput(t *testing.T) {
 	_, addr := startServer(t, Config{Clock: fakeClock()})
 	cases := []struct{ req, want string }{
-		{resp("RL.HOTKEYS", "COUNT"), "-ERR syntax error: RL.HOTKEYS [COUNT n]\r\n"},
+		{resp("RL.HOTKEYS", "COUNT"), "-ERR syntax error; usage: RL.HOTKEYS [COUNT count]\r\n"},
 		{resp("RL.HOTKEYS", "COUNT", "0"), "-ERR COUNT must be a positive integer\r\n"},
 		{resp("RL.HOTKEYS", "COUNT", "-3"), "-ERR COUNT must be a positive integer\r\n"},
 		{resp("RL.HOTKEYS", "COUNT", "x"), "-ERR COUNT must be a positive integer\r\n"},
 		{resp("RL.HOTKEYS", "COUNT", "99999999999999999999"), "-ERR COUNT must be a positive integer\r\n"},
-		{resp("RL.HOTKEYS", "TOP", "3"), "-ERR syntax error: RL.HOTKEYS [COUNT n]\r\n"},
-		{resp("RL.HOTKEYS", "COUNT", "3", "COUNT", "4"), "-ERR syntax error: RL.HOTKEYS [COUNT n]\r\n"},
+		{resp("RL.HOTKEYS", "TOP", "3"), "-ERR syntax error; usage: RL.HOTKEYS [COUNT count]\r\n"},
+		{resp("RL.HOTKEYS", "COUNT", "3", "COUNT", "4"), "-ERR syntax error; usage: RL.HOTKEYS [COUNT count]\r\n"},
 		{resp("RL.CHECK", "k", "fixed", "5", "60"), "*5\r\n:1\r\n:5\r\n:4\r\n:0\r\n:60000\r\n"},
 		{resp("RL.HOTKEYS", "COUNT", "5"), "*1\r\n*3\r\n$1\r\nk\r\n:1\r\n:0\r\n"},
 	}

@@ -133,7 +133,7 @@ func (s *Server) queueError(c *conn, cmd *command, args [][]byte, q **rules.Quer
 	case !c.authed && !cmd.noAuth:
 		return "NOAUTH Authentication required."
 	case !cmd.arityOK(len(args)):
-		return "ERR wrong number of arguments for '" + cmd.name + "' command"
+		return arityError(cmd)
 	}
 	// In a cluster, a key of a slot this node does not serve is refused
 	// now, as Redis Cluster does; that its keys share one slot with the

@@ -51,7 +51,7 @@ func TestMultiExec(t *testing.T) {
 func TestExecAbort(t *testing.T) {
 	for name, bad := range map[string]struct{ req, reply string }{
 		"unknown command": {resp("NOSUCH", "a"), "-ERR unknown command 'NOSUCH', with args beginning with: 'a' \r\n"},
-		"arity":           {resp("RL.CHECK", "x"), "-ERR wrong number of arguments for 'rl.check' command\r\n"},
+		"arity":           {resp("RL.CHECK", "x"), "-ERR wrong number of arguments for 'rl.check' command; usage: RL.CHECK key algo limit window [COST cost] [BURST burst]\r\n"},
 		"algorithm": {resp("RL.CHECK", "x", "bogus", "1", "1"),
 			"-ERR unknown algorithm 'bogus': want fixed, sliding, log, token, leaky or gcra\r\n"},
 		"peek cost":    {resp("RL.PEEK", "x", "fixed", "1", "1", "COST", "1"), "-ERR syntax error: unexpected 'COST' (options are BURST n)\r\n"},

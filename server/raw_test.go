@@ -60,7 +60,7 @@ func TestThrottleCommand(t *testing.T) {
 func TestBadArguments(t *testing.T) {
 	long := strings.Repeat("x", 1025)
 	runScript(t, Config{}, []step{
-		{resp("RL.CHECK", "k"), "-ERR wrong number of arguments for 'rl.check' command\r\n"},
+		{resp("RL.CHECK", "k"), "-ERR wrong number of arguments for 'rl.check' command; usage: RL.CHECK key algo limit window [COST cost] [BURST burst]\r\n"},
 		{resp("RL.CHECK", "k", "token", "0", "1m"), "-ERR invalid limit '0': want a positive integer no larger than 2^48\r\n"},
 		{resp("RL.CHECK", "k", "token", "1.5", "1m"), "-ERR invalid limit '1.5': want a positive integer no larger than 2^48\r\n"},
 		{resp("RL.CHECK", "k", "token", "+3", "1m"), "-ERR invalid limit '+3': want a positive integer no larger than 2^48\r\n"},
@@ -85,7 +85,7 @@ func TestBadArguments(t *testing.T) {
 			"-ERR syntax error: unexpected 'COST' (options are BURST n)\r\n"},
 		{resp("RL.CHECK", long, "token", "3", "1m"),
 			"-ERR key is 1025 bytes, longer than the limit of 1024 (--max-key-bytes)\r\n"},
-		{resp("RL.RESET"), "-ERR wrong number of arguments for 'rl.reset' command\r\n"},
+		{resp("RL.RESET"), "-ERR wrong number of arguments for 'rl.reset' command; usage: RL.RESET key\r\n"},
 		{resp("FOO", "a", "b"), "-ERR unknown command 'FOO', with args beginning with: 'a' 'b' \r\n"},
 		{resp("SELECT", "1"), "-ERR DB index is out of range\r\n"},
 		{resp("SELECT", "x"), "-ERR value is not an integer or out of range\r\n"},
@@ -115,7 +115,7 @@ func TestConnectionCommands(t *testing.T) {
 		{resp("RESET"), "+RESET\r\n"},
 		{resp("CLIENT", "GETNAME"), "$-1\r\n"},
 		{resp("CONFIG", "GET", "appendonly"), "*2\r\n$10\r\nappendonly\r\n$2\r\nno\r\n"},
-		{resp("COMMAND", "COUNT"), ":117\r\n"}, // the server's 39, scripting's 5 and 73 of package values (values.Commands less DBSIZE, the server's)
+		{resp("COMMAND", "COUNT"), ":118\r\n"}, // the server's 40, scripting's 5 and 73 of package values (values.Commands less DBSIZE, the server's)
 		{resp("COMMAND", "GETKEYS", "RL.CHECK", "user:1", "token", "1", "1"), "*1\r\n$6\r\nuser:1\r\n"},
 		{resp("CONFIG", "SET", "save", ""),
 			"-ERR CONFIG SET is not supported: rlserver is configured by flags, a YAML file or RLSERVER_* variables\r\n"},
@@ -140,7 +140,7 @@ func TestPipelining(t *testing.T) {
 		{check + check + check, ints(1, 2, 1, 0, 60000) + ints(1, 2, 0, 0, 60000) + ints(0, 2, 0, 60000, 60000)},
 		// Errors in a pipeline do not disturb the commands around them.
 		{resp("PING") + resp("RL.CHECK", "x") + resp("ECHO", "ok"),
-			"+PONG\r\n-ERR wrong number of arguments for 'rl.check' command\r\n$2\r\nok\r\n"},
+			"+PONG\r\n-ERR wrong number of arguments for 'rl.check' command; usage: RL.CHECK key algo limit window [COST cost] [BURST burst]\r\n$2\r\nok\r\n"},
 		// Inline (telnet) commands work too.
 		{"PING\r\nRL.PEEK p fixed 2 1m\r\n", "+PONG\r\n" + ints(1, 2, 0, 0, 60000)},
 		// QUIT in the middle of a pipeline answers it and nothing after.

@@ -82,6 +82,11 @@ type Config struct {
 	// the limiter's --maxmemory accounting can count it; nil means a
 	// counter of the server's own.
 	ConnMemory *atomic.Int64
+	// HeapMemory, if set, returns the live heap that the limiter's state
+	// and the connections do not account for, and the largest live heap
+	// seen: INFO adds the first to used_memory (as used_memory_overhead)
+	// and gives the second as used_memory_peak.
+	HeapMemory func() (overhead, peak int64)
 	// IdleTimeout closes a connection that has sent nothing for that
 	// long, as Redis's timeout; 0 means never.
 	IdleTimeout time.Duration

@@ -2,7 +2,9 @@ package statuspage_test
 
 import (
 	"context"
+	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -85,6 +87,55 @@ func TestPageInBrowser(t *testing.T) {
 	}
 	if !strings.Contains(dom, `<p id="single" class="muted">`) {
 		t.Errorf("a single node's page does not say it has no cluster:\n%s", dom)
+	}
+	// The plots' scales: the last second's 120 checks, and its 121
+	// denials (the key's, past its limit, and a rule's), are the peaks, so
+	// both plots read 0 to 200 in quarters.
+	if got := strings.Join(headless.Ticks(dom, "y-checks"), " "); got != "200 150 100 50 0" {
+		t.Errorf("the checks plot's y axis reads %q, want 200 150 100 50 0:\n%s", got, dom)
+	}
+	if got := strings.Join(headless.Ticks(dom, "y-denied"), " "); got != "200 150 100 50 0" {
+		t.Errorf("the denials plot's y axis reads %q, want 200 150 100 50 0", got)
+	}
+	for _, id := range []string{"scope-totals", "scope-checks", "scope-rules", "scope-hotkeys", "scope-blocks"} {
+		if !strings.Contains(dom, `id="`+id+`" class="scope">this node<`) {
+			t.Errorf("%s does not say this node on a single node", id)
+		}
+	}
+}
+
+// onlyFirst is a status page whose figures can be read once: the page
+// is served with them; every GET /v1/stats after is cut off.
+type onlyFirst struct {
+	httpapi.StatusPage
+	calls atomic.Int32
+}
+
+func (o *onlyFirst) StatusReport(ctx context.Context, details bool) any {
+	if o.calls.Add(1) > 1 {
+		panic(http.ErrAbortHandler) // the connection is closed, silently
+	}
+	return o.StatusPage.StatusReport(ctx, details)
+}
+
+// TestFirstPaintHasData: the page draws the figures it was served with
+// before /v1/stats ever answers (here it never does): no bare
+// "waiting for /v1/stats…" placeholders.
+func TestFirstPaintHasData(t *testing.T) {
+	headless.Browser(t)
+	n := testserver.Start(t, testserver.Options{Status: func(n *testserver.Node) httpapi.StatusPage {
+		return &onlyFirst{StatusPage: statuspage.NewSource(statuspage.Options{Node: "t1", Version: "test", Mode: "memory",
+			Totals: func() statuspage.Totals { return statuspage.Totals{Checks: 4321, Denied: 21} }})}
+	}})
+	dom := headless.DumpDOM(t, n.URL+"/status")
+	for _, want := range []string{`<span id="node">t1</span>`, `<dd id="mode">memory</dd>`,
+		`<dd id="total-checks">4,321</dd>`, `<dd id="total-denied">21</dd>`, "no answer from the node"} {
+		if !strings.Contains(dom, want) {
+			t.Errorf("no %s in:\n%s", want, dom)
+		}
+	}
+	if strings.Contains(dom, "waiting for /v1/stats") || strings.Contains(dom, `>…<`) {
+		t.Errorf("the page shows placeholders:\n%s", dom)
 	}
 }
 

@@ -3,7 +3,14 @@ package statuspage
 import (
 	"context"
 	"embed"
+	"encoding/json"
+	"fmt"
+	"html"
+	"io"
 	"net/http"
+	"strconv"
+	"strings"
+	"time"
 )
 
 //go:embed assets
@@ -47,6 +54,58 @@ func ServeAsset(w http.ResponseWriter, name string) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Write(b)
 }
+
+// ServePage writes index.html with initial (Stats, as StatusReport
+// returns it; nil for none) in it: as JSON in a script element, which
+// app.js draws before it first asks /v1/stats, and in the header's facts
+// as text, so that the first paint shows figures, scripts or not.
+func ServePage(w http.ResponseWriter, initial any) {
+	b, ct, _ := Asset("index.html")
+	page := string(b)
+	if st, ok := initial.(Stats); ok {
+		js, err := json.Marshal(st) // escapes <, > and &: no "</script>" can end the element early
+		if err == nil {
+			page = strings.Replace(page, `<script id="initial-stats" type="application/json"></script>`,
+				`<script id="initial-stats" type="application/json">`+string(js)+`</script>`, 1)
+		}
+		for id, v := range map[string]string{"node": st.Node, "mode": st.Mode, "version": st.Version,
+			"uptime": duration(st.UptimeS), "writes": st.Writes, "total-checks": thousands(st.Totals.Checks),
+			"total-denied": thousands(st.Totals.Denied)} {
+			page = strings.Replace(page, `id="`+id+`">…<`, `id="`+id+`">`+html.EscapeString(v)+`<`, 1)
+		}
+		page = strings.Replace(page, `<p id="updated" class="muted">waiting for /v1/stats…</p>`,
+			`<p id="updated" class="muted">as of `+time.UnixMilli(st.TimeUnixMs).UTC().Format("15:04:05")+` UTC</p>`, 1)
+	}
+	w.Header().Set("Content-Type", ct)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	io.WriteString(w, page)
+}
+
+// duration writes s seconds as app.js's duration does: "2d 3h", "4m 5s".
+func duration(s int64) string {
+	d, h, m := s/86400, s%86400/3600, s%3600/60
+	switch {
+	case d > 0:
+		return fmt.Sprintf("%dd %dh", d, h)
+	case h > 0:
+		return fmt.Sprintf("%dh %dm", h, m)
+	case m > 0:
+		return fmt.Sprintf("%dm %ds", m, s%60)
+	}
+	return fmt.Sprintf("%ds", s)
+}
+
+// thousands writes n with commas, as app.js's fmt does: 1,234,567.
+func thousands(n uint64) string {
+	s := strconv.FormatUint(n, 10)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// ServePage serves the page with initial in it (see ServePage).
+func (s *Source) ServePage(w http.ResponseWriter, initial any) { ServePage(w, initial) }
 
 // StatusReport returns Stats(ctx, blockDetails) for httpapi, which serves
 // it as GET /v1/stats.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/envoyrls"
 	"github.com/rlserver/rlserver/internal/clientid"
 	"github.com/rlserver/rlserver/script"
 	"github.com/rlserver/rlserver/shards"
@@ -45,6 +46,7 @@ type Config struct {
 	MaxConfigBytes  int64  // bound on a --rules file, and on --envoy-config's files together
 	GRPC            string // Envoy's rate limit service (see envoy.go)
 	EnvoyConfig     string
+	EnvoyCharging   string // each, stop-when-over or all-or-nothing (envoyrls.Charging)
 	Pprof           string
 	Procs           int
 	IOLoops         int
@@ -123,6 +125,7 @@ func flagSet(cfg *Config) *flag.FlagSet {
 	fs.Var(sizeValue{&cfg.MaxConfigBytes}, "max-config-bytes", "largest --rules file, and largest --envoy-config (a directory: its files together), read at start or reload (4mb; a larger one is refused, and the last good one stays in use)")
 	fs.StringVar(&cfg.GRPC, "grpc", "127.0.0.1:8081", `gRPC address of Envoy's rate limit service (RLS v3), with grpc.health.v1 and reflection; "" disables it`)
 	fs.StringVar(&cfg.EnvoyConfig, "envoy-config", "", "YAML file, or directory of them, in envoyproxy/ratelimit's format (domain, descriptors): the rate limit service's limits, reloaded when changed and on SIGHUP")
+	fs.StringVar(&cfg.EnvoyCharging, "envoy-charging", "each", "what a rate limit service request charges: each (every descriptor, also when the answer is OVER_LIMIT, as envoyproxy/ratelimit), stop-when-over (its STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=true, which this flag's default also reads) or all-or-nothing (nothing when refused, every counter at once when allowed)")
 	fs.IntVar(&cfg.Procs, "procs", 0, "CPU cores the server runs Go code on at once (GOMAXPROCS); 0 means all")
 	fs.IntVar(&cfg.IOLoops, "io-loops", 0, "event loops serving client connections (Linux); 0 means one per --procs, -1 a goroutine per connection")
 	fs.Var(sizeValue{&cfg.MaxMemory}, "maxmemory", "bound on the memory of key state and client connections (256mb, 2gb; 0 is none)")
@@ -208,8 +211,22 @@ func loadConfig(args []string, getenv func(string) string, stdout io.Writer) (Co
 	if err := applyEnv(fs, getenv, explicit, cfg.given); err != nil {
 		return cfg, err
 	}
+	if v := getenv(stopIncrementEnv); v != "" && !cfg.given["envoy-charging"] {
+		stop, err := strconv.ParseBool(v)
+		if err != nil {
+			return cfg, fmt.Errorf("invalid value %q for %s: want true or false", v, stopIncrementEnv)
+		}
+		if stop {
+			cfg.EnvoyCharging = envoyrls.ChargeStopWhenOver.String()
+		}
+	}
 	return cfg, cfg.Validate()
 }
+
+// stopIncrementEnv is envoyproxy/ratelimit's switch, read as its
+// containers set it: true is --envoy-charging stop-when-over, unless
+// --envoy-charging is given (flag, RLSERVER_ENVOY_CHARGING or config file).
+const stopIncrementEnv = "STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT"
 
 // envName returns the environment variable for a flag: RLSERVER_MAX_KEY_BYTES.
 func envName(flagName string) string {
@@ -293,6 +310,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--snapshot-bytes %d: want at least 1mb", c.SnapshotBytes)
 	case c.MaxBlocks < 0 || c.MaxBlocks > 1<<28:
 		return fmt.Errorf("--max-blocks %d: want 0 (sized to memory) to 268435456", c.MaxBlocks)
+	case !validCharging(c.EnvoyCharging):
+		return fmt.Errorf("--envoy-charging %q: want each, stop-when-over or all-or-nothing", c.EnvoyCharging)
 	case c.MaxConfigBytes < 1<<10 || c.MaxConfigBytes > 1<<30:
 		return fmt.Errorf("--max-config-bytes %d: want 1kb to 1gb", c.MaxConfigBytes)
 	case c.MinFreeDisk != 0 && c.MinFreeDisk < 1<<20:
@@ -362,6 +381,7 @@ func newLogger(cfg Config, w io.Writer) *slog.Logger {
 	level, _ := parseLevel(cfg.LogLevel)
 	opts := &slog.HandlerOptions{Level: level}
 	if cfg.LogFormat == "json" {
+		opts.ReplaceAttr = readableJSON
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
@@ -458,4 +478,10 @@ func parsePeers(s string) ([]cluster.Peer, error) {
 		out = append(out, cluster.Peer{ID: id, Raft: addr})
 	}
 	return out, nil
+}
+
+// validCharging reports whether s names an envoyrls.Charging.
+func validCharging(s string) bool {
+	_, ok := envoyrls.ParseCharging(s)
+	return ok
 }

@@ -19,7 +19,7 @@ func TestConfigDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Config{Listen: "127.0.0.1:6379", HTTP: "127.0.0.1:8080", GRPC: "127.0.0.1:8081", DataDir: "./data",
+	want := Config{Listen: "127.0.0.1:6379", HTTP: "127.0.0.1:8080", GRPC: "127.0.0.1:8081", EnvoyCharging: "each", DataDir: "./data",
 		TrustedProxies: "127.0.0.0/8,::1", IPv6Prefix: 64,
 		MaxKeyBytes: 1024, MaxLogLimit: 10000, LuaTimeLimit: 5 * time.Second, LuaMemoryLimit: 64 << 20, Shards: 256, LogLevel: "info", LogFormat: "text", MaxClients: 10000, GRPCMaxClients: 1024,
 		MaxMemoryPolicy: "volatile-ttl",
@@ -33,6 +33,41 @@ func TestConfigDefaults(t *testing.T) {
 	cfg.given = nil
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("defaults = %+v\nwant %+v", cfg, want)
+	}
+}
+
+// TestEnvoyChargingSwitch: --envoy-charging (flag, RLSERVER_ENVOY_CHARGING,
+// config file) and envoyproxy/ratelimit's own STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT,
+// which counts when --envoy-charging is not given.
+func TestEnvoyChargingSwitch(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "c.yaml")
+	if err := os.WriteFile(file, []byte("envoy-charging: all-or-nothing\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{nil, nil, "each"},
+		{nil, map[string]string{"STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT": "true"}, "stop-when-over"},
+		{nil, map[string]string{"STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT": "false"}, "each"},
+		{[]string{"--envoy-charging", "all-or-nothing"}, map[string]string{"STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT": "true"}, "all-or-nothing"},
+		{nil, map[string]string{"RLSERVER_ENVOY_CHARGING": "stop-when-over"}, "stop-when-over"},
+		{[]string{"--config", file}, map[string]string{"STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT": "1"}, "all-or-nothing"},
+	} {
+		cfg, err := loadConfig(c.args, env(c.env), nil)
+		if err != nil || cfg.EnvoyCharging != c.want {
+			t.Errorf("%v %v: %q %v, want %q", c.args, c.env, cfg.EnvoyCharging, err, c.want)
+		}
+	}
+	if _, err := loadConfig(nil, env(map[string]string{"STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT": "maybe"}), nil); err == nil ||
+		!strings.Contains(err.Error(), "STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT") {
+		t.Errorf("a bad STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT: %v", err)
+	}
+	if _, err := loadConfig([]string{"--envoy-charging", "some"}, env(nil), nil); err == nil || !strings.Contains(err.Error(), "--envoy-charging") {
+		t.Errorf("a bad --envoy-charging: %v", err)
 	}
 }
 

@@ -28,6 +28,8 @@ type rlsFront struct {
 	svc      *envoyrls.Service
 	watcher  *envoyrls.Watcher // nil without --envoy-config
 	gs       *grpc.Server
+	grpcAddr string // the address gs serves on, for /readyz's GRPCHeader
+	grpcTLS  bool
 	tokens   []string
 	open     atomic.Int64 // gRPC connections open, at most --grpc-maxclients
 	stopOnce sync.Once
@@ -46,7 +48,9 @@ func startRLS(ctx context.Context, cfg Config, st *state, reg prometheus.Registe
 	if cfg.GRPC == "" && cfg.EnvoyConfig == "" {
 		return f, nil
 	}
-	ec := envoyrls.Config{Limiter: st.store, Registerer: reg, Logger: log, MaxKeyBytes: cfg.MaxKeyBytes, Clock: st.now}
+	charging, _ := envoyrls.ParseCharging(cfg.EnvoyCharging) // validated
+	ec := envoyrls.Config{Limiter: st.store, Registerer: reg, Logger: log, MaxKeyBytes: cfg.MaxKeyBytes, Clock: st.now,
+		Charging: charging}
 	switch {
 	case st.cl != nil:
 		ec.Limiter, ec.Durable = st.cl, st.cl
@@ -89,18 +93,36 @@ func startRLS(ctx context.Context, cfg Config, st *state, reg prometheus.Registe
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "rlserver_grpc_connections",
 		Help: "Connections to --grpc open, at most --grpc-maxclients (one more is closed at once)."},
 		func() float64 { return float64(f.open.Load()) }))
+	f.grpcAddr, f.grpcTLS = ln.Addr().String(), tc != nil
 	go f.gs.Serve(newLimitListener(ln, maxConns, &f.open))
 	log.Info("envoy rate limit service listening", "grpc", ln.Addr().String(), "envoy_config", cfg.EnvoyConfig, "grpc_maxclients", maxConns)
 	return f, nil
 }
 
-// withJSON adds POST /json (the service as JSON) in front of h.
+// GRPCHeader is the header of /readyz's answers that names the address
+// the rate limit service's gRPC server listens on, when it is on:
+// `rlserver health` (the image's HEALTHCHECK) then asks that server's
+// grpc.health.v1 too.
+const GRPCHeader = "Rlserver-Grpc"
+
+// withJSON adds POST /json (the service as JSON) in front of h, and
+// GRPCHeader to /readyz.
 func (f *rlsFront) withJSON(h http.Handler) http.Handler {
 	if f.svc == nil {
 		return h
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/json", envoyrls.JSONHandler(f.svc, f.tokens))
+	if f.gs != nil {
+		v := f.grpcAddr
+		if f.grpcTLS {
+			v += "; tls"
+		}
+		mux.Handle("/readyz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set(GRPCHeader, v)
+			h.ServeHTTP(w, r)
+		}))
+	}
 	mux.Handle("/", h)
 	return mux
 }

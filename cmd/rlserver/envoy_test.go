@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -121,6 +122,16 @@ func TestEnvoyRLSBinary(t *testing.T) {
 			t.Fatalf("POST /json: %d %v, want %d", resp.StatusCode, resp.Header, want)
 		}
 	}
+	// Without the token: a 401 whose JSON reads as written.
+	resp, err := http.Post("http://"+p.http+"/json", "application/json", strings.NewReader(`{"domain":"edge"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 401 || !strings.Contains(string(body), "Bearer <--requirepass>") {
+		t.Fatalf("POST /json without the token: %d %s", resp.StatusCode, body)
+	}
 	// A changed file is picked up within seconds.
 	if err := os.WriteFile(conf, []byte(strings.Replace(envoyYAML, "requests_per_unit: 5", "requests_per_unit: 50", 1)), 0o644); err != nil {
 		t.Fatal(err)
@@ -143,8 +154,9 @@ func TestEnvoyRLSBinary(t *testing.T) {
 		t.Fatalf("after a bad file: %v", r)
 	}
 	m := httpGet(t, "http://"+p.http+"/metrics")
-	if !strings.Contains(m, `ratelimit_service_rate_limit_over_limit{domain="edge",key="remote_address"} `) ||
-		!strings.Contains(m, `ratelimit_service_rate_limit_within_limit{domain="edge",key="remote_address"} `) {
+	if !strings.Contains(m, `ratelimit_service_rate_limit_over_limit{domain="edge",key1="remote_address"} `) ||
+		!strings.Contains(m, `ratelimit_service_rate_limit_within_limit{domain="edge",key1="remote_address"} `) ||
+		!strings.Contains(m, `rlserver_rls_rate_limit_within_limit{domain="edge",key="remote_address"} `) {
 		t.Fatalf("metrics:\n%s", grepLines(m, "ratelimit_service"))
 	}
 	p.stop()

@@ -6,7 +6,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -109,5 +112,64 @@ func dataOwners(t *testing.T, container string) map[string]int {
 			t.Fatal(err)
 		}
 		owners[h.Name] = h.Uid
+	}
+}
+
+// TestImageRLSAcrossContainers: a container of our image on a
+// user-defined network answers ShouldRateLimit from another container of
+// the same image (`rlserver rls-check`, the client it carries), as Envoy
+// in its own container asks; the image's gRPC listener is on every
+// interface, 8081 is exposed, and its HEALTHCHECK, which then asks
+// grpc.health.v1 too, reports it healthy.
+func TestImageRLSAcrossContainers(t *testing.T) {
+	requireDocker(t)
+	e := &partEnv{t: t, prefix: fmt.Sprintf("rlrls-%08x", rand.Uint32())}
+	e.image = "rlserver-test:" + e.prefix
+	e.buildImage()
+	if exposed := mustDocker(t, "image", "inspect", "-f", "{{json .Config.ExposedPorts}}", e.image); !strings.Contains(exposed, `"8081/tcp"`) {
+		t.Fatalf("the image exposes %s, want 8081/tcp among them", exposed)
+	}
+	conf := filepath.Join(t.TempDir(), "rls.yaml")
+	if err := os.WriteFile(conf, []byte("domain: edge\ndescriptors:\n  - key: remote_address\n    rate_limit: {unit: day, unit_multiplier: 366, requests_per_unit: 2}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	netName := e.prefix + "-net"
+	mustDocker(t, "network", "create", "--label", "rlserver-test="+e.prefix, netName)
+	cleanupDocker(t, "network", "rm", netName)
+	server := e.prefix + "-rls"
+	mustDocker(t, "run", "-d", "--name", server, "--label", "rlserver-test="+e.prefix, "--network", netName,
+		"-v", conf+":/etc/rls.yaml:ro", "-e", "RLSERVER_ENVOY_CONFIG=/etc/rls.yaml", "--tmpfs", "/data:uid=65532,gid=65532", e.image)
+	cleanupDocker(t, "rm", "-f", "-v", server)
+	ask := func() string {
+		out, err := dockerRun("run", "--rm", "--label", "rlserver-test="+e.prefix, "--network", netName, e.image,
+			"rls-check", "--grpc", server+":8081", "--domain", "edge", "remote_address=10.0.0.7")
+		if err != nil {
+			logs, _ := exec.Command("docker", "logs", server).CombinedOutput()
+			t.Fatalf("rls-check from another container: %v\n%s\nthe server's log:\n%s", err, out, logs)
+		}
+		return out
+	}
+	var first string
+	waitFor(t, 30*time.Second, "the service answering another container", func() bool {
+		out, err := dockerRun("run", "--rm", "--label", "rlserver-test="+e.prefix, "--network", netName, e.image,
+			"rls-check", "--grpc", server+":8081", "--domain", "edge", "--timeout", "2s", "probe=x")
+		first = out
+		return err == nil
+	})
+	for i, want := range []string{`"limitRemaining":1`, `"overallCode":"OK"`, `"overallCode":"OVER_LIMIT"`} {
+		if got := ask(); !strings.Contains(got, want) || !strings.Contains(got, `"requestsPerUnit":2`) {
+			t.Fatalf("request %d: %s, want %s (first answer: %s)", i+1, got, want, first)
+		}
+	}
+	waitFor(t, 90*time.Second, server+" healthy", func() bool {
+		h := mustDocker(t, "inspect", "-f", "{{.State.Health.Status}}", server)
+		if h == "unhealthy" {
+			logs, _ := exec.Command("docker", "inspect", "-f", "{{json .State.Health}}", server).CombinedOutput()
+			t.Fatalf("%s unhealthy: %s", server, logs)
+		}
+		return h == "healthy"
+	})
+	if log := mustDocker(t, "inspect", "-f", "{{json .State.Health.Log}}", server); !strings.Contains(log, "rate limit service") {
+		t.Fatalf("the health check did not ask the rate limit service: %s", log)
 	}
 }

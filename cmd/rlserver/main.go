@@ -1,6 +1,7 @@
 // Command rlserver is a rate-limiter server that speaks the Redis protocol.
 // Run it with --help for its flags; `rlserver health` asks a running
-// node whether it is ready (the container image's health check).
+// node whether it is ready (the container image's health check), and
+// `rlserver rls-check` sends one ShouldRateLimit to a rate limit service.
 package main
 
 import (
@@ -44,6 +45,9 @@ var version = "dev"
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "health" {
 		os.Exit(runHealth(os.Args[2:], os.Getenv, os.Stdout, os.Stderr))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "rls-check" {
+		os.Exit(runRLSCheck(os.Args[2:], os.Getenv, os.Stdout, os.Stderr))
 	}
 	cfg, err := loadConfig(os.Args[1:], os.Getenv, os.Stdout)
 	if errors.Is(err, errHelp) || errors.Is(err, errVersion) {

@@ -1,11 +1,17 @@
 package main
 
 import (
+	"context"
 	"log/slog"
 	"os"
+	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
+	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rlserver/rlserver/raftlog"
 	"github.com/rlserver/rlserver/server"
 )
 
@@ -49,18 +55,135 @@ func warnBlocks(cfg Config, log *slog.Logger) {
 	}
 }
 
-// limitHeap sets the Go runtime's soft memory limit a little above
-// --maxmemory (an eighth more, and 32 MiB for the runtime and the rest),
-// so that the garbage collector works harder rather than let the heap
-// grow to twice what is live (the key state is mostly pointer-free pages,
-// cheap to collect), unless GOMEMLIMIT already sets one.
-func limitHeap(maxMemory int64, log *slog.Logger) {
-	if maxMemory <= 0 || os.Getenv("GOMEMLIMIT") != "" {
+// memoryBudget is how a node bounded by --maxmemory shares out its
+// memory. The live heap stays under --maxmemory: the key state and the
+// connections take what the rest of the heap leaves (the stores count the
+// rest as held, heapMeter, and evict to stay under the bound), Pebble's
+// memtables are sized to a thirty-second of it and its block cache to the
+// same (durable nodes only), and the Go runtime's soft limit (GOMEMLIMIT's
+// semantics) leaves the collector the room above what is live, so that
+// the process's resident memory stays under 1.25 × --maxmemory + 32 MB
+// (see README, "Memory").
+type memoryBudget struct {
+	memTable, cache int64 // Pebble's, for raftlog.Options; 0: defaults
+	goLimit         int64 // the runtime's soft limit; 0: none
+}
+
+// heapMeter measures the live heap that the key state and the connections
+// do not account for: Pebble's memtables and buffers, the journal on its
+// way to the log, the libraries' tables, the metrics. The stores count it
+// as held (shards.Options.Held), INFO as used_memory_overhead, so that
+// --maxmemory bounds the whole live heap, as Redis's bounds all it
+// allocates. It is measured once after each collection: the live heap the
+// collection found, less what the state and connections account for just
+// after it. (Measured at other times, the live heap would be stale: while
+// the state shrinks under eviction its bytes would turn into overhead, the
+// stores would evict more, and the state would swing by megabytes.)
+type heapMeter struct {
+	overhead atomic.Int64 // the live heap less the state and connections
+	peak     atomic.Int64 // the largest live heap seen
+	sample   []metrics.Sample
+	cycles   uint64 // the collections seen
+}
+
+// heapMeterEvery is how often the meter looks for a new collection: a
+// read of runtime/metrics, cheap; only after a collection does it ask the
+// stores for their bytes (a lock of each shard).
+const heapMeterEvery = 10 * time.Millisecond
+
+// newHeapMeter returns a meter that starts at the heap in use now (after
+// a collection): what the process holds before its state opens.
+func newHeapMeter() *heapMeter {
+	m := &heapMeter{sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/cycles/total:gc-cycles"}}}
+	runtime.GC()
+	live, cycles := m.read()
+	m.overhead.Store(live)
+	m.cycles = cycles
+	return m
+}
+
+// read returns the heap that the last collection found live, and the
+// collections so far.
+func (m *heapMeter) read() (live int64, cycles uint64) {
+	metrics.Read(m.sample)
+	if m.sample[0].Value.Kind() == metrics.KindUint64 {
+		live = int64(m.sample[0].Value.Uint64())
+	}
+	if m.sample[1].Value.Kind() == metrics.KindUint64 {
+		cycles = m.sample[1].Value.Uint64()
+	}
+	return live, cycles
+}
+
+// held returns the overhead last measured, for shards.Options.Held.
+func (m *heapMeter) held() int64 { return m.overhead.Load() }
+
+// Memory returns the overhead and the peak, for server.Config.HeapMemory.
+func (m *heapMeter) Memory() (overhead, peak int64) { return m.overhead.Load(), m.peak.Load() }
+
+// measure brings the overhead up to date if a collection ran since the
+// last call: the live heap it found less accounted(), the bytes of the key
+// state and connections now. It reports whether one had.
+func (m *heapMeter) measure(accounted func() int64) bool {
+	live, cycles := m.read()
+	if cycles == m.cycles {
+		return false
+	}
+	m.cycles = cycles
+	m.overhead.Store(max(live-accounted(), 0))
+	if live > m.peak.Load() {
+		m.peak.Store(live)
+	}
+	return true
+}
+
+// run measures after each collection until ctx ends.
+func (m *heapMeter) run(ctx context.Context, accounted func() int64) {
+	t := time.NewTicker(heapMeterEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			m.measure(accounted)
+		}
+	}
+}
+
+// The soft limit leaves the runtime a quarter of --maxmemory above it, less
+// heapSlackOther for what the limit counts beside the heap (stacks, the
+// collector's own data), and at least heapSlackMin: the executable's pages
+// (some 27 MB of a running node's resident memory) take the 32 MB the
+// bound adds.
+const (
+	heapSlackOther = 4 << 20
+	heapSlackMin   = 8 << 20
+)
+
+// budgetFor returns the budget for --maxmemory (0: no bound, no budget) on
+// a durable node or an in-memory one.
+func budgetFor(maxMemory int64, durable bool) memoryBudget {
+	if maxMemory <= 0 {
+		return memoryBudget{}
+	}
+	b := memoryBudget{goLimit: maxMemory + max(maxMemory/4-heapSlackOther, heapSlackMin)}
+	if durable {
+		b.memTable = raftlog.MemTableFor(maxMemory)
+		b.cache = min(raftlog.DefaultCacheSize, max(maxMemory/32, 1<<20))
+	}
+	return b
+}
+
+// limitHeap sets the Go runtime's soft memory limit to the budget's,
+// unless GOMEMLIMIT already sets one.
+func limitHeap(b memoryBudget, maxMemory int64, log *slog.Logger) {
+	if b.goLimit <= 0 || os.Getenv("GOMEMLIMIT") != "" {
 		return
 	}
-	limit := maxMemory + maxMemory/8 + 32<<20
-	debug.SetMemoryLimit(limit)
-	log.Info("heap limited for --maxmemory", "maxmemory", maxMemory, "go_memory_limit", limit)
+	debug.SetMemoryLimit(b.goLimit)
+	log.Info("memory budgeted for --maxmemory", "maxmemory", maxMemory, "go_memory_limit", b.goLimit,
+		"memtable", b.memTable, "block_cache", b.cache)
 }
 
 // registerMaxMemory exports --maxmemory as rlserver_maxmemory_bytes (0:

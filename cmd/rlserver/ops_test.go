@@ -3,7 +3,11 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -38,6 +42,18 @@ func TestLogFormatJSON(t *testing.T) {
 				}
 			}
 			msgs[m["msg"].(string)] = true
+			if m["msg"] == "state loaded" {
+				// Read as the text format writes them (consistency=fast took=3ms).
+				if c, _ := m["consistency"].(string); c != "fast" {
+					t.Errorf("env %v: consistency %v, want \"fast\": %s", viaEnv, m["consistency"], line)
+				}
+				if took, _ := m["took"].(string); !strings.HasSuffix(took, "s") {
+					t.Errorf("env %v: took %v, want a duration such as \"3ms\": %s", viaEnv, m["took"], line)
+				}
+			}
+		}
+		if !msgs["state loaded"] {
+			t.Errorf("env %v: no state loaded line among %v", viaEnv, msgs)
 		}
 		if !msgs["rlserver started"] || !msgs["stopped"] {
 			t.Fatalf("env %v: no start or stop line among %v", viaEnv, msgs)
@@ -104,5 +120,51 @@ func TestHealthSubcommand(t *testing.T) {
 	p.stop()
 	if code, out := health(nil, "--http", p.http); code != 1 {
 		t.Errorf("health after the node stopped: exit %d, want 1: %s", code, out)
+	}
+}
+
+// TestHealthCoversGRPC: with the rate limit service on, /readyz names its
+// gRPC address and `rlserver health` asks its grpc.health.v1 too: ready
+// and serving is 0, a /readyz naming a gRPC address where nothing serves
+// is 1.
+func TestHealthCoversGRPC(t *testing.T) {
+	bin := buildBinary(t)
+	grpcAddr := freePort(t)
+	p := startProc(t, bin, t.TempDir(), "--grpc", grpcAddr)
+	out, err := exec.Command(bin, "health", "--http", p.http).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "the rate limit service (gRPC "+grpcAddr+") is serving") {
+		t.Fatalf("health: %v: %s", err, out)
+	}
+	dead := freePort(t)
+	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(GRPCHeader, dead)
+		w.Write([]byte(`{"status":"ready"}`))
+	}))
+	defer fake.Close()
+	cmd := exec.Command(bin, "health", "--http", strings.TrimPrefix(fake.URL, "http://"), "--timeout", "2s")
+	out, err = cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), "is not serving") {
+		t.Fatalf("health with gRPC down: %v: %s", err, out)
+	}
+}
+
+// TestEnvoyConfigBadAtStart: a bad --envoy-config at start says that the
+// server exits (there is no last good configuration yet), and it does.
+func TestEnvoyConfigBadAtStart(t *testing.T) {
+	bin := buildBinary(t)
+	conf := filepath.Join(t.TempDir(), "rls.yaml")
+	if err := os.WriteFile(conf, []byte("domain: a\ndescriptors:\n  - key: k\n    rate_limit: {unit: fortnight, requests_per_unit: 1}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "--listen", freePort(t), "--http", freePort(t), "--grpc", freePort(t), "--data-dir", "", "--envoy-config", conf)
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() == 0 {
+		t.Fatalf("a bad --envoy-config at start: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "not loaded at start; the server exits") || strings.Contains(string(out), "last good") ||
+		!strings.Contains(string(out), "fortnight") {
+		t.Fatalf("the log does not say the server exits, or says a last good configuration stays:\n%s", out)
 	}
 }

@@ -31,7 +31,7 @@ type settings struct {
 // by flag name, with cfg's value of each.
 func rememberedFlags(cfg *Config) map[string]*string {
 	return map[string]*string{
-		"listen": &cfg.Listen, "http": &cfg.HTTP, "raft-addr": &cfg.RaftAddr, "raft-advertise": &cfg.RaftAdvertise,
+		"listen": &cfg.Listen, "http": &cfg.HTTP, "grpc": &cfg.GRPC, "raft-addr": &cfg.RaftAddr, "raft-advertise": &cfg.RaftAdvertise,
 		"announce": &cfg.Announce, "join": &cfg.Join, "consistency": &cfg.Consistency, "node-id": &cfg.NodeID,
 	}
 }

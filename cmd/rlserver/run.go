@@ -44,7 +44,13 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 	}
 	var connMem atomic.Int64 // the server's connection buffers, which --maxmemory counts
 	policy, _ := shards.ParsePolicy(cfg.MaxMemoryPolicy)
-	limitHeap(cfg.MaxMemory, log)
+	limitHeap(budgetFor(cfg.MaxMemory, cfg.DataDir != ""), cfg.MaxMemory, log)
+	heap := newHeapMeter()
+	var held func() int64 // the heap the state and connections do not account for, under --maxmemory
+	if cfg.MaxMemory > 0 {
+		reserve := cfg.MaxMemory / 8 // room for the collector (see memoryBudget)
+		held = func() int64 { return heap.held() + reserve }
+	}
 	warnBlocks(cfg, log)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -69,11 +75,12 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 	clk := newNodeClock(wall, log)
 	clk.register(reg)
 	st, err := openState(ctx, &cfg, clk, shards.Options{Shards: cfg.Shards, MaxMemory: cfg.MaxMemory, Policy: policy, Other: &connMem,
-		MaxBlocks: maxBlocks(cfg)}, reg, log)
+		Held: held, MaxBlocks: maxBlocks(cfg)}, reg, log)
 	if err != nil {
 		return err
 	}
 	clk.persist()
+	go heap.run(ctx, func() int64 { return st.lim.MemoryBytes() + connMem.Load() })
 	stopped := false
 	defer func() {
 		if !stopped {
@@ -107,7 +114,7 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 		MaxClients: clients, IdleTimeout: time.Duration(cfg.Timeout) * time.Second,
 		ConnMemory: &connMem, MaxBuffered: maxBuffered(cfg.MaxMemory), OpenClients: &open,
 		LuaTimeLimit: cfg.LuaTimeLimit, LuaMemoryLimit: cfg.LuaMemoryLimit, InterpretAllScripts: cfg.LuaInterpretAll,
-		Clock: st.now, ClockOffset: clk.Offset,
+		Clock: st.now, ClockOffset: clk.Offset, HeapMemory: heap.Memory,
 	})
 	if st.cl != nil {
 		st.cl.SetExecutor(srv) // runs the commands of values and scripts other nodes forward
@@ -118,7 +125,7 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 	}
 	ln, err := listen(cfg.Listen, tc)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+		return fmt.Errorf("listen on %s (--listen): %w", cfg.Listen, err)
 	}
 	rls, err := startRLS(ctx, cfg, st, reg, tc, grpcClients, log)
 	if err != nil {

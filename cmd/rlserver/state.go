@@ -75,8 +75,10 @@ func openState(ctx context.Context, cfg *Config, clk *nodeClock, opts shards.Opt
 			"listen", cfg.Listen, "http", cfg.HTTP, "raft_addr", cfg.RaftAddr)
 	}
 	start := time.Now()
+	budget := budgetFor(cfg.MaxMemory, true)
 	disk, err := cluster.OpenStorage(cfg.DataDir, cluster.StorageOptions{NodeID: cfg.NodeID, Logger: log,
-		MinFreeDisk: cfg.MinFreeDisk, DiskBallast: cfg.DiskBallast, Registerer: reg, AcceptDataLoss: cfg.AcceptDataLoss})
+		MinFreeDisk: cfg.MinFreeDisk, DiskBallast: cfg.DiskBallast, Registerer: reg, AcceptDataLoss: cfg.AcceptDataLoss,
+		MemTableSize: budget.memTable, CacheSize: budget.cache})
 	if err != nil {
 		unlock()
 		if errors.Is(err, cluster.ErrDamaged) && !errors.Is(err, cluster.ErrUnrepairable) {
@@ -156,6 +158,7 @@ func openCluster(ctx context.Context, cfg Config, clk *nodeClock, opts shards.Op
 	}
 	dur := durability(cfg, clk, reg, log)
 	var blockBytes atomic.Int64 // the meta group's blocks, which every store counts its share of
+	held := opts.Held
 	cl, err := cluster.OpenCluster(ctx, cluster.ClusterConfig{
 		Storage: disk, NodeID: disk.NodeID, RaftAddr: cfg.RaftAddr, RaftAdvertise: cfg.RaftAdvertise, Secret: cfg.AdminToken,
 		RESPAddr: resp, HTTPAddr: httpAddr,
@@ -164,7 +167,13 @@ func openCluster(ctx context.Context, cfg Config, clk *nodeClock, opts shards.Op
 			per := opts
 			per.Shards = max(16, opts.Shards/hosted)
 			per.MaxMemory = opts.MaxMemory / int64(hosted)
-			per.Held = func() int64 { return blockBytes.Load() / int64(hosted) }
+			per.Held = func() int64 {
+				n := blockBytes.Load()
+				if held != nil {
+					n += held() // the rest of the heap (heapMeter)
+				}
+				return n / int64(hosted)
+			}
 			return shards.NewStore(per)
 		},
 		MaxBlocks: opts.MaxBlocks, BlockBytes: &blockBytes,

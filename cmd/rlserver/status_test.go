@@ -205,6 +205,19 @@ func TestStatusPageOfACluster(t *testing.T) {
 		t.Errorf("chart-checks has %d points, want 2 or more", n)
 	}
 	hotAndBlocked(t, dom)
+	// Which figures are whose: the node's own checks, denials and rule
+	// counts; the cluster's hot keys and blocks. The plots have scales.
+	for id, want := range map[string]string{"scope-totals": "node n2 only", "scope-checks": "node n2 only",
+		"scope-denied": "node n2 only", "scope-rules": "node n2 only", "scope-hotkeys": "whole cluster", "scope-blocks": "whole cluster"} {
+		if !strings.Contains(dom, `id="`+id+`" class="scope">`+want+`<`) {
+			t.Errorf("%s does not say %q", id, want)
+		}
+	}
+	for _, id := range []string{"y-checks", "y-denied"} {
+		if ticks := headless.Ticks(dom, id); len(ticks) != 5 || ticks[4] != "0" || ticks[0] == "0" {
+			t.Errorf("%s reads %q, want five values from a top down to 0", id, ticks)
+		}
+	}
 	if shot != "" {
 		headless.Screenshot(t, page, shot, 1280, 1480)
 		t.Logf("screenshot of %s written to %s", page, shot)

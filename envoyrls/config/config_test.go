@@ -268,3 +268,35 @@ func TestLoadBounded(t *testing.T) {
 		t.Fatalf("a FIFO with no writer: %v after %s", err, time.Since(start))
 	}
 }
+
+// TestYAML11Numbers: numbers and booleans are read as envoyproxy/ratelimit
+// (yaml.v2, YAML 1.1) reads them, a repeated key takes its last value,
+// and what it would read otherwise is refused with its reading named.
+func TestYAML11Numbers(t *testing.T) {
+	for src, want := range map[string]int64{"010": 8, "0x10": 16, "1_000": 1000, "0b11": 3, "0o17": 15, "+7": 7, "12": 12} {
+		c := mustParse(t, "domain: a\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: "+src+"}\n")
+		if got := c.Match("a", entries("k", "v")).Descriptor.Limits[0].RequestsPerUnit; got != want {
+			t.Errorf("requests_per_unit: %s is %d, want %d", src, got, want)
+		}
+	}
+	for src, want := range map[string]bool{"yes": true, "on": true, "Y": true, "off": false, "NO": false, "true": true} {
+		c := mustParse(t, "domain: a\ndescriptors:\n  - key: k\n    shadow_mode: "+src+"\n    rate_limit: {unit: second, requests_per_unit: 1}\n")
+		if got := c.Match("a", entries("k", "v")).Descriptor.ShadowMode; got != want {
+			t.Errorf("shadow_mode: %s is %v, want %v", src, got, want)
+		}
+	}
+	c := mustParse(t, "domain: a\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1, requests_per_unit: 3}\n")
+	if got := c.Match("a", entries("k", "v")).Descriptor.Limits[0].RequestsPerUnit; got != 3 {
+		t.Errorf("repeated key: %d, want the last, 3", got)
+	}
+	for src, want := range map[string]string{
+		"1e3":  `test.yaml:4: descriptors[0].rate_limit.requests_per_unit: want an integer from 0 to 4294967295, got "1e3" (envoyproxy/ratelimit reads it as the float 1000`,
+		"1:30": `test.yaml:4: descriptors[0].rate_limit.requests_per_unit: want an integer from 0 to 4294967295, got "1:30" (YAML 1.1 reads it in base 60`,
+		`"5"`:  `got the string "5"`,
+	} {
+		err := Parse(Empty(), "test.yaml", []byte("domain: a\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: "+src+"}\n"), Options{})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want %q", src, err, want)
+		}
+	}
+}

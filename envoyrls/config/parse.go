@@ -99,19 +99,22 @@ func Parse(cfg *Config, file string, data []byte, opt Options) (err error) {
 }
 
 // fields calls f for each key of mapping n, in order, refusing keys that
-// are not strings and keys given twice.
+// are not strings. A key given twice counts once, with its last value, as
+// envoyproxy/ratelimit's YAML reader (yaml.v2 into a struct) takes it.
 func (p *parser) fields(n *yaml.Node, field string, f func(key string, k, v *yaml.Node)) {
-	seen := map[string]bool{}
+	last := map[string]int{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
+		k := n.Content[i]
 		if k.Kind != yaml.ScalarNode || k.Tag != "!!str" {
 			p.errorf(k, field, "config error, key is not of type string: %v", k.Value)
 		}
-		if seen[k.Value] {
-			p.errorf(k, join(field, k.Value), "given twice")
+		last[k.Value] = i
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if last[k.Value] == i {
+			f(k.Value, k, v)
 		}
-		seen[k.Value] = true
-		f(k.Value, k, v)
 	}
 }
 
@@ -145,23 +148,66 @@ func (p *parser) str(n *yaml.Node, field string) string {
 	return n.Value
 }
 
+// yaml11Bools are the booleans of YAML 1.1, as envoyproxy/ratelimit's
+// YAML reader (yaml.v2) resolves plain scalars.
+var yaml11Bools = map[string]bool{
+	"y": true, "Y": true, "yes": true, "Yes": true, "YES": true, "on": true, "On": true, "ON": true,
+	"true": true, "True": true, "TRUE": true,
+	"n": false, "N": false, "no": false, "No": false, "NO": false, "off": false, "Off": false, "OFF": false,
+	"false": false, "False": false, "FALSE": false,
+}
+
+// boolean reads true or false as the reference does: YAML 1.1's plain
+// yes, no, on, off, y, n too.
 func (p *parser) boolean(n *yaml.Node, field string) bool {
 	p.wantKind(n, field, yaml.ScalarNode, "true or false")
-	var b bool
-	if n.Tag != "!!bool" || n.Decode(&b) != nil {
+	b, ok := yaml11Bools[n.Value]
+	if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0 || !ok {
 		p.errorf(n, field, "want true or false, got %q", n.Value)
 	}
 	return b
 }
 
-// integer reads a non-negative integer no larger than max.
+// integer reads a non-negative integer no larger than max, as the
+// reference reads a plain scalar (YAML 1.1, yaml.v2): underscores are
+// dropped, 0x is hexadecimal, 0b binary, 0o and a leading 0 octal (010 is
+// 8). A number the reference would read otherwise (a float such as 1e3,
+// or base 60 such as 1:30) is refused, with its reading named.
 func (p *parser) integer(n *yaml.Node, field string, max int64) int64 {
 	p.wantKind(n, field, yaml.ScalarNode, "an integer")
-	v, err := strconv.ParseInt(n.Value, 10, 64)
-	if n.Tag != "!!int" || err != nil || v < 0 || v > max {
-		p.errorf(n, field, "want an integer from 0 to %d, got %q", max, n.Value)
+	if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0 {
+		p.errorf(n, field, "want an integer from 0 to %d, got the string %q", max, n.Value)
+	}
+	v, err := yaml11Int(n.Value)
+	if err != nil || v < 0 || v > max {
+		p.errorf(n, field, "want an integer from 0 to %d, got %q%s", max, n.Value, yaml11Note(n.Value))
 	}
 	return v
+}
+
+// yaml11Int reads s as YAML 1.1 reads a plain integer (and Go's
+// strconv.ParseInt with base 0 does, once the underscores are gone).
+func yaml11Int(s string) (int64, error) {
+	t := strings.ReplaceAll(s, "_", "")
+	if t == "" || strings.HasPrefix(t, "+") && len(t) > 1 && t[1] == '-' {
+		return 0, strconv.ErrSyntax
+	}
+	return strconv.ParseInt(t, 0, 64)
+}
+
+// yaml11Note says how envoyproxy/ratelimit reads a number this parser
+// refuses, when it reads one: "" otherwise.
+func yaml11Note(s string) string {
+	if _, err := yaml11Int(s); err == nil {
+		return ""
+	}
+	if f, err := strconv.ParseFloat(strings.ReplaceAll(s, "_", ""), 64); err == nil {
+		return fmt.Sprintf(" (envoyproxy/ratelimit reads it as the float %v; write the integer it means)", f)
+	}
+	if strings.Contains(s, ":") {
+		return " (YAML 1.1 reads it in base 60; write the integer it means)"
+	}
+	return ""
 }
 
 // descriptors loads the sequence n into parent's children. path is the

@@ -30,6 +30,8 @@ var testRules = []rules.Rule{
 	{ID: "login-per-ip", Target: "/login", Tier: "*", KeyType: "ip", Algo: "token", Limit: 3, Window: "1h"},
 	{ID: "users-free", Target: "/users/*", Tier: "free", KeyType: "apikey", Algo: "token", Limit: 2, Window: "1h"},
 	{ID: "account-per-user", Target: "/account", Tier: "*", KeyType: "user", Algo: "token", Limit: 1, Window: "1h"},
+	// A limit being tried: counted, never enforced, so never advertised.
+	{ID: "new-global-cap", Target: "/shadowed", Tier: "*", KeyType: "ip", Algo: "token", Limit: 999, Window: "1h", Shadow: true},
 }
 
 // The addresses the configuration files name, replaced by free ones.
@@ -66,20 +68,20 @@ func (b *backend) lastPolicy() string {
 	return b.policy
 }
 
-// readConfig returns the configuration file name as the README shows it,
-// and fails the test if the README does not show it verbatim.
+// readConfig returns the configuration file name as docs/gateways.md
+// shows it, and fails the test if that page does not show it verbatim.
 func readConfig(t *testing.T, name string) string {
 	t.Helper()
 	data, err := os.ReadFile(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/gateways.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(readme), string(data)) {
-		t.Errorf("README.md does not show examples/forwardauth/%s verbatim: copy the file into its section \"Behind a gateway\"", name)
+		t.Errorf("docs/gateways.md does not show examples/forwardauth/%s verbatim: copy the file into its section \"Behind a gateway\"", name)
 	}
 	return string(data)
 }
@@ -243,6 +245,24 @@ func exercise(t *testing.T, url string, b *backend, gw gateway) {
 	for i := 0; i < 5; i++ {
 		if a := get(t, from("127.0.0.2"), url+"/elsewhere"); a.status != 200 {
 			t.Fatalf("unlimited path: %d %q", a.status, a.body)
+		}
+	}
+	// A path only a shadow rule names passes with none of its figures in
+	// the headers, the client's or the backend's: it limits nothing.
+	for i := 0; i < 2; i++ {
+		a := get(t, from("127.0.0.5"), url+"/shadowed")
+		if a.status != 200 {
+			t.Fatalf("shadowed path: %d %q", a.status, a.body)
+		}
+		for _, h := range []string{"RateLimit", "RateLimit-Policy", "X-RateLimit-Limit", "X-RateLimit-Remaining"} {
+			if v := a.header.Get(h); v != "" {
+				t.Errorf("shadowed path: %s: %q, want none (a shadow rule is not enforced)", h, v)
+			}
+		}
+		// (Caddy 2.6's copy_headers sends its placeholder's text for a
+		// header that is absent, as for any path no rule names.)
+		if got := b.lastPolicy(); got != "" && !strings.HasPrefix(got, "{http.") {
+			t.Errorf("shadowed path: the backend got RateLimit-Policy %q, want none", got)
 		}
 	}
 }

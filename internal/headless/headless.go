@@ -60,6 +60,23 @@ func DumpDOM(t testing.TB, url string) string {
 	return string(run(t, url, "--dump-dom"))
 }
 
+// Ticks returns the values written on the y axis of id (a chart's scale,
+// as elements of class "tick" with data-value), top first.
+func Ticks(dom, id string) []string {
+	_, rest, ok := strings.Cut(dom, `id="`+id+`"`)
+	if !ok {
+		return nil
+	}
+	rest, _, _ = strings.Cut(rest, "</div>")
+	var out []string
+	for _, part := range strings.Split(rest, `class="tick"`)[1:] {
+		_, text, _ := strings.Cut(part, ">")
+		text, _, _ = strings.Cut(text, "<")
+		out = append(out, text)
+	}
+	return out
+}
+
 // Screenshot loads url in a window of width×height pixels and writes a
 // PNG of it to file.
 func Screenshot(t testing.TB, url, file string, width, height int) {

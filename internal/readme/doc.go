@@ -1,5 +1,7 @@
-// Package readme holds the test that keeps the README true: it runs every
-// ```console block of README.md against real servers and compares what
-// each command prints with what the README shows (see readme_test.go and
-// the README's "The examples are tested" section for the rules).
+// Package readme holds the tests that keep the documentation true: they
+// run every ```console block of README.md and of the pages under docs/
+// against real servers and compare what each command prints with what
+// the page shows (see readme_test.go, and docs/development.md's "The
+// examples are tested" for the rules), and check that the README stays a
+// short map of docs/ whose relative links all resolve (pages_test.go).
 package readme

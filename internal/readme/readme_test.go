@@ -29,6 +29,7 @@ type step struct {
 
 // block is one ```console block.
 type block struct {
+	file  string // the markdown file, from the repository's root
 	line  int
 	steps []step
 }
@@ -39,7 +40,7 @@ var comment = regexp.MustCompile(` {2,}#(.*)$`)
 // parseBlocks returns the console blocks of a markdown file. A line that
 // starts with "$ " is a command (continued on the next line if it ends
 // with '\'); the lines after it, up to the next command, are its output.
-func parseBlocks(t *testing.T, md string) []block {
+func parseBlocks(t *testing.T, file, md string) []block {
 	var blocks []block
 	var cur *block
 	lines := strings.Split(md, "\n")
@@ -48,7 +49,7 @@ func parseBlocks(t *testing.T, md string) []block {
 		fence := strings.HasPrefix(strings.TrimSpace(l), "```")
 		switch {
 		case cur == nil && fence && strings.TrimSpace(strings.TrimSpace(l)[3:]) == "console":
-			cur = &block{line: i + 1}
+			cur = &block{file: file, line: i + 1}
 		case cur == nil:
 		case fence:
 			blocks = append(blocks, *cur)
@@ -62,7 +63,7 @@ func parseBlocks(t *testing.T, md string) []block {
 			s.cmd = strings.TrimSpace(comment.ReplaceAllString(s.cmd, ""))
 			cur.steps = append(cur.steps, s)
 		case len(cur.steps) == 0:
-			t.Fatalf("README.md:%d: output before the block's first command", i+1)
+			t.Fatalf("%s:%d: output before the block's first command", file, i+1)
 		default:
 			st := &cur.steps[len(cur.steps)-1]
 			st.want = append(st.want, l)
@@ -260,7 +261,7 @@ func run(t *testing.T, b block, server string) []string {
 	for i, s := range b.steps {
 		cmd, bg := rewrite(s.cmd, ports)
 		if bg && len(s.want) > 0 && strings.TrimSpace(strings.Join(s.want, "")) != "" {
-			t.Fatalf("README.md:%d: a background command's output is not compared: show none", s.line)
+			t.Fatalf("%s:%d: a background command's output is not compared: show none", b.file, s.line)
 		}
 		fmt.Fprintf(&sb, "printf '\\n%s%d\\n'\n(exit $__rc)\n%s\n__rc=$?\n", marker, i, cmd)
 	}
@@ -290,7 +291,7 @@ func run(t *testing.T, b block, server string) []string {
 			werr = fmt.Errorf("it did not finish within %v (does a command not exit?)", timeout)
 		}
 		bgLog, _ := os.ReadFile(filepath.Join(dir, ".background.log"))
-		t.Fatalf("README.md:%d: the block failed: %v\n%s\nbackground output:\n%s", b.line, werr, data, bgLog)
+		t.Fatalf("%s:%d: the block failed: %v\n%s\nbackground output:\n%s", b.file, b.line, werr, data, bgLog)
 	}
 	parts := strings.Split(string(data), "\n"+marker)
 	outputs := make([]string, len(b.steps))
@@ -364,20 +365,23 @@ func matcher(want string) *regexp.Regexp {
 	return regexp.MustCompile("^" + re.String() + "$")
 }
 
-// TestReadmeExamples runs every console block of README.md and compares
-// each command's output with the README's.
+// TestReadmeExamples runs every console block of README.md and of every
+// page under docs/, and compares each command's output with the page's.
 func TestReadmeExamples(t *testing.T) {
-	md, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
-	if err != nil {
-		t.Fatal(err)
+	var blocks []block
+	for _, file := range docFiles(t) {
+		md, err := os.ReadFile(filepath.Join(repoRoot, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		blocks = append(blocks, parseBlocks(t, file, string(md))...)
 	}
-	blocks := parseBlocks(t, string(md))
 	if len(blocks) == 0 {
-		t.Fatal("README.md has no console block")
+		t.Fatal("no console block in README.md or docs/")
 	}
 	server := buildServer(t)
 	for _, b := range blocks {
-		t.Run(fmt.Sprintf("line %d", b.line), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s line %d", b.file, b.line), func(t *testing.T) {
 			outputs := run(t, b, server)
 			for i, s := range b.steps {
 				want, got := lines(s.want), lines(strings.Split(outputs[i], "\n"))
@@ -386,7 +390,7 @@ func TestReadmeExamples(t *testing.T) {
 					ok = matcher(want[j]).MatchString(got[j])
 				}
 				if !ok {
-					t.Errorf("README.md:%d: $ %s\n--- the README shows:\n%s\n--- it printed:\n%s", s.line, s.cmd,
+					t.Errorf("%s:%d: $ %s\n--- the page shows:\n%s\n--- it printed:\n%s", b.file, s.line, s.cmd,
 						strings.Join(want, "\n"), strings.Join(got, "\n"))
 				}
 			}

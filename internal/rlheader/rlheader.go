@@ -5,14 +5,17 @@
 //	X-RateLimit-Remaining: 37
 //	X-RateLimit-Reset: 1700000100                  (Unix seconds, absolute)
 //	RateLimit-Policy: "free-users";q=100;w=60      (when the window is known)
-//	RateLimit: "free-users";r=37;t=12
+//	RateLimit: "free-users";r=37;t=12              (with its RateLimit-Policy only)
 //	Retry-After: 3                                 (only when denied)
 //
 // RateLimit-Policy and RateLimit are written as
 // draft-ietf-httpapi-ratelimit-headers-10 defines them: structured-field
 // lists of one item, the policy's name as a string, with the quota q and
 // window w (seconds) of the policy, and the remaining quota r and the
-// seconds t until the full allowance is back. A bucket whose capacity
+// seconds t until the full allowance is back. RateLimit is written only
+// beside the RateLimit-Policy that declares the policy it names: a
+// decision with no known window (a block, which is no quota) has the
+// X-RateLimit-* fields and Retry-After alone. A bucket whose capacity
 // differs from its limit per window adds the vendor parameter
 // rlserver-burst=<capacity> to its policy.
 //
@@ -35,7 +38,7 @@ type Values struct {
 	RetryAfter time.Duration // when denied: until the request would pass; < 0 never
 	ResetAfter time.Duration // until the full allowance is back
 	Policy     string        // the policy's name (a rule id, or PolicyName's); "" is "default"
-	Window     time.Duration // the policy's window; 0 leaves out RateLimit-Policy
+	Window     time.Duration // the policy's window; 0 leaves out RateLimit-Policy and RateLimit
 	Quota      int64         // the policy's limit per Window; 0 means Limit
 	Now        time.Time     // the decision's time, for X-RateLimit-Reset
 }
@@ -56,8 +59,8 @@ func Set(h http.Header, v Values) {
 	h.Set("X-RateLimit-Limit", limit)
 	h.Set("X-RateLimit-Remaining", remaining)
 	h.Set("X-RateLimit-Reset", strconv.FormatInt(ceilUnix(v.Now.Add(v.ResetAfter)), 10))
-	h.Set("RateLimit", name+";r="+strconv.FormatInt(max(v.Remaining, 0), 10)+";t="+reset)
-	if v.Window > 0 {
+	if v.Window > 0 { // RateLimit names only a policy that RateLimit-Policy declares
+		h.Set("RateLimit", name+";r="+strconv.FormatInt(max(v.Remaining, 0), 10)+";t="+reset)
 		quota := v.Quota
 		if quota <= 0 {
 			quota = v.Limit

@@ -2,6 +2,7 @@ package rlheader
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 )
@@ -21,11 +22,17 @@ func TestSet(t *testing.T) {
 		{Values{Limit: 50, RetryAfter: 100 * time.Millisecond, ResetAfter: 5 * time.Second, Policy: "b",
 			Window: 500 * time.Millisecond, Quota: 10, Now: now}, map[string]string{
 			"RateLimit": `"b";r=0;t=5`, "RateLimit-Policy": `"b";q=10;w=1;rlserver-burst=50`, "Retry-After": "1"}},
-		// No window: no policy; no name: "default"; never: no Retry-After.
+		// No window: no policy declared, so no RateLimit naming one (a
+		// block's 429); never: no Retry-After.
 		{Values{Limit: 5, Remaining: 5, RetryAfter: -1, Now: now}, map[string]string{
-			"RateLimit": `"default";r=5;t=0`, "RateLimit-Policy": "", "Retry-After": ""}},
+			"RateLimit": "", "RateLimit-Policy": "", "X-RateLimit-Remaining": "5", "Retry-After": ""}},
+		{Values{Limit: 0, RetryAfter: 600 * time.Second, ResetAfter: 600 * time.Second, Now: now}, map[string]string{
+			"RateLimit": "", "RateLimit-Policy": "", "X-RateLimit-Limit": "0", "Retry-After": "600"}},
+		// No name: "default", declared and named alike.
+		{Values{Limit: 5, Remaining: 4, Window: time.Second, Now: now}, map[string]string{
+			"RateLimit": `"default";r=4;t=0`, "RateLimit-Policy": `"default";q=5;w=1`}},
 		{Values{Limit: -1, Policy: "x", Window: time.Second}, map[string]string{"RateLimit": "", "X-RateLimit-Limit": ""}},
-		{Values{Limit: 1, Policy: "a\"b\\c\né", Now: now}, map[string]string{"RateLimit": `"a\"b\\c???";r=0;t=0`}},
+		{Values{Limit: 1, Policy: "a\"b\\c\né", Window: time.Second, Now: now}, map[string]string{"RateLimit": `"a\"b\\c???";r=0;t=0`}},
 	} {
 		h := http.Header{}
 		Set(h, tt.v)
@@ -50,6 +57,28 @@ func TestPolicyName(t *testing.T) {
 	} {
 		if got := PolicyName(tt.algo, tt.limit, tt.window, tt.burst); got != tt.want {
 			t.Errorf("PolicyName(%q, %d, %v, %d) = %q, want %q", tt.algo, tt.limit, tt.window, tt.burst, got, tt.want)
+		}
+	}
+}
+
+// TestRateLimitNamesADeclaredPolicy: whatever the values, a RateLimit
+// field names the policy of the RateLimit-Policy field beside it.
+func TestRateLimitNamesADeclaredPolicy(t *testing.T) {
+	for _, v := range []Values{
+		{Limit: 0, RetryAfter: time.Minute, ResetAfter: time.Minute},
+		{Limit: 3, Remaining: 1, Policy: "p"},
+		{Limit: 3, Remaining: 1, Policy: "p", Window: time.Second},
+		{Limit: 3, Remaining: 1, Window: time.Second},
+	} {
+		h := http.Header{}
+		Set(h, v)
+		rl, pol := h.Get("RateLimit"), h.Get("RateLimit-Policy")
+		if rl == "" {
+			continue
+		}
+		name, _, _ := strings.Cut(rl, ";")
+		if pname, _, _ := strings.Cut(pol, ";"); pol == "" || pname != name {
+			t.Errorf("%+v: RateLimit %q names a policy RateLimit-Policy %q does not declare", v, rl, pol)
 		}
 	}
 }

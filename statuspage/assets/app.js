@@ -57,8 +57,35 @@ function fill(id, items, cols, each) {
   for (const it of items) each(tbody, it);
 }
 
+// niceTop returns the top of a chart's scale: the peak rounded up to 1, 2,
+// 2.5 or 5 times a power of ten, so that its quarters read as round
+// numbers (at least 4, one a quarter).
+function niceTop(peak) {
+  if (peak <= 4) return 4;
+  const p = Math.pow(10, Math.floor(Math.log10(peak)));
+  for (const m of [1, 2, 2.5, 5, 10]) {
+    if (m * p >= peak) return m * p;
+  }
+  return 10 * p;
+}
+
+// yaxis writes the scale of a chart beside it: top, its quarters and 0,
+// per second, level with the grid lines.
+function yaxis(id, top) {
+  const axis = $(id);
+  axis.replaceChildren();
+  for (let i = 0; i <= 4; i++) {
+    const v = top * (4 - i) / 4;
+    const t = el("span", "tick", fmt(Math.round(v * 100) / 100));
+    t.setAttribute("data-value", v);
+    t.style.top = (i * 25) + "%";
+    axis.appendChild(t);
+  }
+}
+
 // chart draws one series as a polyline over the last SPAN_S seconds,
-// ending at the right edge with the newest second.
+// ending at the right edge with the newest second, on a scale from 0 to
+// niceTop(peak), written beside it.
 function chart(id, series, values, nowId, maxId) {
   const svg = $(id);
   svg.replaceChildren();
@@ -71,14 +98,15 @@ function chart(id, series, values, nowId, maxId) {
   }
   const n = values.length;
   const peak = n ? Math.max(...values) : 0;
-  const top = Math.max(peak, 1); // the top line is the peak
+  const top = niceTop(peak);
+  yaxis(id.replace("chart-", "y-"), top);
   const end = series.start_unix_ms + n * series.interval_ms;
   const pts = [];
   for (let i = 0; i < n; i++) {
     const t = series.start_unix_ms + (i + 1) * series.interval_ms;
     const x = W - (end - t) / (SPAN_S * 1000) * W;
     if (x < 0) continue;
-    const y = H - values[i] / top * (H - 4);
+    const y = H - values[i] / top * H;
     pts.push(x.toFixed(1) + "," + y.toFixed(1));
   }
   const line = document.createElementNS(SVG, "polyline");
@@ -140,8 +168,19 @@ function cluster(c) {
   });
 }
 
+// scopes says, on a cluster node, which figures are this node's own (its
+// checks, denials and rules' counts) and which the whole cluster's (hot
+// keys, summed over every node; blocks, which every node shares).
+function scopes(s) {
+  const own = s.cluster ? "node " + s.node + " only" : "this node";
+  const all = s.cluster ? "whole cluster" : "this node";
+  for (const id of ["scope-totals", "scope-checks", "scope-denied", "scope-rules"]) $(id).textContent = own;
+  for (const id of ["scope-hotkeys", "scope-blocks"]) $(id).textContent = all;
+}
+
 function show(s) {
   document.title = "rlserver " + s.node + " status";
+  scopes(s);
   $("node").textContent = s.node;
   $("mode").textContent = s.mode;
   $("version").textContent = s.version;
@@ -188,4 +227,10 @@ $("auth").addEventListener("submit", ev => {
   sessionStorage.setItem("rlserver-token", token);
 });
 
+// The figures the page was served with are drawn at once, before the
+// first poll answers: the first paint has data.
+const initial = $("initial-stats").textContent;
+if (initial) {
+  try { show(JSON.parse(initial)); } catch (e) { /* the poll draws it */ }
+}
 poll();

@@ -12,11 +12,12 @@ import (
 	"time"
 )
 
-// flood runs redis-benchmark's key flood against addr for o.d.
-func flood(o options, addr string) error {
+// flood runs redis-benchmark's key flood of command against addr for o.d.
+func flood(o options, addr string, command ...string) error {
 	host, port, _ := net.SplitHostPort(addr)
-	cmd := exec.Command(o.bench, "-h", host, "-p", port, "-c", strconv.Itoa(o.clients), "-P", strconv.Itoa(o.pipeline),
-		"-r", strconv.Itoa(o.keys), "-l", "-q", "RL.CHECK", "key:__rand_int__", "token", "100", "1h")
+	args := append([]string{"-h", host, "-p", port, "-c", strconv.Itoa(o.clients), "-P", strconv.Itoa(o.pipeline),
+		"-r", strconv.Itoa(o.keys), "-l", "-q"}, command...)
+	cmd := exec.Command(o.bench, args...)
 	cmd.Stdout, cmd.Stderr = nil, os.Stderr
 	fmt.Fprintf(os.Stderr, "soak: %s for %v\n", strings.Join(cmd.Args, " "), o.d)
 	if err := cmd.Start(); err != nil {

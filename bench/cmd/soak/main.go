@@ -28,6 +28,7 @@ import (
 
 type options struct {
 	rlserver, bench, maxmemory, name, out string
+	mode, redisServer                     string
 	d, interval                           time.Duration
 	clients, pipeline                     int
 	keys                                  int
@@ -47,6 +48,9 @@ func main() {
 	flag.IntVar(&o.pipeline, "P", 16, "redis-benchmark pipeline depth")
 	flag.IntVar(&o.keys, "r", 100000000, "redis-benchmark key range (-r)")
 	flag.IntVar(&o.procs, "procs", 0, "rlserver's --procs (0: every core)")
+	flag.StringVar(&o.mode, "mode", "fast", "rlserver's mode: memory (--data-dir \"\"), fast or strong (durable, --consistency)")
+	flag.StringVar(&o.redisServer, "redis-server", "", "also flood this redis-server, with maxmemory and volatile-ttl, beside rlserver: "+
+		"EVALSHA of luaref's token bucket, a new key a request (\"\": rlserver only)")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "soak:", err)
@@ -70,9 +74,16 @@ func run(o options) error {
 		return err
 	}
 	samples := srv.sample(o.interval)
-	loadErr := flood(o, srv.addr)
+	loadErr := flood(o, srv.addr, "RL.CHECK", "key:__rand_int__", "token", "100", "1h")
 	s := summarize(o, samples.stop(), by.stop(), srv)
 	s.CleanExit = srv.stop() == nil
+	if o.redisServer != "" && loadErr == nil {
+		r, err := floodRedis(o, dir)
+		if err != nil {
+			return err
+		}
+		s.Redis = &r
+	}
 	if err := s.write(o); err != nil {
 		return err
 	}

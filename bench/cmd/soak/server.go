@@ -41,8 +41,17 @@ func startServer(o options, dir string) (*server, error) {
 		return nil, err
 	}
 	s := &server{addr: "127.0.0.1:" + strconv.Itoa(port), log: logf}
-	s.cmd = exec.Command(bin, "--listen", s.addr, "--http", "", "--data-dir", filepath.Join(dir, "data"),
-		"--log-level", "warn", "--maxmemory", o.maxmemory, "--procs", strconv.Itoa(o.procs))
+	args := []string{"--listen", s.addr, "--http", "", "--data-dir", filepath.Join(dir, "data"),
+		"--log-level", "warn", "--maxmemory", o.maxmemory, "--procs", strconv.Itoa(o.procs)}
+	switch o.mode {
+	case "memory":
+		args = append(args, "--data-dir", "")
+	case "fast", "strong":
+		args = append(args, "--consistency", o.mode)
+	default:
+		return nil, fmt.Errorf("-mode %q: want memory, fast or strong", o.mode)
+	}
+	s.cmd = exec.Command(bin, args...)
 	s.cmd.Stdout, s.cmd.Stderr = logf, logf
 	if err := s.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", bin, err)
@@ -50,6 +59,31 @@ func startServer(o options, dir string) (*server, error) {
 	if s.cli, err = load.Dial(s.addr, 10*time.Second); err != nil {
 		s.stop()
 		return nil, fmt.Errorf("rlserver did not start on %s: %w", s.addr, err)
+	}
+	return s, nil
+}
+
+// startRedis starts redis-server bounded by o.maxmemory, evicting by
+// volatile-ttl as rlserver does, without persistence.
+func startRedis(o options, dir string) (*server, error) {
+	port, err := nodes.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	logf, err := os.Create(filepath.Join(dir, "redis.log"))
+	if err != nil {
+		return nil, err
+	}
+	s := &server{addr: "127.0.0.1:" + strconv.Itoa(port), log: logf}
+	s.cmd = exec.Command(o.redisServer, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
+		"--maxmemory", o.maxmemory, "--maxmemory-policy", "volatile-ttl", "--save", "", "--appendonly", "no")
+	s.cmd.Stdout, s.cmd.Stderr = logf, logf
+	if err := s.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", o.redisServer, err)
+	}
+	if s.cli, err = load.Dial(s.addr, 10*time.Second); err != nil {
+		s.stop()
+		return nil, fmt.Errorf("redis-server did not start on %s: %w", s.addr, err)
 	}
 	return s, nil
 }

@@ -1,0 +1,379 @@
+package reftest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	rlpb "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+)
+
+// refVersion is the envoyproxy/ratelimit version compared with (its
+// main branch as of 2026-01; it has no newer tag), RLS_VERSION another.
+const refVersion = "v1.4.1-0.20260122083618-3fb702589d36"
+
+var (
+	buildOnce         sync.Once
+	refBin, oursBin   string
+	buildErr, skipWhy string
+	binDir            string
+)
+
+// TestMain removes the binaries built for the run.
+func TestMain(m *testing.M) {
+	d, err := os.MkdirTemp("", "reftest")
+	if err != nil {
+		panic(err)
+	}
+	binDir = d
+	code := m.Run()
+	os.RemoveAll(d)
+	os.Exit(code)
+}
+
+// binaries builds (once) the reference, kept in the user's cache directory
+// by version, and rlserver; it skips the test when the reference cannot
+// be built or redis-server is missing, and fails it when rlserver cannot.
+func binaries(t *testing.T) (ref, ours string) {
+	t.Helper()
+	buildOnce.Do(func() {
+		if _, err := exec.LookPath("redis-server"); err != nil {
+			skipWhy = "redis-server is not installed (.ci/run installs it)"
+			return
+		}
+		v := os.Getenv("RLS_VERSION")
+		if v == "" {
+			v = refVersion
+		}
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			cache = os.TempDir()
+		}
+		dir := filepath.Join(cache, "rlserver-reftest", "envoyproxy-ratelimit@"+v)
+		refBin = filepath.Join(dir, "service_cmd")
+		if _, err := os.Stat(refBin); err != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, "go", "install", "github.com/envoyproxy/ratelimit/src/service_cmd@"+v)
+			cmd.Dir = os.TempDir() // outside this module
+			cmd.Env = append(os.Environ(), "GOBIN="+dir, "GOFLAGS=-mod=mod")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				skipWhy = fmt.Sprintf("envoyproxy/ratelimit@%s cannot be built on this machine (go install: %v):\n%s", v, err, tail(out))
+				return
+			}
+		}
+		oursBin = filepath.Join(binDir, "rlserver")
+		cmd := exec.Command("go", "build", "-o", oursBin, "github.com/rlserver/rlserver/cmd/rlserver")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Sprintf("go build rlserver: %v\n%s", err, out)
+		}
+	})
+	if skipWhy != "" {
+		t.Skip("no side-by-side comparison: " + skipWhy)
+	}
+	if buildErr != "" {
+		t.Fatal(buildErr)
+	}
+	return refBin, oursBin
+}
+
+func tail(b []byte) string {
+	if len(b) > 1500 {
+		b = b[len(b)-1500:]
+	}
+	return string(b)
+}
+
+// freePort returns a port free on 127.0.0.1 now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// side is one of the two services.
+type side struct {
+	name    string
+	client  pb.RateLimitServiceClient
+	httpURL string // base URL of POST /json
+	metrics string // URL of its Prometheus exposition
+	log     *bytes.Buffer
+}
+
+// pair is the reference and rlserver serving the same YAML file.
+type pair struct {
+	t         *testing.T
+	ref, ours *side
+	yamlPath  string
+}
+
+// opts are a pair's extras: environment variables given to both, and
+// flags to rlserver.
+type opts struct {
+	env  []string
+	args []string
+}
+
+// startPair starts redis-server, the reference on it and rlserver, both
+// on the domain's YAML, and waits until both answer for domain.
+func startPair(t *testing.T, domain, yaml string, o opts) *pair {
+	t.Helper()
+	refPath, oursPath := binaries(t)
+	w := t.TempDir()
+	cfgDir := filepath.Join(w, "runtime", "ratelimit", "config")
+	if err := os.MkdirAll(cfgDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := &pair{t: t, yamlPath: filepath.Join(cfgDir, "rls.yaml")}
+	p.write(yaml)
+
+	redisPort := freePort(t)
+	start(t, "redis-server", exec.Command("redis-server", "--port", strconv.Itoa(redisPort), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no"), nil)
+	waitTCP(t, fmt.Sprintf("127.0.0.1:%d", redisPort))
+
+	grpcRef, httpRef, debugRef, promRef := freePort(t), freePort(t), freePort(t), freePort(t)
+	cmd := exec.Command(refPath)
+	cmd.Dir = w
+	cmd.Env = append(os.Environ(), "USE_STATSD=false", "LOG_LEVEL=warn", "REDIS_SOCKET_TYPE=tcp",
+		"REDIS_URL=127.0.0.1:"+strconv.Itoa(redisPort), "RUNTIME_ROOT="+filepath.Join(w, "runtime"),
+		"RUNTIME_SUBDIRECTORY=ratelimit", "RUNTIME_WATCH_ROOT=false",
+		"HOST=127.0.0.1", "PORT="+strconv.Itoa(httpRef), "GRPC_HOST=127.0.0.1", "GRPC_PORT="+strconv.Itoa(grpcRef),
+		"DEBUG_HOST=127.0.0.1", "DEBUG_PORT="+strconv.Itoa(debugRef),
+		"USE_PROMETHEUS=true", "PROMETHEUS_ADDR=127.0.0.1:"+strconv.Itoa(promRef))
+	cmd.Env = append(cmd.Env, o.env...)
+	p.ref = &side{name: "envoyproxy/ratelimit", httpURL: fmt.Sprintf("http://127.0.0.1:%d", httpRef),
+		metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", promRef), log: &bytes.Buffer{}}
+	start(t, "envoyproxy/ratelimit", cmd, p.ref.log)
+	p.ref.client = dial(t, fmt.Sprintf("127.0.0.1:%d", grpcRef))
+
+	grpcOurs, httpOurs, respOurs := freePort(t), freePort(t), freePort(t)
+	args := append([]string{"--listen", fmt.Sprintf("127.0.0.1:%d", respOurs), "--http", fmt.Sprintf("127.0.0.1:%d", httpOurs),
+		"--grpc", fmt.Sprintf("127.0.0.1:%d", grpcOurs), "--data-dir", "", "--envoy-config", p.yamlPath, "--log-level", "warn"}, o.args...)
+	cmd = exec.Command(oursPath, args...)
+	cmd.Env = append(os.Environ(), o.env...)
+	p.ours = &side{name: "rlserver", httpURL: fmt.Sprintf("http://127.0.0.1:%d", httpOurs),
+		metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", httpOurs), log: &bytes.Buffer{}}
+	start(t, "rlserver", cmd, p.ours.log)
+	p.ours.client = dial(t, fmt.Sprintf("127.0.0.1:%d", grpcOurs))
+
+	for _, s := range []*side{p.ref, p.ours} {
+		p.waitLoaded(s, domain)
+	}
+	return p
+}
+
+// waitTCP waits until addr accepts connections.
+func waitTCP(t *testing.T, addr string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return
+		}
+	}
+	t.Fatalf("nothing listens on %s", addr)
+}
+
+// start runs cmd until the test ends, its output into log.
+func start(t *testing.T, name string, cmd *exec.Cmd, log *bytes.Buffer) {
+	t.Helper()
+	if log != nil {
+		cmd.Stdout, cmd.Stderr = log, log
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		if t.Failed() && log != nil {
+			t.Logf("%s's output:\n%s", name, tail(log.Bytes()))
+		}
+	})
+}
+
+func dial(t *testing.T, addr string) pb.RateLimitServiceClient {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return pb.NewRateLimitServiceClient(conn)
+}
+
+// waitLoaded waits until s answers for domain with a limit for the probe
+// descriptor [probe=x] (every scenario's YAML has it, with hits 0 looked
+// at only): its configuration is loaded.
+func (p *pair) waitLoaded(s *side, domain string) {
+	p.waitProbe(s, domain, 0)
+}
+
+// waitProbe waits until s answers the probe with requests_per_unit want
+// (0: any).
+func (p *pair) waitProbe(s *side, domain string, want uint32) {
+	p.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	var last string
+	for time.Now().Before(deadline) {
+		d := desc("probe", "x")
+		d.HitsAddend = zero()
+		resp, err := p.call(s, &pb.RateLimitRequest{Domain: domain, Descriptors: []*rlpb.RateLimitDescriptor{d}})
+		if err == nil && resp.Statuses[0].CurrentLimit != nil && (want == 0 || resp.Statuses[0].CurrentLimit.RequestsPerUnit == want) {
+			return
+		}
+		last = fmt.Sprint(resp, err)
+		time.Sleep(50 * time.Millisecond)
+	}
+	p.t.Fatalf("%s did not load the configuration of %s (probe limit %d): %s\n%s", s.name, domain, want, last, tail(s.log.Bytes()))
+}
+
+// write replaces the YAML file, as an operator's deploy does (a new file
+// renamed over the old one).
+func (p *pair) write(yaml string) {
+	p.t.Helper()
+	tmp := filepath.Join(filepath.Dir(filepath.Dir(p.yamlPath)), "rls.yaml.tmp")
+	if err := os.WriteFile(tmp, []byte(yaml), 0o644); err != nil {
+		p.t.Fatal(err)
+	}
+	if err := os.Rename(tmp, p.yamlPath); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+func (p *pair) call(s *side, req *pb.RateLimitRequest) (*pb.RateLimitResponse, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return s.client.ShouldRateLimit(ctx, req)
+}
+
+// step is one request and what the test expects both to answer (nil:
+// only that they agree).
+type step struct {
+	what string
+	req  *pb.RateLimitRequest
+	want *pb.RateLimitResponse
+}
+
+// run sends each step to both services, in turn, and fails on the first
+// field where they differ, or differ from want.
+func (p *pair) run(steps ...step) {
+	p.t.Helper()
+	for i, st := range steps {
+		ref, rerr := p.call(p.ref, st.req)
+		ours, oerr := p.call(p.ours, st.req)
+		where := fmt.Sprintf("step %d (%s)", i, st.what)
+		if status.Code(rerr) != status.Code(oerr) {
+			p.t.Fatalf("%s: error %v from the reference, %v from rlserver", where, rerr, oerr)
+		}
+		if rerr != nil {
+			continue
+		}
+		if d := diff(ref, ours); d != "" {
+			p.t.Fatalf("%s: the answers differ: %s\nreference: %v\nrlserver:  %v", where, d, ref, ours)
+		}
+		if st.want != nil {
+			if d := diff(st.want, ours); d != "" {
+				p.t.Fatalf("%s: both answer %v; the test wants %v (%s)", where, ours, st.want, d)
+			}
+		}
+	}
+}
+
+// diff compares two responses as a client of the protocol sees them:
+// the overall code, and for each status its code, current_limit
+// (requests_per_unit, unit, name), limit_remaining and
+// duration_until_reset within a second.
+func diff(a, b *pb.RateLimitResponse) string {
+	if a.OverallCode != b.OverallCode {
+		return fmt.Sprintf("overall_code %v vs %v", a.OverallCode, b.OverallCode)
+	}
+	if len(a.Statuses) != len(b.Statuses) {
+		return fmt.Sprintf("%d statuses vs %d", len(a.Statuses), len(b.Statuses))
+	}
+	for i := range a.Statuses {
+		x, y := a.Statuses[i], b.Statuses[i]
+		switch {
+		case x.Code != y.Code:
+			return fmt.Sprintf("descriptor %d: code %v vs %v", i, x.Code, y.Code)
+		case (x.CurrentLimit == nil) != (y.CurrentLimit == nil):
+			return fmt.Sprintf("descriptor %d: current_limit %v vs %v", i, x.CurrentLimit, y.CurrentLimit)
+		case x.CurrentLimit != nil && (x.CurrentLimit.RequestsPerUnit != y.CurrentLimit.RequestsPerUnit ||
+			x.CurrentLimit.Unit != y.CurrentLimit.Unit || x.CurrentLimit.Name != y.CurrentLimit.Name):
+			return fmt.Sprintf("descriptor %d: current_limit %v vs %v", i, x.CurrentLimit, y.CurrentLimit)
+		case x.LimitRemaining != y.LimitRemaining:
+			return fmt.Sprintf("descriptor %d: limit_remaining %d vs %d", i, x.LimitRemaining, y.LimitRemaining)
+		case (x.DurationUntilReset == nil) != (y.DurationUntilReset == nil):
+			return fmt.Sprintf("descriptor %d: duration_until_reset %v vs %v", i, x.DurationUntilReset, y.DurationUntilReset)
+		case x.DurationUntilReset != nil && abs(x.DurationUntilReset.AsDuration()-y.DurationUntilReset.AsDuration()) > time.Second:
+			return fmt.Sprintf("descriptor %d: duration_until_reset %v vs %v", i, x.DurationUntilReset.AsDuration(), y.DurationUntilReset.AsDuration())
+		}
+	}
+	return ""
+}
+
+func abs(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
+}
+
+// awayFromBoundary waits, if needed, so that the next few seconds stay in
+// one minute (and so one hour): both services count fixed windows on the
+// wall clock.
+func awayFromBoundary(t *testing.T, need time.Duration) {
+	now := time.Now()
+	into := time.Duration(now.UnixNano() % int64(time.Minute))
+	if into+need > time.Minute-time.Second {
+		wait := time.Minute - into + 500*time.Millisecond
+		t.Logf("waiting %v for the next minute", wait.Round(time.Millisecond))
+		time.Sleep(wait)
+	}
+}
+
+// desc builds a descriptor from key, value pairs.
+func desc(kv ...string) *rlpb.RateLimitDescriptor {
+	d := &rlpb.RateLimitDescriptor{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		d.Entries = append(d.Entries, &rlpb.RateLimitDescriptor_Entry{Key: kv[i], Value: kv[i+1]})
+	}
+	return d
+}
+
+// req is a request of domain with descs.
+func req(domain string, descs ...*rlpb.RateLimitDescriptor) *pb.RateLimitRequest {
+	return &pb.RateLimitRequest{Domain: domain, Descriptors: descs}
+}
+
+// postJSON posts body to s's /json and returns the status, content type
+// and body.
+func postJSON(t *testing.T, s *side, body string) (int, string, string) {
+	t.Helper()
+	resp, err := http.Post(s.httpURL+"/json", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b bytes.Buffer
+	b.ReadFrom(resp.Body)
+	return resp.StatusCode, resp.Header.Get("Content-Type"), b.String()
+}
