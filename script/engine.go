@@ -55,8 +55,8 @@ type Engine struct {
 
 	hookless bool // states without the hook: for measuring its cost only
 
-	natMu       sync.RWMutex
-	native      map[string]*nativeEntry // by lower-case sha, Register
+	natMu       sync.Mutex                              // serialises Register
+	native      atomic.Pointer[map[string]*nativeEntry] // by lower-case sha; replaced, never changed, by Register
 	interpreted atomic.Uint64
 
 	mu        sync.Mutex
@@ -80,7 +80,8 @@ func New(cfg Config) *Engine {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	e := &Engine{cfg: cfg, log: log, native: map[string]*nativeEntry{}, busy: map[*run]struct{}{}}
+	e := &Engine{cfg: cfg, log: log, busy: map[*run]struct{}{}}
+	e.native.Store(&map[string]*nativeEntry{})
 	e.rand.reset()
 	e.watch.init()
 	e.pool.init(e, cfg.IdleStates)
@@ -137,23 +138,25 @@ func (e *Engine) Register(sha string, r Runner) {
 	key := string(lowerHex([]byte(sha)))
 	e.natMu.Lock()
 	defer e.natMu.Unlock()
+	m := make(map[string]*nativeEntry, len(*e.native.Load())+1)
+	for k, v := range *e.native.Load() {
+		m[k] = v
+	}
 	if r == nil {
-		delete(e.native, key)
-		return
+		delete(m, key)
+	} else {
+		name := key
+		if n, ok := r.(interface{ Name() string }); ok {
+			name = n.Name()
+		}
+		m[key] = &nativeEntry{r: r, name: name}
 	}
-	name := key
-	if n, ok := r.(interface{ Name() string }); ok {
-		name = n.Name()
-	}
-	e.native[key] = &nativeEntry{r: r, name: name}
+	e.native.Store(&m)
 }
 
-// nativeFor returns the native handler registered for sha, if any.
-func (e *Engine) nativeFor(sha string) *nativeEntry {
-	e.natMu.RLock()
-	defer e.natMu.RUnlock()
-	return e.native[sha]
-}
+// nativeFor returns the native handler registered for sha, if any: a map
+// read without a lock (Register replaces the map).
+func (e *Engine) nativeFor(sha string) *nativeEntry { return (*e.native.Load())[sha] }
 
 // Stats counts the runs each path served since New: the interpreter, and
 // each native handler registered now, by name. For INFO and metrics.
@@ -165,9 +168,7 @@ type Stats struct {
 // Stats returns the counts of runs by path.
 func (e *Engine) Stats() Stats {
 	s := Stats{Interpreted: e.interpreted.Load(), Native: map[string]uint64{}}
-	e.natMu.RLock()
-	defer e.natMu.RUnlock()
-	for _, n := range e.native {
+	for _, n := range *e.native.Load() {
 		s.Native[n.name] += n.runs.Load()
 	}
 	return s

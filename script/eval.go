@@ -80,18 +80,21 @@ func (e *Engine) Run(s *Script, req Request, c Caller) values.Reply {
 	}
 	x.SHA, x.Keys, x.Args, x.RESP, x.caller, x.resp = s.sha, req.Keys, req.Args, resp, c, 2
 	x.readOnly = req.ReadOnly || s.flags&FlagNoWrites != 0
-	x.rec.tag, x.rec.sha, x.rec.start, x.rec.busy = req.Tag, s.sha, e.cfg.Now(), false
+	x.rec.tag, x.rec.sha, x.rec.busy = req.Tag, s.sha, false
 	x.rec.state.Store(runClean)
-	x.run = &x.rec
+	x.run, x.script, x.declined = &x.rec, s, false
 	var reply values.Reply
 	if n := e.nativeFor(s.sha); n != nil {
-		n.runs.Add(1)
 		reply = n.r.Run(x)
+		if !x.declined {
+			n.runs.Add(1)
+		}
 	} else {
 		e.interpreted.Add(1)
+		x.rec.start = e.cfg.Now() // the time limit's start: a native run, which has none, does not read the clock
 		reply = s.Run(x)
 	}
-	x.Keys, x.Args, x.caller, x.run, x.rec.tag = nil, nil, nil, nil, nil
+	x.Keys, x.Args, x.caller, x.run, x.rec.tag, x.script = nil, nil, nil, nil, nil, nil
 	e.execs.Put(x)
 	return reply
 }

@@ -28,13 +28,132 @@ type Exec struct {
 	run      *run
 	rec      run      // what run points to during Engine.Run
 	argv     [][]byte // Argv's buffer
+	scratch  []byte   // Scratch's buffer
+	script   *Script  // the compiled body: Interpret runs it
+	declined bool     // a native handler handed the run to Interpret
 }
+
+// Interpret runs the script's body in the interpreter for this run and
+// returns its reply: a native handler calls it, before it has changed
+// anything, for the inputs it does not take on itself (arguments that are
+// not plain numbers, a value of another type, a command's error), so that
+// the script's own path answers them, errors and all. Stats counts the run
+// as interpreted.
+func (x *Exec) Interpret() values.Reply {
+	x.declined = true
+	x.script.e.interpreted.Add(1)
+	x.run.start = x.script.e.cfg.Now()
+	return x.script.Run(x)
+}
+
+// BoolReply is the reply of a script that returns the Lua boolean b: 1 or
+// a null in a RESP2 script, a boolean in a RESP3 one (redis.setresp(3)),
+// shaped for the connection's protocol.
+func (x *Exec) BoolReply(b bool) values.Reply {
+	n := int64(0)
+	if b {
+		n = 1
+	}
+	switch {
+	case x.resp == 2 && b:
+		return values.Reply{Kind: values.Int, Int: 1}
+	case x.resp == 2:
+		return values.Reply{Kind: values.Nil}
+	case x.RESP == 3:
+		return values.Reply{Kind: KindBool, Int: n}
+	}
+	return values.Reply{Kind: values.Int, Int: n}
+}
+
+// Clock is a Caller that knows the run's time without a TIME call: the
+// seconds and microseconds TIME would answer. Exec.Time uses it when the
+// Caller has it.
+type Clock interface {
+	Time() (sec, usec int64)
+}
+
+// Time returns what redis.call('TIME') would answer the run, as numbers:
+// from the Caller's Clock if it has one, else by calling TIME. ok is false
+// when TIME failed or answered something else than two integers.
+func (x *Exec) Time() (sec, usec int64, ok bool) {
+	if c, is := x.caller.(Clock); is {
+		sec, usec = c.Time()
+		return sec, usec, true
+	}
+	r := x.Call(x.Argv(cmdTime))
+	if r.Kind != values.Array || len(r.Elems) != 2 {
+		return 0, 0, false
+	}
+	var n [2]int64
+	for i, el := range r.Elems {
+		switch el.Kind {
+		case values.Int:
+			n[i] = el.Int
+		case values.Bulk:
+			v, err := strconv.ParseInt(string(el.Str), 10, 64)
+			if err != nil {
+				return 0, 0, false
+			}
+			n[i] = v
+		default:
+			return 0, 0, false
+		}
+	}
+	return n[0], n[1], true
+}
+
+var cmdTime = []byte("TIME")
 
 // Argv returns parts as a command's arguments in a buffer of x's, reused
 // by the next Argv: a Runner builds its calls without allocating.
 func (x *Exec) Argv(parts ...[]byte) [][]byte {
 	x.argv = append(x.argv[:0], parts...)
 	return x.argv
+}
+
+// ReplyArena is a Caller that lends a run the memory of its reply, so that
+// a native handler's reply allocates nothing: the memory must stay valid
+// until the server has written the reply, and be the run's alone. Exec's
+// Elems and Bytes use it when the Caller has it.
+type ReplyArena interface {
+	// ReplyElems returns n zeroed elements for the reply's arrays.
+	ReplyElems(n int) []values.Reply
+	// ReplyBytes returns an empty buffer with room for n bytes, for the
+	// reply's strings; what is appended to it must stay within n.
+	ReplyBytes(n int) []byte
+}
+
+// Elems returns n zeroed reply elements for the run's reply: lent by the
+// Caller when it is a ReplyArena, else allocated.
+func (x *Exec) Elems(n int) []values.Reply {
+	if a, ok := x.caller.(ReplyArena); ok {
+		return a.ReplyElems(n)
+	}
+	return make([]values.Reply, n)
+}
+
+// Bytes returns an empty buffer with room for n bytes for the strings of
+// the run's reply: lent by the Caller when it is a ReplyArena, else
+// allocated.
+func (x *Exec) Bytes(n int) []byte {
+	if a, ok := x.caller.(ReplyArena); ok {
+		return a.ReplyBytes(n)
+	}
+	return make([]byte, 0, n)
+}
+
+// Scratch returns a buffer of x's, emptied, to build a run's command
+// arguments in (numbers formatted with AppendArg): it is reused by the next
+// run, so nothing built in it may be part of the run's reply. A handler
+// that needs more room appends to it and may hand the grown buffer back
+// with KeepScratch.
+func (x *Exec) Scratch() []byte { return x.scratch[:0] }
+
+// KeepScratch keeps b, grown from Scratch, as x's buffer for later runs.
+func (x *Exec) KeepScratch(b []byte) {
+	if cap(b) > cap(x.scratch) && cap(b) <= 1<<16 {
+		x.scratch = b[:0]
+	}
 }
 
 // Run states: a run is clean until it writes or is killed, whichever comes

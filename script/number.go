@@ -27,6 +27,27 @@ func fmtNumber(f float64) string {
 // command and writes a double.
 func fmtNumber17(f float64) string { return string(appendG(nil, f, 17, false, false)) }
 
+// AppendNumber appends f as Lua 5.1's tostring formats it ("%.14g" with
+// glibc's rounding; "inf", "-nan"), without allocating but to grow dst.
+func AppendNumber(dst []byte, f float64) []byte {
+	if f == math.Trunc(f) && math.Abs(f) < 1e14 {
+		if f == 0 && math.Signbit(f) {
+			return append(dst, "-0"...)
+		}
+		return strconv.AppendInt(dst, int64(f), 10)
+	}
+	return appendG(dst, f, 14, false, false)
+}
+
+// AppendArg appends f as Redis passes a Lua number to a command
+// (redis.call's arguments): "%.17g".
+func AppendArg(dst []byte, f float64) []byte { return appendG(dst, f, 17, false, false) }
+
+// ToInteger converts a Lua number to the integer Redis replies with for
+// it: truncated toward zero as a C cast on x86-64 does, and the "integer
+// indefinite" value (math.MinInt64) for NaN and out of range.
+func ToInteger(f float64) int64 { return toInteger(f) }
+
 // pow10 are the powers of ten up to 10^17.
 var pow10 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17}
 
@@ -72,7 +93,32 @@ func appendG(b []byte, f float64, prec int, upper, alt bool) []byte {
 		}
 		b = strconv.AppendInt(b, int64(x), 10)
 	} else {
-		fs := strconv.AppendFloat(buf[:0], f, 'f', prec-1-x, 64)
+		// %f with prec-1-x decimals has the same prec significant digits
+		// as the %e above: place its point instead of formatting again.
+		m := e[:i]
+		if m[0] == '-' {
+			b = append(b, '-')
+			m = m[1:]
+		}
+		digits := make([]byte, 0, 32)
+		digits = append(digits, m[0])
+		if len(m) > 2 {
+			digits = append(digits, m[2:]...) // after "d."
+		}
+		fs := buf[len(e):len(e)] // the rest of buf
+		if x >= 0 {
+			fs = append(fs, digits[:x+1]...)
+			if len(digits) > x+1 || alt {
+				fs = append(fs, '.')
+				fs = append(fs, digits[x+1:]...)
+			}
+		} else {
+			fs = append(fs, '0', '.')
+			for k := 0; k < -x-1; k++ {
+				fs = append(fs, '0')
+			}
+			fs = append(fs, digits...)
+		}
 		if !alt {
 			fs = trimZeros(fs)
 		}

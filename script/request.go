@@ -24,10 +24,10 @@ var (
 // slices point into args. The server checks the arity (at least 3
 // arguments) and sets RESP and Tag.
 func ParseEval(args [][]byte) (Request, *values.Reply) {
-	name := strings.ToLower(string(args[0]))
-	sha := name == "evalsha" || name == "evalsha_ro"
+	name := args[0]
+	sha := bytes.EqualFold(name, []byte("evalsha")) || bytes.EqualFold(name, []byte("evalsha_ro"))
 	var req Request
-	req.ReadOnly = strings.HasSuffix(name, "_ro")
+	req.ReadOnly = len(name) > 3 && bytes.EqualFold(name[len(name)-3:], []byte("_ro"))
 	if sha {
 		if len(args[1]) != 40 {
 			r := errorReply(replyNoScript)

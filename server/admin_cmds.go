@@ -171,6 +171,7 @@ func (s *Server) infoSections(lim Limiter, now int64) []infoSection {
 		{"replication", []string{"role", "master", "connected_slaves", "0"}},
 		{"cluster", []string{"cluster_enabled", clusterEnabled}},
 		{"keyspace", keyspace(keys, s.persistent())},
+		{"scripts", s.scriptsInfo()},
 		{"rlserver", s.rlserverInfo(keys, lim.MemoryBytes())},
 	}
 }

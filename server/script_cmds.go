@@ -46,7 +46,9 @@ func scriptCommands() []*command {
 // EVAL_RO script numkeys [key ...] [arg ...]
 // EVALSHA_RO sha1 numkeys [key ...] [arg ...]
 func cmdEval(s *Server, c *conn, args [][]byte, now int64) {
-	r, err := s.evalLocal(c.tx, c.proto, args, now)
+	er := s.getEvalRun(true)
+	defer s.putEvalRun(er) // after the reply, which may be in er's arena, is written
+	r, err := s.evalInto(er, c.tx, c.proto, args, now)
 	if err != nil && c.tx == nil && s.proxying() && !errors.Is(err, shards.ErrBusy) {
 		if keys := s.lookup(args[0]).keysOf(args, nil); len(keys) > 0 {
 			r, err = s.forwardExec(keys[0], args, c.proto, now)
@@ -64,11 +66,62 @@ func cmdScript(s *Server, c *conn, args [][]byte, now int64) {
 	c.writeReply(s.scripts.ScriptCommand(args))
 }
 
+// evalRun is the state of one EVAL-family command, pooled so that a run
+// allocates nothing of its own: the request, the keyspace and the
+// caller the script sees, the function Transact calls (bound once), and,
+// for cmdEval, an arena for the reply of a native handler (script.ReplyArena),
+// which is valid until the run goes back to the pool.
+type evalRun struct {
+	s      *Server
+	req    script.Request
+	sc     *script.Script
+	every  bool
+	now    int64
+	reply  values.Reply
+	ran    bool
+	keys   shards.Keys
+	caller scriptCaller
+	onTx   func(t *shards.Tx) // er.run
+	arena  replyArena
+}
+
+// replyArena is the memory a run lends its reply (script.ReplyArena).
+type replyArena struct {
+	on     bool // lend it: the reply is written before the run is reused
+	elems  [8]values.Reply
+	nelems int
+	bytes  [128]byte
+	nbytes int
+}
+
+func (s *Server) getEvalRun(arena bool) *evalRun {
+	er, _ := s.evalRuns.Get().(*evalRun)
+	if er == nil {
+		er = &evalRun{s: s}
+		er.onTx = er.run
+	}
+	er.arena.on, er.arena.nelems, er.arena.nbytes = arena, 0, 0
+	return er
+}
+
+func (s *Server) putEvalRun(er *evalRun) {
+	er.req, er.sc, er.reply, er.caller = script.Request{}, nil, values.Reply{}, scriptCaller{}
+	clear(er.arena.elems[:er.arena.nelems])
+	s.evalRuns.Put(er)
+}
+
 // evalLocal runs an EVAL-family command on this node: in tx (EXEC's
 // transaction) if it is set, else in a transaction of its own. The error is
 // a routing error of a cluster node that does not serve the keys, or
 // shards.ErrBusy.
 func (s *Server) evalLocal(tx *shards.Tx, proto int, args [][]byte, now int64) (values.Reply, error) {
+	er := s.getEvalRun(false) // the reply outlives the run: no arena
+	defer s.putEvalRun(er)
+	return s.evalInto(er, tx, proto, args, now)
+}
+
+// evalInto is evalLocal with er's state.
+func (s *Server) evalInto(er *evalRun, tx *shards.Tx, proto int, args [][]byte, now int64) (values.Reply, error) {
 	req, bad := script.ParseEval(args)
 	if bad != nil {
 		return *bad, nil
@@ -83,29 +136,43 @@ func (s *Server) evalLocal(tx *shards.Tx, proto int, args [][]byte, now int64) (
 	if bad != nil {
 		return *bad, nil
 	}
-	every := sc.SeesEveryKey() || len(req.Keys) == 0
-	var r values.Reply
-	ran, err := s.onKeys(tx, req.Keys, every, true, now, func(k *shards.Keys, t *shards.Tx) {
-		caller := &scriptCaller{s: s, keys: k, declared: req.Keys, now: now, slot: -1}
-		if s.cl != nil && len(req.Keys) > 0 {
-			caller.slot = slots.Of(req.Keys[0]) // the keys share it (route)
+	er.req, er.sc, er.now, er.ran = req, sc, now, false
+	er.every = sc.SeesEveryKey() || len(req.Keys) == 0
+	switch t, ok := s.cfg.Limiter.(Transactor); {
+	case tx != nil:
+		er.run(tx)
+	case !ok:
+	case s.cl != nil && len(req.Keys) == 0:
+		er.run(nil) // a cluster node's keys live in many stores: none for a keyless run
+	default:
+		if err := t.Transact(shards.TxPlan{Keys: req.Keys, All: er.every, Script: true}, er.onTx); err != nil {
+			return values.Reply{}, err
 		}
-		if k != nil {
-			caller.now, caller.all = k.Now(), every && k.All()
-			for _, key := range req.Keys {
-				k.Hot(key)
-			}
-		}
-		req.Tag = t
-		r = s.scripts.Run(sc, req, caller)
-	})
-	if err != nil {
-		return values.Reply{}, err
 	}
-	if !ran {
+	if !er.ran {
 		return values.Reply{}, s.routeAgain(req.Keys)
 	}
-	return r, nil
+	return er.reply, nil
+}
+
+// run runs the script on t's keyspace (none for a nil t).
+func (er *evalRun) run(t *shards.Tx) {
+	s, req := er.s, &er.req
+	er.caller = scriptCaller{s: s, declared: req.Keys, now: er.now, slot: -1, arena: &er.arena}
+	caller := &er.caller
+	if s.cl != nil && len(req.Keys) > 0 {
+		caller.slot = slots.Of(req.Keys[0]) // the keys share it (route)
+	}
+	if t != nil {
+		k := t.KeysInto(&er.keys, er.now)
+		caller.keys, caller.now, caller.all = k, k.Now(), er.every && k.All()
+		for _, key := range req.Keys {
+			k.Hot(key)
+		}
+	}
+	req.Tag = t
+	er.reply = s.scripts.Run(er.sc, *req, caller)
+	er.ran = true
 }
 
 // onKeys runs fn on the keyspace of keys (every key with all, on a single
@@ -158,7 +225,32 @@ type scriptCaller struct {
 	slot     int          // a cluster node's: the slot of the run's keys, which every key must be in; -1 on a single node
 	now      int64        // the run's time, ns since the epoch
 	buf      [4][]byte
+	arena    *replyArena // lent to the reply when arena.on
 }
+
+// ReplyElems lends n reply elements from the run's arena (script.ReplyArena),
+// or allocates them when it is not lent or too small.
+func (sc *scriptCaller) ReplyElems(n int) []values.Reply {
+	if a := sc.arena; a != nil && a.on && a.nelems+n <= len(a.elems) {
+		a.nelems += n
+		return a.elems[a.nelems-n : a.nelems : a.nelems]
+	}
+	return make([]values.Reply, n)
+}
+
+// ReplyBytes lends a buffer of n bytes from the run's arena, or allocates
+// it.
+func (sc *scriptCaller) ReplyBytes(n int) []byte {
+	if a := sc.arena; a != nil && a.on && a.nbytes+n <= len(a.bytes) {
+		a.nbytes += n
+		return a.bytes[a.nbytes-n : a.nbytes-n : a.nbytes]
+	}
+	return make([]byte, 0, n)
+}
+
+// Time is the run's time as TIME answers it (script.Clock): a native
+// handler reads it without building the reply.
+func (sc *scriptCaller) Time() (sec, usec int64) { return sc.now / 1e9, sc.now % 1e9 / 1e3 }
 
 // serverInScripts are the server's own commands a script may call, as
 // Redis describes them.
@@ -190,8 +282,13 @@ func (sc *scriptCaller) Call(args [][]byte, resp int) values.Reply {
 	if vc == nil {
 		return sc.serverCall(args)
 	}
-	cmd := sc.s.lookup(args[0])
-	for _, k := range cmd.keysOf(args, sc.buf[:0]) {
+	var keys [][]byte
+	if vc.FirstKey == 1 && vc.LastKey == 1 && len(args) > 1 { // one key, the first argument: the server's command says so too
+		keys = append(sc.buf[:0], args[1])
+	} else {
+		keys = sc.s.lookup(args[0]).keysOf(args, sc.buf[:0])
+	}
+	for _, k := range keys {
 		if msg := sc.s.checkKey(k); msg != "" {
 			return values.ErrorReply(msg)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/script"
+	"github.com/rlserver/rlserver/script/native"
 	"github.com/rlserver/rlserver/shards"
 )
 
@@ -112,6 +113,10 @@ type Config struct {
 	// LuaMemoryLimit bounds the memory one script's Lua values may hold;
 	// default script.DefaultMemoryLimit (64 MiB).
 	LuaMemoryLimit int64
+	// InterpretAllScripts runs every script in the interpreter, the
+	// scripts of the limiter libraries package native recognises included
+	// (by default those run natively).
+	InterpretAllScripts bool
 }
 
 // Defaults for Config fields left zero.
@@ -148,6 +153,7 @@ type Server struct {
 	connMem  *atomic.Int64  // cfg.ConnMemory, or the server's own
 	throttle throttles      // of the log lines clients can cause
 	scripts  *script.Engine // EVAL, EVALSHA, SCRIPT (script_cmds.go)
+	evalRuns sync.Pool      // *evalRun (script_cmds.go)
 
 	mu       sync.Mutex
 	ln       net.Listener
@@ -244,6 +250,10 @@ func New(cfg Config) *Server {
 	s.metrics = newMetrics(cfg.Registerer, s)
 	s.scripts = script.New(script.Config{TimeLimit: cfg.LuaTimeLimit, MemoryLimit: cfg.LuaMemoryLimit,
 		Logger: cfg.Logger, OnBusy: onBusy})
+	if !cfg.InterpretAllScripts {
+		native.Register(s.scripts)
+	}
+	s.metrics.registerScripts(cfg.Registerer, s.scripts)
 	return s
 }
 

@@ -56,10 +56,7 @@ func (sh *shard) awaitScript() error {
 // from waiting for each other.
 func (tx *Tx) lockShards() error {
 	s := tx.s
-	for i := range s.shards {
-		if !tx.holds(uint64(i)) {
-			continue
-		}
+	for i := tx.nextHeld(0); i < len(s.shards); i = tx.nextHeld(i + 1) {
 		if err := s.shards[i].lockCmd(); err != nil {
 			tx.unlockShards(i)
 			return err
@@ -70,10 +67,8 @@ func (tx *Tx) lockShards() error {
 
 // unlockShards unlocks the held shards below end.
 func (tx *Tx) unlockShards(end int) {
-	for i := 0; i < end; i++ {
-		if tx.holds(uint64(i)) {
-			tx.s.shards[i].mu.Unlock()
-		}
+	for i := tx.nextHeld(0); i < end; i = tx.nextHeld(i + 1) {
+		tx.s.shards[i].mu.Unlock()
 	}
 }
 
@@ -82,9 +77,7 @@ func (tx *Tx) unlockShards(end int) {
 // get ErrBusy), or no longer busy. Safe to call from any goroutine while
 // the transaction runs.
 func (tx *Tx) SetBusy(busy bool) {
-	for i := range tx.s.shards {
-		if tx.holds(uint64(i)) {
-			tx.s.shards[i].busy.Store(busy)
-		}
+	for i := tx.nextHeld(0); i < len(tx.s.shards); i = tx.nextHeld(i + 1) {
+		tx.s.shards[i].busy.Store(busy)
 	}
 }

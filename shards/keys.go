@@ -19,7 +19,29 @@ type Keys struct {
 	tx  *Tx
 	now int64
 	eff effect // the command Exec runs (see effects.go)
+	// last is the live value Lookup found last, in shard lastSh under the
+	// key lastKey (a copy in lastBuf): a Lookup or a Put of the same key,
+	// as a command's Lookup then Put and a script's commands on its key
+	// are, skip finding the key again. Whatever may remove the entry
+	// forgets it (Delete, a Put that deletes, an eviction's Writable,
+	// Flush); the clock of a Keys does not move, so the entry stays live.
+	last    *valEntry
+	lastSh  *shard
+	lastKey []byte
+	lastBuf [64]byte
 }
+
+// remember makes ve, key's live value in sh, the one Lookup found last.
+func (k *Keys) remember(key []byte, sh *shard, ve *valEntry) {
+	if len(key) > len(k.lastBuf) {
+		k.last, k.lastKey = nil, nil
+		return
+	}
+	k.last, k.lastSh, k.lastKey = ve, sh, append(k.lastBuf[:0], key...)
+}
+
+// forget drops what remember kept.
+func (k *Keys) forget() { k.last, k.lastKey = nil, nil }
 
 // otherNames are the TYPE names of limiter state, by algorithm.
 var otherNames = func() [engine.NumAlgos]string {
@@ -33,18 +55,21 @@ var otherNames = func() [engine.NumAlgos]string {
 // Keys returns the transaction's keyspace at now, or later: the latest
 // clock among the shards it holds, which each then moves to (so that a
 // command sees one time on all its keys). Now reports the time chosen.
-func (tx *Tx) Keys(now int64) *Keys {
-	for i := range tx.s.shards {
-		if tx.holds(uint64(i)) {
-			now = max(now, tx.s.shards[i].clock)
-		}
+func (tx *Tx) Keys(now int64) *Keys { return tx.KeysInto(new(Keys), now) }
+
+// KeysInto is Keys, in k: it sets k to the transaction's keyspace at now
+// (or later, as Keys) and returns k, so that a caller that keeps a Keys
+// of its own need not allocate one per transaction.
+func (tx *Tx) KeysInto(k *Keys, now int64) *Keys {
+	n := len(tx.s.shards)
+	for i := tx.nextHeld(0); i < n; i = tx.nextHeld(i + 1) {
+		now = max(now, tx.s.shards[i].clock)
 	}
-	for i := range tx.s.shards {
-		if tx.holds(uint64(i)) {
-			tx.s.shards[i].tick(now)
-		}
+	for i := tx.nextHeld(0); i < n; i = tx.nextHeld(i + 1) {
+		tx.s.shards[i].tick(now)
 	}
-	return &Keys{tx: tx, now: now}
+	*k = Keys{tx: tx, now: now}
+	return k
 }
 
 // Now returns the time the keyspace runs at, ns since the epoch.
@@ -70,8 +95,12 @@ func (k *Keys) shard(key []byte) (*shard, uint64) {
 
 // Lookup returns what key holds (see values.Keyspace).
 func (k *Keys) Lookup(key []byte) values.Entry {
+	if ve := k.last; ve != nil && string(key) == string(k.lastKey) {
+		return values.Entry{Value: ve.v, Expires: ve.exp}
+	}
 	sh, h := k.shard(key)
 	if ve := sh.value(key, k.now); ve != nil {
+		k.remember(key, sh, ve)
 		return values.Entry{Value: ve.v, Expires: ve.exp}
 	}
 	if e := sh.getTag(key, tagOf(h), k.now); e != nil {
@@ -82,6 +111,11 @@ func (k *Keys) Lookup(key []byte) values.Entry {
 
 // Put stores v with expiry exp as key's value (see values.Keyspace).
 func (k *Keys) Put(key []byte, v *values.Value, exp int64) {
+	if ve := k.last; ve != nil && string(key) == string(k.lastKey) && (exp == 0 || exp > k.now) {
+		k.lastSh.replaceValue(key, ve, v, exp, k.now, &k.eff) // a value, so no limiter state to remove
+		return
+	}
+	k.forget()
 	sh, h := k.shard(key)
 	sh.putValue(key, tagOf(h), v, exp, k.now, &k.eff)
 }
@@ -99,6 +133,7 @@ func (k *Keys) Exec(resp int, args [][]byte) values.Reply {
 
 // Delete removes key whatever it holds (see values.Keyspace).
 func (k *Keys) Delete(key []byte) bool {
+	k.forget()
 	sh, h := k.shard(key)
 	return sh.deleteKey(key, tagOf(h), k.now)
 }
@@ -107,17 +142,18 @@ func (k *Keys) Delete(key []byte) bool {
 // ErrOOM when a held shard is over its share of MaxMemory and cannot
 // evict (see room).
 func (k *Keys) Writable(grow bool) error {
+	if grow && k.tx.s.limits.max > 0 {
+		k.forget() // room may evict
+	}
 	if err := k.tx.s.limits.refused(); err != nil {
 		return err
 	}
 	if !grow || k.tx.s.limits.max <= 0 {
 		return nil
 	}
-	for i := range k.tx.s.shards {
-		if k.tx.holds(uint64(i)) {
-			if err := k.tx.s.shards[i].room(); err != nil {
-				return err
-			}
+	for i := k.tx.nextHeld(0); i < len(k.tx.s.shards); i = k.tx.nextHeld(i + 1) {
+		if err := k.tx.s.shards[i].room(); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -179,6 +215,7 @@ func (k *Keys) Len() int {
 // Flush removes every key: it needs a transaction that holds every
 // shard, and does nothing otherwise.
 func (k *Keys) Flush() {
+	k.forget()
 	_ = k.tx.Flush()
 }
 

@@ -137,6 +137,7 @@ func (sh *shard) drop(e *entry) {
 type Store struct {
 	shards []shard
 	mask   uint64
+	txs    sync.Pool // *Tx, reused by Transact
 	rules  ruleTable // see rules.go
 	limits limits    // see evict.go
 

@@ -3,6 +3,7 @@ package shards
 import (
 	"errors"
 	"fmt"
+	"math/bits"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/rlserver/rlserver/engine"
@@ -55,9 +56,14 @@ type Tx struct {
 // shards are locked); it uses the Tx. It returns ErrBusy, without calling
 // run, if a shard is held by a script past its time limit (see busy.go).
 func (s *Store) Transact(plan TxPlan, run func(tx *Tx)) error {
-	tx := &Tx{s: s, all: plan.All, set: s.rules.set.Load()}
+	tx, _ := s.txs.Get().(*Tx)
+	if tx == nil {
+		tx = &Tx{held: make([]uint64, (len(s.shards)+63)/64)}
+	}
+	defer s.txs.Put(tx) // a Tx is valid only during run: the next Transact reuses it
+	clear(tx.held)
+	tx.s, tx.all, tx.set = s, plan.All, s.rules.set.Load()
 	if !plan.All {
-		tx.held = make([]uint64, (len(s.shards)+63)/64)
 		for _, k := range plan.Keys {
 			tx.hold(xxhash.Sum64(k) & s.mask)
 		}
@@ -89,11 +95,31 @@ func (s *Store) Transact(plan TxPlan, run func(tx *Tx)) error {
 // countScript adds d to the script count of every shard tx holds; the
 // last script to leave a shard clears its busy mark.
 func (tx *Tx) countScript(d int32) {
-	for i := range tx.s.shards {
-		if sh := &tx.s.shards[i]; tx.holds(uint64(i)) && sh.scripts.Add(d) == 0 {
+	for i := tx.nextHeld(0); i < len(tx.s.shards); i = tx.nextHeld(i + 1) {
+		if sh := &tx.s.shards[i]; sh.scripts.Add(d) == 0 {
 			sh.busy.Store(false)
 		}
 	}
+}
+
+// nextHeld returns the index of the first shard at or after i that tx
+// holds, len(shards) when there is none: a loop over the held shards
+// skips 64 unheld ones at a time.
+func (tx *Tx) nextHeld(i int) int {
+	n := len(tx.s.shards)
+	if tx.all || i >= n {
+		return min(i, n)
+	}
+	for w := i / 64; w < len(tx.held); w++ {
+		word := tx.held[w]
+		if w == i/64 {
+			word &= ^uint64(0) << (i % 64)
+		}
+		if word != 0 {
+			return min(w*64+bits.TrailingZeros64(word), n)
+		}
+	}
+	return n
 }
 
 func (tx *Tx) hold(i uint64) { tx.held[i/64] |= 1 << (i % 64) }

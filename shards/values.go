@@ -100,6 +100,23 @@ func (sh *shard) putValue(key []byte, tag uint32, v *values.Value, exp, now int6
 	}
 }
 
+// replaceValue is putValue for a key that holds the live value ve (in
+// this shard), with a future or no expiry: the key is not looked up again.
+// Call with mu held.
+func (sh *shard) replaceValue(key []byte, ve *valEntry, v *values.Value, exp, now int64, eff *effect) {
+	ve.v, ve.exp = v, exp
+	size := int64(len(key)) + v.Size() + valOverhead
+	sh.valBytes += size - ve.size
+	ve.size = size
+	switch {
+	case !sh.journal:
+	case eff.covers(sh, key, ve):
+		sh.noteEffect(key, eff, now)
+	default:
+		sh.noteValue(key, ve)
+	}
+}
+
 // setValue stores v with expiry exp as key's value, dropping the key's
 // limiter state, and returns its entry; nothing is journaled. Call with
 // mu held.

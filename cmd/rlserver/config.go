@@ -40,6 +40,7 @@ type Config struct {
 	MaxLogLimit     int64
 	LuaTimeLimit    time.Duration // a script past it is busy: BUSY to what waits for its keys, SCRIPT KILL stops it
 	LuaMemoryLimit  int64         // bytes one script's Lua values may hold
+	LuaInterpretAll bool          // no native handlers for the limiter libraries' scripts
 	Shards          int
 	LogLevel        string
 	LogFormat       string // text or json
@@ -126,6 +127,7 @@ func flagSet(cfg *Config) *flag.FlagSet {
 	fs.Int64Var(&cfg.MaxLogLimit, "max-log-limit", engine.DefaultMaxLogLimit, "largest limit accepted for the log algorithm")
 	fs.DurationVar(&cfg.LuaTimeLimit, "lua-time-limit", script.DefaultTimeLimit, "a script running longer is busy: commands that would wait for its keys get -BUSY, and SCRIPT KILL stops it if it has not written (Redis's lua-time-limit)")
 	fs.Var(sizeValue{&cfg.LuaMemoryLimit}, "lua-memory-limit", "memory one script's Lua values may hold before it stops with an error (64mb)")
+	fs.BoolVar(&cfg.LuaInterpretAll, "lua-interpret-all", false, "run every script in the Lua interpreter; by default the scripts of go-redis/redis_rate, ulule/limiter and Python limits are recognised by their sha1 and run natively (docs/scripts.md)")
 	fs.IntVar(&cfg.Shards, "shards", shards.DefaultShards, "lock stripes for key state (rounded up to a power of two)")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "log format: text (key=value lines) or json (one JSON object a line, with time, level and msg)")

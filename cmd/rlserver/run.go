@@ -113,7 +113,7 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 		Logger: log, Registerer: reg, Version: version, IOLoops: cfg.IOLoops,
 		MaxClients: clients, IdleTimeout: time.Duration(cfg.Timeout) * time.Second,
 		ConnMemory: &connMem, MaxBuffered: maxBuffered(cfg.MaxMemory), OpenClients: &open,
-		LuaTimeLimit: cfg.LuaTimeLimit, LuaMemoryLimit: cfg.LuaMemoryLimit,
+		LuaTimeLimit: cfg.LuaTimeLimit, LuaMemoryLimit: cfg.LuaMemoryLimit, InterpretAllScripts: cfg.LuaInterpretAll,
 		Clock: st.now, ClockOffset: clk.Offset, HeapMemory: heap.Memory,
 	})
 	if st.cl != nil {

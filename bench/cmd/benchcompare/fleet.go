@@ -17,9 +17,10 @@ const (
 	secRestart    = "restart"    // restart of a durable rlserver holding -mem-keys keys
 	secIdle       = "idle"       // CPU of idle servers
 	secAllocs     = "allocs"     // allocations per check (go test)
+	secScripts    = "scripts"    // the limiter libraries' scripts: durable rlserver (default flags) vs Redis AOF everysec
 )
 
-var allSections = []string{secThroughput, secDurable, secMemory, secRestart, secIdle, secAllocs}
+var allSections = []string{secThroughput, secDurable, secScripts, secMemory, secRestart, secIdle, secAllocs}
 
 // errSection is returned for a name -only does not know.
 var errSection = errors.New("unknown section")
@@ -70,7 +71,10 @@ type fleet struct {
 	redis                            *server // no persistence
 	aofEverysec, aofAlways           *server // --appendonly yes --appendfsync everysec / always
 	shas                             map[string]string
-	started                          []*server
+	// rlScripts is the scripts section's rlserver: durable, default flags.
+	rlScripts *server
+	libShas   map[string]string // the scripts section's shas, by its label
+	started   []*server
 }
 
 // startFleet starts the servers secs need; on an error it stops those it
@@ -108,13 +112,28 @@ func startFleet(o options, secs sections, dir string, logw io.Writer) (*fleet, e
 	if secs[secThroughput] || secs[secMemory] {
 		steps = append(steps, func() error { return rd(&f.redis, "redis", "--appendonly", "no") })
 	}
+	if secs[secScripts] {
+		steps = append(steps, func() error { return rl(&f.rlScripts, "rlserver-scripts", 0) })
+		if !secs[secDurable] {
+			steps = append(steps, func() error {
+				return rd(&f.aofEverysec, "redis-aof-everysec", "--appendonly", "yes", "--appendfsync", "everysec")
+			})
+		}
+	}
 	for _, step := range steps {
 		if err := step(); err != nil {
 			f.stop()
 			return nil, err
 		}
 	}
-	return f, f.loadScripts(o.luaref)
+	if err := f.loadScripts(o.luaref); err != nil {
+		return nil, err
+	}
+	if err := f.loadLibScripts(o.luaref); err != nil {
+		f.stop()
+		return nil, err
+	}
+	return f, nil
 }
 
 // durableSteps start the durable rlservers and the Redis servers with AOF.

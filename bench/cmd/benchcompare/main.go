@@ -76,7 +76,7 @@ func main() {
 	flag.DurationVar(&o.idleSettle, "idle-settle", 3*time.Second, "time the idle servers are left alone before that window")
 	flag.StringVar(&o.only, "only", "", "run only these sections, comma-separated, of "+strings.Join(allSections, ",")+
 		` ("": all). throughput: in memory vs Redis INCR and EVALSHA; durable: durable rlservers vs Redis with AOF; `+
-		"memory: bytes per key; restart: a durable rlserver's restart with -mem-keys keys; idle: idle CPU; allocs: go test's allocations per check")
+		"scripts: the limiter libraries' scripts by EVALSHA, durable rlserver vs Redis AOF everysec; memory: bytes per key; restart: a durable rlserver's restart with -mem-keys keys; idle: idle CPU; allocs: go test's allocations per check")
 	flag.StringVar(&o.from, "from", "", "rewrite results.md and chart.png from this results.json instead of measuring")
 	flag.IntVar(&o.clientProcs, "client-procs", 1, "GOMAXPROCS of the load generator (1: one core, as redis-benchmark; 0: all)")
 	flag.Parse()
@@ -144,7 +144,7 @@ func measureAll(o options, secs sections, dir string, logf io.Writer, rep *repor
 			rep.Runs = append(rep.Runs, runs...)
 		}
 	}
-	if o.redisBenchmark != "" && (secs[secThroughput] || secs[secDurable]) {
+	if o.redisBenchmark != "" && (secs[secThroughput] || secs[secDurable] || secs[secScripts]) {
 		header("redis-benchmark")
 		if rep.RedisBenchmark, err = redisBenchmarks(o, f, secs); err != nil {
 			return err

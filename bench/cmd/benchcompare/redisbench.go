@@ -115,6 +115,9 @@ func rbSpecs(f *fleet, secs sections, now int64) []rbSpec {
 		add(labelStrong+allCores, f.strongAll, check, 300000, 50000)
 		add(labelAlways, f.aofAlways, incr, 300000, 50000)
 	}
+	if secs[secScripts] {
+		specs = append(specs, scriptSpecs(f, now)...)
+	}
 	return specs
 }
 

@@ -149,6 +149,7 @@ func (r *report) evaluate() {
 		}
 	}
 	r.durableTargets(ratio, rbRatio)
+	r.evaluateScripts()
 	r.idleTargets()
 	if r.Allocs != nil {
 		r.Targets = append(r.Targets, Target{Name: "allocations per RL.CHECK over the real connection path", Goal: "0",
@@ -296,7 +297,7 @@ func (r *report) redisBenchmarkTable(b *strings.Builder) {
 			f := strings.Fields(args)
 			for i := range f {
 				if len(f[i]) == 40 {
-					f[i] = "<sha1 of luaref/" + luaName(x.Label) + ">"
+					f[i] = shaName(x.Label)
 				}
 			}
 			args = strings.Join(f, " ")
