@@ -703,8 +703,11 @@ func secretBytes(s string) []byte {
 	return []byte(s)
 }
 
-// maxGroups bounds --groups.
-const maxGroups = 1024
+// MaxGroups bounds the data groups of a cluster (--groups).
+const MaxGroups = 1024
+
+// maxGroups is MaxGroups, by the name the package's files use.
+const maxGroups = MaxGroups
 
 // numGroups returns the number of data groups (0 while a joining node has
 // not learned it).

@@ -9,7 +9,7 @@ import (
 // algorithm.
 type Algo uint8
 
-// The algorithms, in the order of DESIGN.md section 2.
+// The algorithms, in the order docs/commands.md ("Which algorithm") gives them.
 const (
 	Fixed   Algo = 1 + iota // fixed window counter, windows aligned to the epoch
 	Sliding                 // sliding window counter (weighted previous window)

@@ -7,6 +7,12 @@ package engine
 // cost is at most the limit. Denied requests are not logged. Entries that
 // have left the window are trimmed on every check.
 
+// DefaultMaxLogLimit is the largest limit the log algorithm accepts by
+// default (the server's --max-log-limit): a key's log holds up to that many
+// entries, so the bound is one on a key's memory. The server, the HTTP API
+// and the Envoy config parser default to it.
+const DefaultMaxLogLimit = 10000
+
 // Entry is one admitted request in a sliding window log.
 type Entry struct {
 	At   int64 // admission time, ns since the epoch

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// Straightforward reference models, written from DESIGN.md section 2 rather
+// Straightforward reference models, written from docs/commands.md ("Which algorithm") rather
 // than from the engine: counters per aligned window, a list of admitted
 // requests, and buckets counting tokens in exact rationals. They answer
 // (allowed, remaining) and must agree with Check on every request.

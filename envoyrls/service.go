@@ -43,7 +43,7 @@ type Config struct {
 	// MaxDescriptors bounds the descriptors of one request (default 64),
 	// MaxEntries the entries of one descriptor (default 32), and
 	// MaxKeyBytes the counter key a descriptor makes: the domain, its keys
-	// and values (default 1024, the server's --max-key-bytes).
+	// and values (default shards.DefaultMaxKeyBytes, the server's --max-key-bytes).
 	MaxDescriptors int
 	MaxEntries     int
 	MaxKeyBytes    int
@@ -132,7 +132,7 @@ func New(cfg Config) *Service {
 		cfg.MaxEntries = 32
 	}
 	if cfg.MaxKeyBytes <= 0 {
-		cfg.MaxKeyBytes = 1024
+		cfg.MaxKeyBytes = shards.DefaultMaxKeyBytes
 	}
 	if cfg.NearLimitRatio <= 0 {
 		cfg.NearLimitRatio = 0.8

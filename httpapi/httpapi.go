@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/rules"
+	"github.com/rlserver/rlserver/shards"
 )
 
 // Config configures the HTTP handler. Zero values disable what they serve.
@@ -41,8 +42,9 @@ type Config struct {
 	// Clock returns the time of a check in ns since the epoch; nil means
 	// time.Now.
 	Clock func() int64
-	// MaxKeyBytes bounds check keys (default 1024); MaxLogLimit bounds the
-	// limit of the log algorithm in checks and rules (default 10000).
+	// MaxKeyBytes bounds check keys (default shards.DefaultMaxKeyBytes);
+	// MaxLogLimit bounds the limit of the log algorithm in checks and rules
+	// (default engine.DefaultMaxLogLimit).
 	MaxKeyBytes int
 	MaxLogLimit int64
 	// Registerer, when set, receives rlserver_http_requests_total.
@@ -172,10 +174,10 @@ func New(cfg Config) http.Handler {
 		cfg.Clock = func() int64 { return time.Now().UnixNano() }
 	}
 	if cfg.MaxKeyBytes <= 0 {
-		cfg.MaxKeyBytes = 1024
+		cfg.MaxKeyBytes = shards.DefaultMaxKeyBytes
 	}
 	if cfg.MaxLogLimit <= 0 {
-		cfg.MaxLogLimit = 10000
+		cfg.MaxLogLimit = engine.DefaultMaxLogLimit
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

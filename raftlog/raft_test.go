@@ -12,6 +12,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/hashicorp/raft"
 
+	"github.com/rlserver/rlserver/internal/testutil"
 	"github.com/rlserver/rlserver/raftlog"
 	"github.com/rlserver/rlserver/snapshot"
 )
@@ -118,18 +119,6 @@ func startNode(t *testing.T, db *pebble.DB, bootstrap bool) *node {
 	return &node{r, fsm, logs, snaps}
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 func (n *node) apply(t *testing.T, from, to uint64) (sum uint64) {
 	t.Helper()
 	for v := from; v <= to; v++ {
@@ -152,7 +141,7 @@ func TestRaftRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := startNode(t, db, true)
-	waitFor(t, "leadership", func() bool { return n.raft.State() == raft.Leader })
+	testutil.WaitFor(t, 10*time.Second, "leadership", func() bool { return n.raft.State() == raft.Leader })
 	before := n.apply(t, 1, 100)
 
 	fut := n.raft.Snapshot()
@@ -191,8 +180,8 @@ func TestRaftRestart(t *testing.T) {
 	if total, applied, restored := n.fsm.state(); total != before || applied != 0 || restored != 1 {
 		t.Fatalf("after NewRaft: total %d, %d applied, %d restored; want %d from the snapshot", total, applied, restored, before)
 	}
-	waitFor(t, "leadership after the restart", func() bool { return n.raft.State() == raft.Leader })
-	waitFor(t, "the log's tail to be applied", func() bool { total, _, _ := n.fsm.state(); return total == before+after })
+	testutil.WaitFor(t, 10*time.Second, "leadership after the restart", func() bool { return n.raft.State() == raft.Leader })
+	testutil.WaitFor(t, 10*time.Second, "the log's tail to be applied", func() bool { total, _, _ := n.fsm.state(); return total == before+after })
 	if _, applied, restored := n.fsm.state(); applied != 30 || restored != 1 {
 		t.Fatalf("replayed %d commands and restored %d snapshots, want the 30 after the snapshot and 1", applied, restored)
 	}

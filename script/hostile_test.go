@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlserver/rlserver/internal/testutil"
 	"github.com/rlserver/rlserver/values"
 )
 
@@ -17,18 +18,6 @@ type fakeClock struct{ ns atomic.Int64 }
 
 func (c *fakeClock) Now() time.Duration      { return time.Duration(c.ns.Load()) }
 func (c *fakeClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
-
-// waitFor polls cond until it holds, failing the test after a deadline.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
 
 // evalAsync runs a script in a goroutine and returns where its reply comes.
 func evalAsync(e *Engine, c Caller, body string, tag any) <-chan values.Reply {
@@ -76,7 +65,7 @@ func TestEndlessLoopTurnsBusyAndIsKilled(t *testing.T) {
 	mem := newMemCaller()
 	body := "local i = 0\nwhile true do\n  i = i + 1\nend"
 	done := evalAsync(e, mem, "redis.call('PING')\n"+body, "slot-7")
-	waitFor(t, "the run to start", func() bool { mem.mu.Lock(); defer mem.mu.Unlock(); return mem.calls > 0 })
+	testutil.WaitFor(t, 10*time.Second, "the run to start", func() bool { mem.mu.Lock(); defer mem.mu.Unlock(); return mem.calls > 0 })
 
 	if r := e.Kill(); replyText(r) != "-NOTBUSY No scripts in execution right now." {
 		t.Fatalf("kill before the time limit: %q", replyText(r))
@@ -86,7 +75,7 @@ func TestEndlessLoopTurnsBusyAndIsKilled(t *testing.T) {
 		t.Fatal("busy before the time limit")
 	}
 	clock.Advance(DefaultTimeLimit + time.Millisecond)
-	waitFor(t, "the run to turn busy", e.Busy)
+	testutil.WaitFor(t, 10*time.Second, "the run to turn busy", e.Busy)
 	if tags := e.BusyTags(nil); len(tags) != 1 || tags[0] != "slot-7" {
 		t.Fatalf("busy tags %v", tags)
 	}
@@ -120,9 +109,9 @@ func TestBusyScriptThatWroteIsUnkillable(t *testing.T) {
 redis.call('SET', 'written', '1')
 while redis.call('GET', 'stop') == false do end
 return 'stopped'`, "t")
-	waitFor(t, "the write", func() bool { mem.mu.Lock(); defer mem.mu.Unlock(); return mem.str["written"] == "1" })
+	testutil.WaitFor(t, 10*time.Second, "the write", func() bool { mem.mu.Lock(); defer mem.mu.Unlock(); return mem.str["written"] == "1" })
 	clock.Advance(DefaultTimeLimit)
-	waitFor(t, "busy", e.Busy)
+	testutil.WaitFor(t, 10*time.Second, "busy", e.Busy)
 	want := "-UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command."
 	if r := e.Kill(); replyText(r) != want {
 		t.Fatalf("kill: %q", replyText(r))
@@ -146,9 +135,9 @@ func TestKillReachesPcallAndCoroutines(t *testing.T) {
 			e := New(Config{Now: clock.Now})
 			mem := newMemCaller()
 			done := evalAsync(e, mem, "redis.call('PING')\n"+body, "t")
-			waitFor(t, "the run to start", func() bool { mem.mu.Lock(); defer mem.mu.Unlock(); return mem.calls > 0 })
+			testutil.WaitFor(t, 10*time.Second, "the run to start", func() bool { mem.mu.Lock(); defer mem.mu.Unlock(); return mem.calls > 0 })
 			clock.Advance(DefaultTimeLimit)
-			waitFor(t, "busy", e.Busy)
+			testutil.WaitFor(t, 10*time.Second, "busy", e.Busy)
 			if r := e.Kill(); r.Kind != values.Status {
 				t.Fatalf("kill: %q", replyText(r))
 			}

@@ -7,7 +7,7 @@ import (
 	"github.com/rlserver/rlserver/shards"
 )
 
-// BlockStore holds the blocked identifiers (DESIGN.md section 7) that
+// BlockStore holds the blocked identifiers (docs/rules-and-http.md, "Blocks") that
 // RL.BLOCK, RL.UNBLOCK and RL.BLOCKS change and list, and that the rule
 // store's CheckRules denies. A shards.Store, a cluster.Node and a
 // cluster.Cluster satisfy it; the server finds it on Config.Rules. It is

@@ -23,6 +23,7 @@ import (
 	"github.com/rlserver/rlserver/internal/logbuf"
 	"github.com/rlserver/rlserver/internal/scaling"
 	"github.com/rlserver/rlserver/internal/testcert"
+	"github.com/rlserver/rlserver/internal/testutil"
 	"github.com/rlserver/rlserver/shards"
 )
 
@@ -236,18 +237,6 @@ func processCPU(t testing.TB) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// waitFor polls cond until it holds, failing the test after 20 s.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // Item 4, first half: the argument array kept its peak size while the
 // connection lived (an 8 MB inline line of 4M arguments kept about
 // 190 MB). An inline line is now bounded by Redis's 64 KiB, and what a
@@ -331,7 +320,7 @@ func TestPartialRequestsShareABoundedBudget(t *testing.T) {
 	}
 	// Each holder's buffer doubled up to 2 MiB, about 2 MiB of the
 	// budget: two fit.
-	waitFor(t, "14 requests to be refused", func() bool { return refused.Load() >= clients-2 })
+	testutil.WaitFor(t, 20*time.Second, "14 requests to be refused", func() bool { return refused.Load() >= clients-2 })
 	if used := s.input.used.Load(); used > 4<<20 {
 		t.Fatalf("the budget holds %d bytes, above its 4 MiB", used)
 	}
@@ -339,7 +328,7 @@ func TestPartialRequestsShareABoundedBudget(t *testing.T) {
 	for _, nc := range conns {
 		nc.Close()
 	}
-	waitFor(t, "the budget to be given back", func() bool { return s.input.used.Load() == 0 })
+	testutil.WaitFor(t, 20*time.Second, "the budget to be given back", func() bool { return s.input.used.Load() == 0 })
 }
 
 // Item 3: a connection whose last bytes and FIN arrived in one read (a
@@ -683,7 +672,7 @@ func TestMaxClientsIsEnforced(t *testing.T) {
 		t.Fatalf("INFO stats: %q", info)
 	}
 	conns[4].nc.Close()
-	waitFor(t, "the closed connection to be gone", func() bool { return s.ConnCount() == 4 })
+	testutil.WaitFor(t, 20*time.Second, "the closed connection to be gone", func() bool { return s.ConnCount() == 4 })
 	dialRaw(t, addr).roundTrip(resp("PING"), "+PONG\r\n")
 }
 
@@ -712,7 +701,7 @@ func TestIdleClientsAreClosed(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("an idle client was still open 5 s after its 300 ms timeout")
 	}
-	waitFor(t, "one client left", func() bool { return s.ConnCount() == 1 })
+	testutil.WaitFor(t, 20*time.Second, "one client left", func() bool { return s.ConnCount() == 1 })
 }
 
 // startBounded runs a server on a Store bounded to max bytes, its

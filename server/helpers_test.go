@@ -52,15 +52,6 @@ func startServer(t testing.TB, cfg Config) (*Server, string) {
 	return s, ln.Addr().String()
 }
 
-// noRollover is the window of the fixed keys of tests on the wall clock:
-// the longest, 366 days. Fixed windows are aligned to the Unix epoch, so
-// a test whose charges and checks straddle a window's end would see its
-// counts reset (in CI, TestJoinAndLeaveUnderLoad of ./cluster failed so
-// when its one-hour window ended at 07:00:00 UTC mid-test). The next
-// 366-day boundary is 2027-02-13; the chance that a test straddles one is
-// its length over 366 days.
-const noRollover = "366d"
-
 // fakeClock returns a Config clock fixed at t0.
 func fakeClock() func() int64 { return func() int64 { return t0 } }
 

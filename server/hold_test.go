@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlserver/rlserver/internal/testutil"
 	"github.com/rlserver/rlserver/slots"
 )
 
@@ -71,7 +72,7 @@ func TestHeldWhileSlotMoves(t *testing.T) {
 	if _, err := c.nc.Write([]byte(resp("PING") + resp("RL.CHECK", "{h}k", "fixed", "5", "1m") + resp("PING"))); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the RL.CHECK to be held", func() bool { return holding.Load() > before })
+	testutil.WaitFor(t, 20*time.Second, "the RL.CHECK to be held", func() bool { return holding.Load() > before })
 	bystander.roundTrip(resp("PING"), "+PONG\r\n")
 	state.Store(1)
 	c.roundTrip("", "+PONG\r\n"+ints(1, 5, 3, 0, 60000)+"+PONG\r\n")

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlserver/rlserver/internal/testutil"
 	"github.com/rlserver/rlserver/shards"
 )
 
@@ -187,8 +188,8 @@ func TestHostileClients(t *testing.T) {
 	if checks < 10 {
 		t.Errorf("the bystander made only %d checks in %v", checks, took)
 	}
-	waitFor(t, "the attackers' connections to close", func() bool { return s.ConnCount() == 1 })
-	waitFor(t, "the budget to be given back", func() bool { return s.input.used.Load() == 0 })
+	testutil.WaitFor(t, 20*time.Second, "the attackers' connections to close", func() bool { return s.ConnCount() == 1 })
+	testutil.WaitFor(t, 20*time.Second, "the budget to be given back", func() bool { return s.input.used.Load() == 0 })
 	if mem := s.ConnMemory(); mem > baseMem+64<<10 {
 		t.Errorf("one connection left holds %d bytes; before the attacks the server held %d", mem, baseMem)
 	}
@@ -246,7 +247,7 @@ func drip(nc net.Conn, n, tail int) error {
 }
 
 // checker is the bystander of TestHostileClients: it charges its key
-// (fixed, 1,000,000 per 366 days: see noRollover) and PINGs in turn,
+// (fixed, 1,000,000 per 366 days: see testutil.NoRollover) and PINGs in turn,
 // requiring every remaining count to be exactly one less than the one
 // before.
 type checker struct {
@@ -272,7 +273,7 @@ func (k *checker) run(ctx context.Context, c *rawConn) {
 	for remaining := int64(999999); ctx.Err() == nil; remaining-- {
 		start := time.Now()
 		c.nc.SetDeadline(start.Add(30 * time.Second))
-		io.WriteString(c.nc, resp("RL.CHECK", "bystander", "fixed", "1000000", noRollover)+resp("PING"))
+		io.WriteString(c.nc, resp("RL.CHECK", "bystander", "fixed", "1000000", testutil.NoRollover)+resp("PING"))
 		var got strings.Builder
 		for i := 0; i < 7; i++ {
 			line, err := c.rd.ReadString('\n')

@@ -17,6 +17,7 @@ import (
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/script"
 	"github.com/rlserver/rlserver/script/native"
+	"github.com/rlserver/rlserver/shards"
 )
 
 // Limiter is the key state the server checks against. Implementations are
@@ -46,8 +47,8 @@ type Config struct {
 	Limiter     Limiter
 	RequirePass string // password of the default user; "" disables AUTH
 	AdminToken  string // password of the "admin" user, who may FLUSHALL
-	MaxKeyBytes int    // longest key accepted; default 1024
-	MaxLogLimit int64  // largest limit for the log algorithm; default 10000
+	MaxKeyBytes int    // longest key accepted; default shards.DefaultMaxKeyBytes
+	MaxLogLimit int64  // largest limit for the log algorithm; default engine.DefaultMaxLogLimit
 	MaxRequest  int    // largest single request in bytes; default 8 MiB, at most 1 GiB
 	// Clock is the time of every command, in ns since the epoch; default
 	// the wall clock. rlserver gives its decision clock (internal/clock).
@@ -120,8 +121,6 @@ type Config struct {
 
 // Defaults for Config fields left zero.
 const (
-	DefaultMaxKeyBytes = 1024
-	DefaultMaxLogLimit = 10000
 	DefaultMaxRequest  = 8 << 20
 	DefaultMaxBuffered = 256 << 20
 	DefaultMaxClients  = 10000
@@ -192,10 +191,10 @@ func New(cfg Config) *Server {
 		cfg.MaxHold = defaultMaxHold
 	}
 	if cfg.MaxKeyBytes <= 0 {
-		cfg.MaxKeyBytes = DefaultMaxKeyBytes
+		cfg.MaxKeyBytes = shards.DefaultMaxKeyBytes
 	}
 	if cfg.MaxLogLimit <= 0 {
-		cfg.MaxLogLimit = DefaultMaxLogLimit
+		cfg.MaxLogLimit = engine.DefaultMaxLogLimit
 	}
 	if cfg.MaxRequest <= 0 {
 		cfg.MaxRequest = DefaultMaxRequest

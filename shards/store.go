@@ -149,6 +149,11 @@ type Store struct {
 	note    changeNote // OnChange
 }
 
+// DefaultMaxKeyBytes is the longest key accepted by default (the server's
+// --max-key-bytes): the RESP server, the HTTP API and the Envoy service
+// refuse a longer one before it reaches a Store.
+const DefaultMaxKeyBytes = 1024
+
 // DefaultShards is the shard count New uses for n <= 0.
 const DefaultShards = 256
 

@@ -12,6 +12,7 @@ import (
 	"github.com/rlserver/rlserver/httpapi"
 	"github.com/rlserver/rlserver/internal/headless"
 	"github.com/rlserver/rlserver/internal/testserver"
+	"github.com/rlserver/rlserver/internal/testutil"
 	"github.com/rlserver/rlserver/rules"
 	"github.com/rlserver/rlserver/statuspage"
 )
@@ -45,8 +46,8 @@ func TestPageInBrowser(t *testing.T) {
 		})
 	}})
 	for _, r := range []rules.Rule{
-		{ID: "login", Target: "/login", Tier: "*", KeyType: "ip", Algo: "fixed", Limit: 5, Window: noRollover},
-		{ID: "trial", Target: "*", Tier: "*", KeyType: "ip", Algo: "fixed", Limit: 2, Window: noRollover, Shadow: true},
+		{ID: "login", Target: "/login", Tier: "*", KeyType: "ip", Algo: "fixed", Limit: 5, Window: testutil.NoRollover},
+		{ID: "trial", Target: "*", Tier: "*", KeyType: "ip", Algo: "fixed", Limit: 2, Window: testutil.NoRollover, Shadow: true},
 	} {
 		if _, err := n.Store.SetRule(r); err != nil {
 			t.Fatal(err)
@@ -138,14 +139,6 @@ func TestFirstPaintHasData(t *testing.T) {
 		t.Errorf("the page shows placeholders:\n%s", dom)
 	}
 }
-
-// noRollover is the window of the rules of TestPageInBrowser, whose server
-// runs on the wall clock: the longest, 366 days. Fixed windows are aligned
-// to the Unix epoch, so with a shorter one a window's end could fall
-// between the rule checks and reset the denials the page must show. The
-// next 366-day boundary is 2027-02-13; the chance that the test straddles
-// one is its length over 366 days.
-const noRollover = "366d"
 
 func totals(n *testserver.Node) statuspage.Totals {
 	t := n.Server.Totals()

@@ -8,19 +8,6 @@ import (
 	"time"
 )
 
-// waitFor polls cond every few milliseconds until it holds, failing the
-// test with what if it does not within d.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // newMux listens on 127.0.0.1:0 and closes the mux at the end of the test.
 func newMux(t *testing.T, opts Options) *Mux {
 	t.Helper()

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/rlserver/rlserver/internal/testutil"
 )
 
 var seed = flag.Uint64("seed", 0, "seed of the random hostile input (0: a new one)")
@@ -149,7 +151,7 @@ func TestManySilentConns(t *testing.T) {
 	for _, c := range conns {
 		expectClosedBy(t, c, 10*time.Second)
 	}
-	waitFor(t, 5*time.Second, "the silent connections to be forgotten", func() bool {
+	testutil.WaitFor(t, 5*time.Second, "the silent connections to be forgotten", func() bool {
 		srv.mu.Lock()
 		defer srv.mu.Unlock()
 		return len(srv.conns) <= 2 // the peer's pooled RPC connections

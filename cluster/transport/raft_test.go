@@ -11,6 +11,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+
+	"github.com/rlserver/rlserver/internal/testutil"
 )
 
 // listFSM appends every entry to a slice.
@@ -162,7 +164,7 @@ func (tc *testCluster) apply(t *testing.T, g uint32, data string) {
 // leadership may have committed twice).
 func (tc *testCluster) checkReplicas(t *testing.T, g uint32, want []string) {
 	t.Helper()
-	waitFor(t, 10*time.Second, fmt.Sprintf("group %d's replicas to agree on %d entries", g, len(want)), func() bool {
+	testutil.WaitFor(t, 10*time.Second, fmt.Sprintf("group %d's replicas to agree on %d entries", g, len(want)), func() bool {
 		first := tc.live(g)[0].fsm.list()
 		for _, r := range tc.live(g)[1:] {
 			if !slices.Equal(r.fsm.list(), first) {
@@ -188,7 +190,7 @@ func TestRaftGroupsOverOneListener(t *testing.T) {
 	groups := []uint32{0, 1, 7}
 	tc := newTestCluster(t, 3, groups)
 	for _, g := range groups {
-		waitFor(t, 10*time.Second, fmt.Sprintf("a leader in group %d", g), func() bool { return tc.leader(g) != nil })
+		testutil.WaitFor(t, 10*time.Second, fmt.Sprintf("a leader in group %d", g), func() bool { return tc.leader(g) != nil })
 	}
 
 	want := map[uint32][]string{}
@@ -210,7 +212,7 @@ func TestRaftGroupsOverOneListener(t *testing.T) {
 		t.Fatalf("close node %d's mux: %v", victim, err)
 	}
 	for _, g := range groups {
-		waitFor(t, 10*time.Second, fmt.Sprintf("a leader in group %d without node %d", g, victim),
+		testutil.WaitFor(t, 10*time.Second, fmt.Sprintf("a leader in group %d without node %d", g, victim),
 			func() bool { return tc.leader(g) != nil })
 		for i := range 10 {
 			e := fmt.Sprintf("g%d-after-%d", g, i)

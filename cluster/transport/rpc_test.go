@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rlserver/rlserver/internal/testutil"
 )
 
 func TestCallRoundTrips(t *testing.T) {
@@ -227,7 +229,7 @@ func TestCloseFailsCalls(t *testing.T) {
 		_, err := call(cli, srv.Advertise(), "slow", "x", time.Minute)
 		inflight <- err
 	}()
-	waitFor(t, 5*time.Second, "the slow call to be in flight", func() bool {
+	testutil.WaitFor(t, 5*time.Second, "the slow call to be in flight", func() bool {
 		cli.pmu.RLock()
 		defer cli.pmu.RUnlock()
 		for _, p := range cli.peers {

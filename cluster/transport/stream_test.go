@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/rlserver/rlserver/internal/testutil"
 )
 
 // pipeCheck writes through a and reads it back from b.
@@ -99,7 +101,7 @@ func TestStreamHeldUntilRegistered(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	waitFor(t, 5*time.Second, "the connection to be held", func() bool { return b.held.Load() == 1 })
+	testutil.WaitFor(t, 5*time.Second, "the connection to be held", func() bool { return b.held.Load() == 1 })
 	s, err := accept(t, b.Stream(5), 5*time.Second)
 	if err != nil {
 		t.Fatalf("accept after registering: %v", err)
@@ -121,7 +123,7 @@ func TestStreamUnregisteredClosed(t *testing.T) {
 		if took := time.Since(start); took > max(hold, 0)+5*time.Second {
 			t.Fatalf("hold %v: closed after %v", hold, took)
 		}
-		waitFor(t, 5*time.Second, "no held connections", func() bool { return b.held.Load() == 0 })
+		testutil.WaitFor(t, 5*time.Second, "no held connections", func() bool { return b.held.Load() == 0 })
 	}
 }
 

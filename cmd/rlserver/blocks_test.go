@@ -8,12 +8,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rlserver/rlserver/internal/testutil"
 )
 
 // blockRuleJSON allows one check per ip on /api/* (per 366 days: see
-// noRollover) and blocks an ip it denies 3 times within a minute, for 15
+// testutil.NoRollover) and blocks an ip it denies 3 times within a minute, for 15
 // minutes.
-const blockRuleJSON = `{"target":"/api/*","tier":"*","key_type":"ip","algo":"fixed","limit":1,"window":"` + noRollover + `",` +
+const blockRuleJSON = `{"target":"/api/*","tier":"*","key_type":"ip","algo":"fixed","limit":1,"window":"` + testutil.NoRollover + `",` +
 	`"block":{"after":3,"within":"1m","for":"15m"}}`
 
 // checkIP sends RL.CHECKRULES /api/x free ip=ip to p and returns the reply.
@@ -110,7 +112,7 @@ func TestBlocksSurviveRestartAndKill9(t *testing.T) {
 	p = startProc(t, bin, dir, "--consistency", "strong")
 	assertBlocked(t, p, "ip=1.1.1.1", "ip=2.2.2.2", "user=u1")
 	// Blocked checks charged nothing: the counters are as the rule left them.
-	if r := p.remaining("RL.PEEK", "per-ip:1.1.1.1", "fixed", 1, noRollover); r != 0 {
+	if r := p.remaining("RL.PEEK", "per-ip:1.1.1.1", "fixed", 1, testutil.NoRollover); r != 0 {
 		t.Fatalf("per-ip:1.1.1.1 remaining %d, want 0", r)
 	}
 	if got := p.do("RL.UNBLOCK", "ip=2.2.2.2"); got != int64(1) {
@@ -137,7 +139,7 @@ func TestClusterBlocksSurviveFailover(t *testing.T) {
 	bin := buildBinary(t)
 	procs := clusterProcs(t, bin, 3, "--consistency", "strong")
 	procs[0].do("RL.RULE.SET", "per-ip", blockRuleJSON)
-	waitFor(t, 10*time.Second, "the rule on every node", func() bool {
+	testutil.WaitFor(t, 10*time.Second, "the rule on every node", func() bool {
 		for _, p := range procs {
 			if v, err := p.client.Do(context.Background(), "RL.RULE.GET", "per-ip").Result(); err != nil || v == nil {
 				return false
@@ -156,7 +158,7 @@ func TestClusterBlocksSurviveFailover(t *testing.T) {
 	procs[1].do("RL.BLOCK", "user=u1", 600, "abuse")
 	putBlock(t, procs[2], "apikey", "k1", 600)
 	want := []string{"apikey=k1", "ip=1.1.1.1", "ip=5.5.5.5", "user=u1"}
-	waitFor(t, 10*time.Second, "the blocks on every node", func() bool {
+	testutil.WaitFor(t, 10*time.Second, "the blocks on every node", func() bool {
 		for _, p := range procs {
 			if strings.Join(blockedIDs(t, p), ",") != strings.Join(want, ",") {
 				return false
@@ -184,7 +186,7 @@ func TestClusterBlocksSurviveFailover(t *testing.T) {
 		assertBlocked(t, p, want...)
 	}
 	var lifted any
-	waitFor(t, 15*time.Second, "RL.UNBLOCK through a survivor", func() bool {
+	testutil.WaitFor(t, 15*time.Second, "RL.UNBLOCK through a survivor", func() bool {
 		lifted, err = live[0].client.Do(context.Background(), "RL.UNBLOCK", "user=u1").Result()
 		return err == nil
 	})
@@ -192,7 +194,7 @@ func TestClusterBlocksSurviveFailover(t *testing.T) {
 		t.Fatalf("RL.UNBLOCK user=u1: %v", lifted)
 	}
 	left := []string{"apikey=k1", "ip=1.1.1.1", "ip=5.5.5.5"}
-	waitFor(t, 10*time.Second, "the lift on the other survivor", func() bool {
+	testutil.WaitFor(t, 10*time.Second, "the lift on the other survivor", func() bool {
 		return strings.Join(blockedIDs(t, live[1]), ",") == strings.Join(left, ",")
 	})
 	assertBlocked(t, live[1], left...)

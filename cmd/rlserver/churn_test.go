@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlserver/rlserver/bench/nodes"
+	"github.com/rlserver/rlserver/internal/testutil"
 	"github.com/rlserver/rlserver/slots"
 )
 
@@ -127,7 +128,7 @@ func TestClusterRestartsNeverCrash(t *testing.T) {
 			assertNoPanic(t, procs[i])
 			dumpLogs(t, fmt.Sprintf("n%d-%02d", i+1, round), procs[i])
 			procs[i] = restartProc(t, procs[i])
-			waitFor(t, 20*time.Second, fmt.Sprintf("n%d serving again after %s %d", i+1, kind, round+1), func() bool {
+			testutil.WaitFor(t, 20*time.Second, fmt.Sprintf("n%d serving again after %s %d", i+1, kind, round+1), func() bool {
 				r, err := report(procs[i], "")
 				return err == nil && r.OK && r.ServedWithout("") && len(r.Errors) == 0
 			})

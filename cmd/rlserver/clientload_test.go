@@ -16,13 +16,15 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/rlserver/rlserver/internal/testutil"
 )
 
 // The clients users run, driven at a steady rate while the cluster moves:
 // go-redis's ClusterClient and redis-py's RedisCluster, each with its
 // default options (only the nodes' addresses are given). Each checks its
 // keys in turn with a limit no test reaches (fixed, in windows of 366
-// days: see noRollover), and counts the admissions acknowledged per key
+// days: see testutil.NoRollover), and counts the admissions acknowledged per key
 // and every error that reaches it; the tests then compare each key's
 // count with what RL.PEEK says was charged.
 
@@ -73,7 +75,7 @@ func startGoLoad(t *testing.T, name string, addrs []string, workers, keys int, p
 				default:
 				}
 				key := fmt.Sprintf("%s:%d:%d", name, w, i%(keys/workers))
-				v, err := l.client.Do(context.Background(), "RL.CHECK", key, "fixed", loadLimit, noRollover).Slice()
+				v, err := l.client.Do(context.Background(), "RL.CHECK", key, "fixed", loadLimit, testutil.NoRollover).Slice()
 				l.checks.Add(1)
 				l.mu.Lock()
 				if err != nil {
@@ -270,7 +272,7 @@ func assertNoErrorsAndCounted(t *testing.T, addrs []string, ph *phases, lost int
 		sort.Strings(keys)
 		wrong := 0
 		for _, k := range keys {
-			v, err := c.Do(context.Background(), "RL.PEEK", k, "fixed", loadLimit, noRollover).Slice()
+			v, err := c.Do(context.Background(), "RL.PEEK", k, "fixed", loadLimit, testutil.NoRollover).Slice()
 			if err != nil {
 				t.Fatalf("RL.PEEK %s: %v", k, err)
 			}
@@ -298,7 +300,7 @@ func assertNothingLost(t *testing.T, addrs []string, r loadResult, kills, worker
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
 	defer c.Close()
 	for k, n := range r.acked {
-		v, err := c.Do(context.Background(), "RL.PEEK", k, "fixed", loadLimit, noRollover).Slice()
+		v, err := c.Do(context.Background(), "RL.PEEK", k, "fixed", loadLimit, testutil.NoRollover).Slice()
 		if err != nil {
 			t.Fatalf("RL.PEEK %s: %v", k, err)
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/internal/clock"
+	"github.com/rlserver/rlserver/internal/testutil"
 )
 
 // The tests of this file step the wall clock of a real node through
@@ -27,7 +28,7 @@ func setShift(t *testing.T, p *proc, file string, d time.Duration) {
 	if err := os.WriteFile(file, []byte(d.String()+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "the node reads the shift "+d.String(), func() bool {
+	testutil.WaitFor(t, 5*time.Second, "the node reads the shift "+d.String(), func() bool {
 		return strings.Count(p.logs.String(), line) > seen
 	})
 }
@@ -127,11 +128,11 @@ func clockStepForwardThenBack(t *testing.T, bin string) {
 	spend(t, p, "f", "1s")
 	spend(t, p, "g", "1s")
 	setShift(t, p, shift, 0)
-	waitFor(t, 3*time.Second, "f admits again after the step back", func() bool { return allowed(t, p, "f", "1s") })
+	testutil.WaitFor(t, 3*time.Second, "f admits again after the step back", func() bool { return allowed(t, p, "f", "1s") })
 	p.stop()
 
 	p = startProc(t, bin, dir, "--test-clock-shift-file", shift, "--consistency", "strong")
-	waitFor(t, 3*time.Second, "g admits again after a restart", func() bool { return allowed(t, p, "g", "1s") })
+	testutil.WaitFor(t, 3*time.Second, "g admits again after a restart", func() bool { return allowed(t, p, "g", "1s") })
 	if off := clockOffset(t, p); !near(off, 0, time.Minute) {
 		t.Fatalf("INFO clock_offset_ms %v after the restart, want about 0", off)
 	}
@@ -219,14 +220,14 @@ func clockStepBackThenKill9(t *testing.T, bin string) {
 	p := startProc(t, bin, dir, "--test-clock-shift-file", shift)
 	spend(t, p, "c", "1s")
 	setShift(t, p, shift, -time.Hour)
-	waitFor(t, 5*time.Second, "the clock file holds the offset", func() bool {
+	testutil.WaitFor(t, 5*time.Second, "the clock file holds the offset", func() bool {
 		m, ok, err := clock.Load(filepath.Join(dir, clockFile))
 		return err == nil && ok && near(time.Duration(m.Offset()), time.Hour, time.Minute)
 	})
 	p.kill()
 
 	p = startProc(t, bin, dir, "--test-clock-shift-file", shift)
-	waitFor(t, 3*time.Second, "c admits again after kill -9", func() bool { return allowed(t, p, "c", "1s") })
+	testutil.WaitFor(t, 3*time.Second, "c admits again after kill -9", func() bool { return allowed(t, p, "c", "1s") })
 	if off := clockOffset(t, p); !near(off, time.Hour, time.Minute) {
 		t.Fatalf("INFO clock_offset_ms %v after kill -9 and a restart, want about +1h", off)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/internal/testutil"
 )
 
 // The cluster tests run three real rlserver processes, drive them with
@@ -144,7 +145,7 @@ func checkUntil(c *redis.ClusterClient, deadline time.Time, args ...any) ([]any,
 }
 
 // TestClusterKill9StrongForgetsNothing: three nodes in strong mode; 200
-// keys are each admitted 5 times (fixed, 5 per 366 days: see noRollover)
+// keys are each admitted 5 times (fixed, 5 per 366 days: see testutil.NoRollover)
 // through go-redis's ClusterClient; the node leading the most groups is
 // killed with SIGKILL; every key's sixth check (through slotClient, see its
 // comment) is then denied — nothing admitted was forgotten — and the time
@@ -159,7 +160,7 @@ func TestClusterKill9StrongForgetsNothing(t *testing.T) {
 	early := 0 // keys spent before five admissions: a charge retried after a lost lead
 	for i := 0; i < 200; i++ {
 		for j := 0; j < 5; j++ {
-			v, err := checkUntil(c, time.Now().Add(5*time.Second), fmt.Sprint("key:", i), "fixed", 5, noRollover)
+			v, err := checkUntil(c, time.Now().Add(5*time.Second), fmt.Sprint("key:", i), "fixed", 5, testutil.NoRollover)
 			if err == nil && v[0] == int64(0) && leadsLost(t) > 0 {
 				early++ // a TRYAGAIN after a lost lead is retried by go-redis: its first try may have been committed
 				break
@@ -185,7 +186,7 @@ func TestClusterKill9StrongForgetsNothing(t *testing.T) {
 	defer c2.Close()
 	for i := 0; i < 200; i++ {
 		ctx, cancel := context.WithDeadline(context.Background(), killed.Add(15*time.Second))
-		v, err := c2.Do(ctx, "RL.CHECK", fmt.Sprint("key:", i), "fixed", 5, noRollover).Slice()
+		v, err := c2.Do(ctx, "RL.CHECK", fmt.Sprint("key:", i), "fixed", 5, testutil.NoRollover).Slice()
 		cancel()
 		if err != nil {
 			t.Fatalf("key:%d after the crash: %v", i, err)
@@ -256,7 +257,7 @@ func TestClusterKill9FastBounded(t *testing.T) {
 // TestClusterProxyPlainClients: three nodes with --proxy serve clients that
 // do not follow MOVED — redis-cli without -c, redis-py's plain Redis
 // (pipelined), redis-benchmark without --cluster — on any node, and the
-// counts are exact (fixed windows of 366 days: see noRollover).
+// counts are exact (fixed windows of 366 days: see testutil.NoRollover).
 func TestClusterProxyPlainClients(t *testing.T) {
 	bin := buildBinary(t)
 	procs := clusterProcs(t, bin, 3, "--proxy", "--consistency", "strong", "--admin-token", "cluster-t0ken")
@@ -265,7 +266,7 @@ func TestClusterProxyPlainClients(t *testing.T) {
 	for k := 0; k < 20; k++ {
 		for _, p := range procs {
 			host, port := splitAddr(p.resp)
-			out, err := exec.Command("redis-cli", "-h", host, "-p", fmt.Sprint(port), "RL.CHECK", fmt.Sprint("cli:", k), "fixed", "10", noRollover).CombinedOutput()
+			out, err := exec.Command("redis-cli", "-h", host, "-p", fmt.Sprint(port), "RL.CHECK", fmt.Sprint("cli:", k), "fixed", "10", testutil.NoRollover).CombinedOutput()
 			if err != nil || !strings.HasPrefix(string(out), "1\n") {
 				t.Fatalf("redis-cli on %s: %v %q", p.resp, err, out)
 			}
@@ -302,7 +303,7 @@ for addr in sys.argv[1:]:
     r = redis.Redis(host=host, port=int(port))
     p = r.pipeline(transaction=False)
     for k in range(20):
-        p.execute_command("RL.CHECK", "cli:%d" % k, "fixed", 10, "` + noRollover + `")
+        p.execute_command("RL.CHECK", "cli:%d" % k, "fixed", 10, "` + testutil.NoRollover + `")
     for res in p.execute():
         assert res[0] == 1, res
 print("ok")
@@ -317,7 +318,7 @@ print("ok")
 	// Every key: 3 checks by redis-cli and 3 by redis-py of 10.
 	c := procs[0].client
 	for k := 0; k < 20; k++ {
-		if rem := procs[k%3].remaining("RL.PEEK", fmt.Sprint("cli:", k), "fixed", 10, noRollover); rem != 4 {
+		if rem := procs[k%3].remaining("RL.PEEK", fmt.Sprint("cli:", k), "fixed", 10, testutil.NoRollover); rem != 4 {
 			t.Fatalf("cli:%d: remaining %d, want 4 (6 checks of 10)", k, rem)
 		}
 	}
@@ -325,12 +326,12 @@ print("ok")
 	for _, p := range procs {
 		host, port := splitAddr(p.resp)
 		out, err := exec.Command("redis-benchmark", "-h", host, "-p", fmt.Sprint(port), "-n", "1000", "-c", "8", "-P", "4", "-q",
-			"RL.CHECK", "bench:one", "fixed", "100000", noRollover).CombinedOutput()
+			"RL.CHECK", "bench:one", "fixed", "100000", testutil.NoRollover).CombinedOutput()
 		if err != nil || strings.Contains(string(out), "rror") {
 			t.Fatalf("redis-benchmark on %s: %v\n%s", p.resp, err, out)
 		}
 	}
-	if v, err := c.Do(context.Background(), "RL.PEEK", "bench:one", "fixed", 100000, noRollover).Slice(); err != nil || v[2] != int64(100000-3000) {
+	if v, err := c.Do(context.Background(), "RL.PEEK", "bench:one", "fixed", 100000, testutil.NoRollover).Slice(); err != nil || v[2] != int64(100000-3000) {
 		t.Fatalf("bench:one after 3 x 1000 checks: %v %v, want remaining 97000", v, err)
 	}
 }

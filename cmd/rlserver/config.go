@@ -14,9 +14,12 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/envoyrls"
+	"github.com/rlserver/rlserver/envoyrls/config"
 	"github.com/rlserver/rlserver/internal/clientid"
 	"github.com/rlserver/rlserver/script"
+	"github.com/rlserver/rlserver/server"
 	"github.com/rlserver/rlserver/shards"
 	"gopkg.in/yaml.v3"
 )
@@ -95,35 +98,43 @@ type Config struct {
 	given map[string]bool
 }
 
-// DefaultMaxConfigBytes is --max-config-bytes's default: 4 MiB, some
-// 40,000 rules.
-const DefaultMaxConfigBytes = 4 << 20
+// The default addresses of the node's listeners, which the health and
+// rls-check commands ask by default too.
+const (
+	defaultListen = "127.0.0.1:6379"
+	defaultHTTP   = "127.0.0.1:8080"
+	defaultGRPC   = "127.0.0.1:8081"
+)
+
+// DefaultMaxConfigBytes is --max-config-bytes's default, the Envoy config
+// parser's: 4 MiB, some 40,000 rules.
+const DefaultMaxConfigBytes = config.DefaultMaxBytes
 
 // flagSet declares every flag on a fresh FlagSet bound to cfg, with cfg's
 // current values as defaults.
 func flagSet(cfg *Config) *flag.FlagSet {
 	fs := flag.NewFlagSet("rlserver", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:6379", "RESP address to listen on (host:port)")
-	fs.StringVar(&cfg.HTTP, "http", "127.0.0.1:8080", `HTTP address for /rules, /v1/check, /v1/checkrules, /healthz, /readyz, /metrics; "" disables it`)
+	fs.StringVar(&cfg.Listen, "listen", defaultListen, "RESP address to listen on (host:port)")
+	fs.StringVar(&cfg.HTTP, "http", defaultHTTP, `HTTP address for /rules, /v1/check, /v1/checkrules, /healthz, /readyz, /metrics; "" disables it`)
 	fs.StringVar(&cfg.DataDir, "data-dir", "./data", "data directory; created and locked at start")
 	fs.StringVar(&cfg.RequirePass, "requirepass", "", "password clients must AUTH with; empty disables AUTH")
 	fs.StringVar(&cfg.AdminToken, "admin-token", "", `password of the "admin" user and HTTP bearer token, required for FLUSHALL and rule changes when set`)
 	fs.BoolVar(&cfg.MetricsAuth, "metrics-auth", false, "GET /metrics needs a bearer token too (--requirepass or --admin-token); by default it is open, as Prometheus scrapers expect")
 	fs.StringVar(&cfg.TrustedProxies, "trusted-proxies", "127.0.0.0/8,::1", `CIDRs or addresses of the gateways whose headers /v1/forward-auth believes: the target, X-Forwarded-For, X-User-Id, X-Api-Key, X-Tier (comma-separated; "" trusts none)`)
 	fs.IntVar(&cfg.IPv6Prefix, "ipv6-prefix", clientid.DefaultIPv6Prefix, "network length (1 to 128) by which /v1/forward-auth counts IPv6 callers: every address of a /64 is one ip; 128 counts each address")
-	fs.IntVar(&cfg.MaxKeyBytes, "max-key-bytes", 1024, "longest key accepted, in bytes")
-	fs.Int64Var(&cfg.MaxLogLimit, "max-log-limit", 10000, "largest limit accepted for the log algorithm")
-	fs.DurationVar(&cfg.LuaTimeLimit, "lua-time-limit", 5*time.Second, "a script running longer is busy: commands that would wait for its keys get -BUSY, and SCRIPT KILL stops it if it has not written (Redis's lua-time-limit)")
+	fs.IntVar(&cfg.MaxKeyBytes, "max-key-bytes", shards.DefaultMaxKeyBytes, "longest key accepted, in bytes")
+	fs.Int64Var(&cfg.MaxLogLimit, "max-log-limit", engine.DefaultMaxLogLimit, "largest limit accepted for the log algorithm")
+	fs.DurationVar(&cfg.LuaTimeLimit, "lua-time-limit", script.DefaultTimeLimit, "a script running longer is busy: commands that would wait for its keys get -BUSY, and SCRIPT KILL stops it if it has not written (Redis's lua-time-limit)")
 	fs.Var(sizeValue{&cfg.LuaMemoryLimit}, "lua-memory-limit", "memory one script's Lua values may hold before it stops with an error (64mb)")
 	fs.BoolVar(&cfg.LuaInterpretAll, "lua-interpret-all", false, "run every script in the Lua interpreter; by default the scripts of go-redis/redis_rate, ulule/limiter and Python limits are recognised by their sha1 and run natively (docs/scripts.md)")
-	fs.IntVar(&cfg.Shards, "shards", 256, "lock stripes for key state (rounded up to a power of two)")
+	fs.IntVar(&cfg.Shards, "shards", shards.DefaultShards, "lock stripes for key state (rounded up to a power of two)")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "log format: text (key=value lines) or json (one JSON object a line, with time, level and msg)")
 	fs.StringVar(&cfg.ConfigFile, "config", "", "YAML file of flag values (keys are flag names)")
 	fs.StringVar(&cfg.RulesFile, "rules", "", "YAML file of rules loaded at start: a list of {id, target, tier, key_type, algo, limit, window, burst, shadow}")
 	fs.Var(sizeValue{&cfg.MaxConfigBytes}, "max-config-bytes", "largest --rules file, and largest --envoy-config (a directory: its files together), read at start or reload (4mb; a larger one is refused, and the last good one stays in use)")
-	fs.StringVar(&cfg.GRPC, "grpc", "127.0.0.1:8081", `gRPC address of Envoy's rate limit service (RLS v3), with grpc.health.v1 and reflection; "" disables it`)
+	fs.StringVar(&cfg.GRPC, "grpc", defaultGRPC, `gRPC address of Envoy's rate limit service (RLS v3), with grpc.health.v1 and reflection; "" disables it`)
 	fs.StringVar(&cfg.EnvoyConfig, "envoy-config", "", "YAML file, or directory of them, in envoyproxy/ratelimit's format (domain, descriptors): the rate limit service's limits, reloaded when changed and on SIGHUP")
 	fs.StringVar(&cfg.EnvoyCharging, "envoy-charging", "each", "what a rate limit service request charges: each (every descriptor, also when the answer is OVER_LIMIT, as envoyproxy/ratelimit), stop-when-over (its STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=true, which this flag's default also reads) or all-or-nothing (nothing when refused, every counter at once when allowed)")
 	fs.IntVar(&cfg.Procs, "procs", 0, "CPU cores the server runs Go code on at once (GOMAXPROCS); 0 means all")
@@ -134,7 +145,7 @@ func flagSet(cfg *Config) *flag.FlagSet {
 	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM certificate (chain) file: serve RESP and HTTP over TLS only (with --tls-key)")
 	fs.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key file of --tls-cert")
 	fs.StringVar(&cfg.TLSCACert, "tls-ca-cert", "", "PEM file of the CA certificates that must have signed every client's certificate (clients must present one)")
-	fs.IntVar(&cfg.MaxClients, "maxclients", 10000, "client connections served at once, RESP and HTTP together; one more RESP client gets \"max number of clients reached\", one more HTTP client is closed")
+	fs.IntVar(&cfg.MaxClients, "maxclients", server.DefaultMaxClients, "client connections served at once, RESP and HTTP together; one more RESP client gets \"max number of clients reached\", one more HTTP client is closed")
 	fs.IntVar(&cfg.GRPCMaxClients, "grpc-maxclients", 1024, "connections to --grpc served at once, a budget apart from --maxclients (so that gRPC clients cannot lock out RESP, HTTP or /healthz); one more is closed")
 	fs.IntVar(&cfg.Timeout, "timeout", 0, "close a RESP client idle for this many seconds; 0 means never")
 	fs.StringVar(&cfg.Pprof, "pprof", "", `address for Go's /debug/pprof profiles (e.g. 127.0.0.1:6060); "" disables it`)
@@ -320,8 +331,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--snapshot-interval %s: want at least 10ms", c.SnapshotInterval)
 	case c.NodeID != "" && !validNodeID(c.NodeID):
 		return fmt.Errorf("--node-id %q: want 1 to 64 letters, digits, '-', '_' or '.'", c.NodeID)
-	case c.Groups < 1 || c.Groups > 1024:
-		return fmt.Errorf("--groups %d: want 1 to 1024", c.Groups)
+	case c.Groups < 1 || c.Groups > cluster.MaxGroups:
+		return fmt.Errorf("--groups %d: want 1 to %d", c.Groups, cluster.MaxGroups)
 	case (c.Peers != "" || c.Join != "") && c.DataDir == "":
 		return errors.New("--peers and --join need a --data-dir: a cluster node keeps its Raft logs there")
 	case c.Peers != "" && c.Join != "":

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rlserver/rlserver/internal/testutil"
 )
 
 // reloadFailures counts the ERROR lines of failed rules reloads that name
@@ -32,7 +34,7 @@ func hupRefused(t *testing.T, p *proc, file, want string) {
 	t.Helper()
 	before := reloadFailures(p, file)
 	p.cmd.Process.Signal(syscall.SIGHUP)
-	waitFor(t, 20*time.Second, "the reload refused: "+want, func() bool { return reloadFailures(p, file) > before })
+	testutil.WaitFor(t, 20*time.Second, "the reload refused: "+want, func() bool { return reloadFailures(p, file) > before })
 	if !strings.Contains(p.logs.String(), want) {
 		t.Fatalf("the refusal does not say %q:\n%s", want, p.logs)
 	}
@@ -127,7 +129,7 @@ func TestSIGHUPRefusesEmptyAndEndlessRulesFiles(t *testing.T) {
 	hupRefused(t, p, cur, "larger than")
 	relink(t, envoy, "/dev/zero")
 	p.cmd.Process.Signal(syscall.SIGHUP)
-	waitFor(t, 20*time.Second, "--envoy-config /dev/zero refused", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "--envoy-config /dev/zero refused", func() bool {
 		return strings.Contains(p.logs.String(), "envoy config: not loaded") && strings.Contains(p.logs.String(), "larger than --max-config-bytes")
 	})
 	fifo := filepath.Join(dir, "fifo.yaml")
@@ -159,10 +161,10 @@ func TestSIGHUPRefusesEmptyAndEndlessRulesFiles(t *testing.T) {
 		}
 	}()
 	// Until the writer has opened the FIFO, the node reads it as empty.
-	waitFor(t, 20*time.Second, "an endless FIFO refused at the bound", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "an endless FIFO refused at the bound", func() bool {
 		before := reloadFailures(p, cur)
 		p.cmd.Process.Signal(syscall.SIGHUP)
-		waitFor(t, 20*time.Second, "a reload", func() bool { return reloadFailures(p, cur) > before })
+		testutil.WaitFor(t, 20*time.Second, "a reload", func() bool { return reloadFailures(p, cur) > before })
 		return strings.Contains(p.logs.String(), "more than 4194304 bytes")
 	})
 	close(stop)
@@ -177,7 +179,7 @@ func TestSIGHUPRefusesEmptyAndEndlessRulesFiles(t *testing.T) {
 
 	relink(t, cur, write("next.yaml", fileRule("file-a", "/a", 8)))
 	p.cmd.Process.Signal(syscall.SIGHUP)
-	waitFor(t, 20*time.Second, "a good file loaded after the refusals", func() bool { return ruleLimit(p, "file-a") == 8 })
+	testutil.WaitFor(t, 20*time.Second, "a good file loaded after the refusals", func() bool { return ruleLimit(p, "file-a") == 8 })
 	if got := ruleIDs(t, p); got != "file-a runtime-r" {
 		t.Fatalf("after the good file: %s", got)
 	}
@@ -247,7 +249,7 @@ func TestSIGHUPBigRulesFileAppliedAtOnce(t *testing.T) {
 	}()
 	start := time.Now()
 	p.cmd.Process.Signal(syscall.SIGHUP)
-	waitFor(t, 120*time.Second, "the big file loaded", func() bool {
+	testutil.WaitFor(t, 120*time.Second, "the big file loaded", func() bool {
 		return strings.Contains(p.logs.String(), "rules loaded") &&
 			strings.Contains(p.logs.String(), "rules="+strconv.Itoa(n))
 	})

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/rlserver/rlserver/internal/testutil"
 )
 
 // TestContainerRestarts: three nodes in containers of our image, set up
@@ -51,7 +53,7 @@ func TestContainerRestarts(t *testing.T) {
 			t.Fatalf("%s exited %s after docker stop (SIGTERM), want 0\n%s", nd.name, code, containerLogs(nd))
 		}
 		mustDocker(t, "start", nd.container)
-		waitFor(t, 30*time.Second, nd.name+" serving again after docker "+kind, func() bool {
+		testutil.WaitFor(t, 30*time.Second, nd.name+" serving again after docker "+kind, func() bool {
 			r, err := partReport(nd, "")
 			return err == nil && r.Serving && len(r.Errors) == 0
 		})
@@ -109,7 +111,7 @@ func startComposeNodes(t *testing.T, e *partEnv, n int, extra ...string) []*part
 	t.Cleanup(e.removeContainers)
 	for i := 1; i <= n; i++ {
 		nd := &partNode{name: fmt.Sprint("n", i), container: fmt.Sprintf("%s-n%d", e.prefix, i),
-			hostRESP: freePort(t), hostHTTP: freePort(t)}
+			hostRESP: testutil.FreeAddr(t), hostHTTP: testutil.FreeAddr(t)}
 		nd.resp = nd.hostRESP
 		e.nodes = append(e.nodes, nd)
 		_, rport, _ := strings.Cut(nd.hostRESP, ":")

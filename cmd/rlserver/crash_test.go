@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/rlserver/rlserver/internal/testutil"
 )
 
 // The kill -9 tests: 16 clients check keys of all six algorithms against
@@ -27,7 +29,7 @@ const (
 	crashClients = 16
 	crashKeys    = 4 // per client and algorithm
 	crashLimit   = 100000
-	crashWindow  = noRollover
+	crashWindow  = testutil.NoRollover
 )
 
 var crashAlgos = []string{"fixed", "sliding", "log", "token", "leaky", "gcra"}

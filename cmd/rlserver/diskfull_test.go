@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/rlserver/rlserver/internal/testutil"
 )
 
 // The full-disk tests run the real binary on a small tmpfs that the test
@@ -200,7 +202,7 @@ func TestDiskFull(t *testing.T) {
 			flags := append([]string{"--consistency", mode}, diskFlags...)
 			p := startProc(t, bin, dir, flags...)
 			for i := 0; i < 5; i++ {
-				p.do("RL.CHECK", "probe", "fixed", 1000, noRollover)
+				p.do("RL.CHECK", "probe", "fixed", 1000, testutil.NoRollover)
 			}
 			l := startDiskLoad(t, p.resp)
 			time.Sleep(1500 * time.Millisecond)
@@ -275,7 +277,7 @@ func TestDiskFull(t *testing.T) {
 			if missing != 0 {
 				t.Fatalf("%s mode forgot %d acknowledged admissions of %d", mode, missing, tally)
 			}
-			if r := q.remaining("RL.PEEK", "probe", "fixed", 1000, noRollover); r != 994 {
+			if r := q.remaining("RL.PEEK", "probe", "fixed", 1000, testutil.NoRollover); r != 994 {
 				t.Fatalf("probe after restart: remaining %d, want 994", r)
 			}
 			q.stop()
@@ -303,7 +305,7 @@ func assertServesReads(t *testing.T, p *proc) {
 	if v := p.do("PING"); v != "PONG" {
 		t.Fatalf("PING: %v", v)
 	}
-	if r := p.remaining("RL.PEEK", "probe", "fixed", 1000, noRollover); r != 995 {
+	if r := p.remaining("RL.PEEK", "probe", "fixed", 1000, testutil.NoRollover); r != 995 {
 		t.Fatalf("RL.PEEK probe on a full disk: remaining %d, want 995", r)
 	}
 }
@@ -360,14 +362,14 @@ func httpDo(t *testing.T, method, url, body string) (string, int) {
 	return string(b), res.StatusCode
 }
 
-// waitCheck charges key (fixed, 1000 per 366 days: see noRollover) until
+// waitCheck charges key (fixed, 1000 per 366 days: see testutil.NoRollover) until
 // the server admits it instead of answering MISCONF, and returns the
 // remaining count.
 func waitCheck(t *testing.T, p *proc, key string, within time.Duration) int64 {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
-		v, err := p.client.Do(context.Background(), "RL.CHECK", key, "fixed", 1000, noRollover).Slice()
+		v, err := p.client.Do(context.Background(), "RL.CHECK", key, "fixed", 1000, testutil.NoRollover).Slice()
 		if err == nil {
 			return v[2].(int64)
 		}
@@ -389,14 +391,14 @@ func TestStartOnFullDisk(t *testing.T) {
 	dir := filepath.Join(mnt, "data")
 	p := startProc(t, bin, dir, diskFlags...)
 	for i := 0; i < 5; i++ {
-		p.do("RL.CHECK", "probe", "fixed", 1000, noRollover)
+		p.do("RL.CHECK", "probe", "fixed", 1000, testutil.NoRollover)
 	}
 	p.stop()
 	filler := fillDisk(t, mnt)
 
 	fresh := filepath.Join(mnt, "fresh")
 	start := time.Now()
-	out, err := exec.Command(bin, append([]string{"--listen", freePort(t), "--http", "", "--data-dir", fresh}, diskFlags...)...).CombinedOutput()
+	out, err := exec.Command(bin, append([]string{"--listen", testutil.FreeAddr(t), "--http", "", "--data-dir", fresh}, diskFlags...)...).CombinedOutput()
 	took := time.Since(start)
 	var exit *exec.ExitError
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
@@ -407,7 +409,7 @@ func TestStartOnFullDisk(t *testing.T) {
 
 	q := startProc(t, bin, dir, diskFlags...)
 	assertServesReads(t, q)
-	if _, err := q.client.Do(context.Background(), "RL.CHECK", "probe", "fixed", 1000, noRollover).Result(); err == nil ||
+	if _, err := q.client.Do(context.Background(), "RL.CHECK", "probe", "fixed", 1000, testutil.NoRollover).Result(); err == nil ||
 		!strings.HasPrefix(err.Error(), "MISCONF ") {
 		t.Fatalf("RL.CHECK on a read-only start: %v, want MISCONF", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -17,6 +18,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlserver/rlserver/internal/logbuf"
+	"github.com/rlserver/rlserver/internal/redistest"
+	"github.com/rlserver/rlserver/internal/testutil"
 )
 
 // proc is an rlserver process started by a test.
@@ -38,16 +41,33 @@ type proc struct {
 // before the node binds it, the node is started again on others.
 func startProc(t testing.TB, bin, dir string, extra ...string) *proc {
 	t.Helper()
+	p, err := startProcErr(t, bin, dir, extra...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// startProcErr is startProc returning its failure (with the node's log)
+// instead of failing the test: for goroutines other than the test's,
+// which must not call t.Fatal.
+func startProcErr(t testing.TB, bin, dir string, extra ...string) (*proc, error) {
 	for attempt := 1; ; attempt++ {
-		p := &proc{t: t, logs: &logbuf.Buffer{}, resp: freePort(t), http: freePort(t), bin: bin, dir: dir, done: make(chan error, 1)}
+		resp, err1 := redistest.FreePort()
+		http, err2 := redistest.FreePort()
+		if err := errors.Join(err1, err2); err != nil {
+			return nil, err
+		}
+		p := &proc{t: t, logs: &logbuf.Buffer{}, resp: "127.0.0.1:" + strconv.Itoa(resp), http: "127.0.0.1:" + strconv.Itoa(http),
+			bin: bin, dir: dir, done: make(chan error, 1)}
 		err := p.start(append([]string{"--listen", p.resp, "--http", p.http, "--data-dir", dir}, extra...))
 		if err == nil {
-			return p
+			return p, nil
 		}
 		logs := p.logs.String()
 		taken := strings.Contains(logs, "listen on "+p.resp) || strings.Contains(logs, "listen on "+p.http)
 		if attempt == 3 || !taken || !strings.Contains(logs, "address already in use") {
-			t.Fatalf("%v\n%s", err, logs)
+			return nil, fmt.Errorf("%v\n%s", err, logs)
 		}
 	}
 }
@@ -94,7 +114,7 @@ func (p *proc) start(args []string) error {
 	p.cmd.Stderr = p.logs
 	noteLogs(t, p.logs)
 	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	go func() { p.done <- p.cmd.Wait() }()
 	t.Cleanup(func() { p.cmd.Process.Kill() })
@@ -156,21 +176,21 @@ func (p *proc) remaining(args ...any) int64 {
 }
 
 // TestRestartKeepsCountsAndRules: 7 hits on fixed 10 per 366 days (see
-// noRollover), SIGTERM, restart on the same directory: the next check has
+// testutil.NoRollover), SIGTERM, restart on the same directory: the next check has
 // exactly 2 remaining. Rules made over RESP and HTTP survive SIGTERM, and
 // kill -9 right after they were acknowledged.
 func TestRestartKeepsCountsAndRules(t *testing.T) {
 	bin, dir := buildBinary(t), t.TempDir()
 	p := startProc(t, bin, dir)
 	for i := 0; i < 7; i++ {
-		p.do("RL.CHECK", "k", "fixed", 10, noRollover)
+		p.do("RL.CHECK", "k", "fixed", 10, testutil.NoRollover)
 	}
 	p.do("RL.RULE.SET", "resp-rule", `{"target":"/a","tier":"*","key_type":"ip","algo":"token","limit":5,"window":"1m"}`)
 	postRule(t, p, `{"id":"http-rule","target":"/b","tier":"free","key_type":"user","algo":"gcra","limit":9,"window":"1h"}`)
 	p.stop()
 
 	p = startProc(t, bin, dir)
-	if r := p.remaining("RL.CHECK", "k", "fixed", 10, noRollover); r != 2 {
+	if r := p.remaining("RL.CHECK", "k", "fixed", 10, testutil.NoRollover); r != 2 {
 		t.Fatalf("after SIGTERM and restart: remaining %d, want 2", r)
 	}
 	assertRules(t, p, "http-rule", "resp-rule")
@@ -181,7 +201,7 @@ func TestRestartKeepsCountsAndRules(t *testing.T) {
 
 	p = startProc(t, bin, dir)
 	assertRules(t, p, "http-rule", "http-rule-2", "resp-rule-2")
-	if r := p.remaining("RL.PEEK", "k", "fixed", 10, noRollover); r != 2 {
+	if r := p.remaining("RL.PEEK", "k", "fixed", 10, testutil.NoRollover); r != 2 {
 		t.Fatalf("after kill -9: remaining %d, want 2", r)
 	}
 	p.stop()
@@ -231,7 +251,7 @@ func TestBadDataDirectoryRefusesToStart(t *testing.T) {
 			p := startProc(t, bin, dir)
 			p.do("RL.CHECK", "k", "token", 10, "1h")
 			p.stop()
-			args := []string{"--listen", freePort(t), "--http", "", "--data-dir", dir}
+			args := []string{"--listen", testutil.FreeAddr(t), "--http", "", "--data-dir", dir}
 			if tc.spoil != nil {
 				tc.spoil(t, filepath.Join(dir, "db"))
 			} else {
@@ -263,7 +283,7 @@ func TestCorruptLogTail(t *testing.T) {
 			dir := t.TempDir()
 			p := startProc(t, bin, dir)
 			for i := 0; i < 5; i++ {
-				p.do("RL.CHECK", "before", "fixed", 10, noRollover)
+				p.do("RL.CHECK", "before", "fixed", 10, testutil.NoRollover)
 			}
 			p.stop()
 			p = startProc(t, bin, dir, "--consistency", "strong")
@@ -280,7 +300,7 @@ func TestCorruptLogTail(t *testing.T) {
 				t.Logf("refused, clearly: %s", failed)
 				return
 			}
-			if r := q.remaining("RL.PEEK", "before", "fixed", 10, noRollover); r != 5 {
+			if r := q.remaining("RL.PEEK", "before", "fixed", 10, testutil.NoRollover); r != 5 {
 				t.Fatalf("the run before the damaged one: remaining %d, want 5\n%s", r, q.logs)
 			}
 			q.stop()
@@ -292,7 +312,7 @@ func TestCorruptLogTail(t *testing.T) {
 // the output of a start that exited.
 func tryStart(t *testing.T, bin, dir string, extra ...string) (*proc, string) {
 	t.Helper()
-	resp := freePort(t)
+	resp := testutil.FreeAddr(t)
 	cmd := exec.Command(bin, append([]string{"--listen", resp, "--http", "", "--data-dir", dir}, extra...)...)
 	logs := &logbuf.Buffer{}
 	cmd.Stderr = logs

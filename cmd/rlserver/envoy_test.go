@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -22,10 +23,12 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	"github.com/rlserver/rlserver/internal/testutil"
 )
 
 // envoyYAML limits remote_address to 5 per 366 days (the days are aligned
-// to the Unix epoch like every fixed window: see noRollover).
+// to the Unix epoch like every fixed window: see testutil.NoRollover).
 const envoyYAML = `domain: edge
 descriptors:
   - key: remote_address
@@ -71,13 +74,19 @@ func rlsReq(domain string, kv ...string) *pb.RateLimitRequest {
 
 func shouldRateLimit(t *testing.T, c pb.RateLimitServiceClient, req *pb.RateLimitRequest) *pb.RateLimitResponse {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := c.ShouldRateLimit(ctx, req)
+	resp, err := shouldRateLimitErr(c, req)
 	if err != nil {
 		t.Fatalf("ShouldRateLimit: %v", err)
 	}
 	return resp
+}
+
+// shouldRateLimitErr is shouldRateLimit returning its error, for
+// goroutines other than the test's.
+func shouldRateLimitErr(c pb.RateLimitServiceClient, req *pb.RateLimitRequest) (*pb.RateLimitResponse, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return c.ShouldRateLimit(ctx, req)
 }
 
 // TestEnvoyRLSBinary: the binary serves the RLS on --grpc with
@@ -91,7 +100,7 @@ func TestEnvoyRLSBinary(t *testing.T) {
 	if err := os.WriteFile(conf, []byte(envoyYAML), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	grpcAddr := freePort(t)
+	grpcAddr := testutil.FreeAddr(t)
 	p := startProc(t, bin, t.TempDir(), "--grpc", grpcAddr, "--envoy-config", conf, "--requirepass", "s3cret")
 	anon, conn := rlsClient(t, grpcAddr, "")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -136,18 +145,18 @@ func TestEnvoyRLSBinary(t *testing.T) {
 	if err := os.WriteFile(conf, []byte(strings.Replace(envoyYAML, "requests_per_unit: 5", "requests_per_unit: 50", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 15*time.Second, "the changed limit", func() bool {
+	testutil.WaitFor(t, 15*time.Second, "the changed limit", func() bool {
 		return shouldRateLimit(t, c, rlsReq("edge", "remote_address", "b")).Statuses[0].CurrentLimit.GetRequestsPerUnit() == 50
 	})
 	// A bad file keeps the last good configuration, on change and on SIGHUP.
 	if err := os.WriteFile(conf, []byte("domain: edge\ndescriptors:\n  - key: k\n    rate_limit: {unit: fortnight, requests_per_unit: 1}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 15*time.Second, "the bad file's error in the log", func() bool {
+	testutil.WaitFor(t, 15*time.Second, "the bad file's error in the log", func() bool {
 		return strings.Contains(p.logs.String(), "rls.yaml") && strings.Contains(p.logs.String(), "line=4 field=descriptors[0].rate_limit.unit")
 	})
 	p.cmd.Process.Signal(syscall.SIGHUP)
-	waitFor(t, 15*time.Second, "two failed loads counted", func() bool {
+	testutil.WaitFor(t, 15*time.Second, "two failed loads counted", func() bool {
 		return strings.Contains(httpGet(t, "http://"+p.http+"/metrics"), `ratelimit_service_config_load_total{result="error"} 2`)
 	})
 	if r := shouldRateLimit(t, c, rlsReq("edge", "remote_address", "b")); r.Statuses[0].CurrentLimit.GetRequestsPerUnit() != 50 {
@@ -185,21 +194,26 @@ func TestEnvoyRLSCluster(t *testing.T) {
 	var ids, raft, peers, grpcs []string
 	for i := 0; i < 3; i++ {
 		ids = append(ids, fmt.Sprintf("n%d", i+1))
-		raft = append(raft, freePort(t))
-		grpcs = append(grpcs, freePort(t))
+		raft = append(raft, testutil.FreeAddr(t))
+		grpcs = append(grpcs, testutil.FreeAddr(t))
 		peers = append(peers, ids[i]+"="+raft[i])
 	}
 	procs := make([]*proc, 3)
+	errs := make([]error, 3)
+	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
 	var wg sync.WaitGroup
 	for i := range ids {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			procs[i] = startProc(t, bin, t.TempDir(), "--node-id", ids[i], "--raft-addr", raft[i], "--peers", strings.Join(peers, ","),
+			procs[i], errs[i] = startProcErr(t, bin, dirs[i], "--node-id", ids[i], "--raft-addr", raft[i], "--peers", strings.Join(peers, ","),
 				"--groups", "8", "--grpc", grpcs[i], "--envoy-config", conf)
 		}()
 	}
 	wg.Wait()
+	if err := errors.Join(errs...); err != nil { // a node did not start
+		t.Fatal(err)
+	}
 	waitBalanced(t, procs, 30*time.Second)
 	var clients []pb.RateLimitServiceClient
 	for _, a := range grpcs {
@@ -234,7 +248,11 @@ func TestEnvoyRLSCluster(t *testing.T) {
 					names = append(names, v)
 					req.Descriptors = append(req.Descriptors, rlsReq("edge", "remote_address", v).Descriptors[0])
 				}
-				r := shouldRateLimit(t, clients[(w+i)%3], req)
+				r, err := shouldRateLimitErr(clients[(w+i)%3], req)
+				if err != nil {
+					t.Errorf("ShouldRateLimit: %v", err)
+					return
+				}
 				if r.OverallCode == pb.RateLimitResponse_OK {
 					mu.Lock()
 					for _, n := range names {

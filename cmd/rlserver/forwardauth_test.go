@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rlserver/rlserver/internal/testutil"
 )
 
 // --trusted-proxies defaults to loopback, is set like every flag, is
@@ -111,7 +113,7 @@ func forwardAuthAt(t *testing.T, url string, header ...string) (int, string) {
 // callers by --ipv6-prefix.
 func TestForwardAuthBinary(t *testing.T) {
 	bin := buildBinary(t)
-	rule := `{"id":"per-ip","target":"/login","tier":"*","key_type":"ip","algo":"fixed","limit":1,"window":"` + noRollover + `"}`
+	rule := `{"id":"per-ip","target":"/login","tier":"*","key_type":"ip","algo":"fixed","limit":1,"window":"` + testutil.NoRollover + `"}`
 	// Trusted (loopback, the default): each X-Forwarded-For is a caller;
 	// the seven addresses of one /64 are one.
 	p := startProc(t, bin, "")
@@ -176,9 +178,9 @@ func allowedOf(t *testing.T, p *proc, xffs []string) int {
 func TestForwardAuthOnEveryClusterNode(t *testing.T) {
 	procs := startNodes(t, buildBinary(t), 3, 4)
 	waitBalanced(t, procs, 30*time.Second)
-	postRule(t, procs[0], `{"id":"per-user","target":"/users/*","tier":"*","key_type":"user","algo":"fixed","limit":7,"window":"`+noRollover+`"}`)
-	postRule(t, procs[0], `{"id":"per-ip","target":"*","tier":"*","key_type":"ip","algo":"fixed","limit":10,"window":"`+noRollover+`"}`)
-	waitFor(t, 10*time.Second, "every node knows the rules", func() bool {
+	postRule(t, procs[0], `{"id":"per-user","target":"/users/*","tier":"*","key_type":"user","algo":"fixed","limit":7,"window":"`+testutil.NoRollover+`"}`)
+	postRule(t, procs[0], `{"id":"per-ip","target":"*","tier":"*","key_type":"ip","algo":"fixed","limit":10,"window":"`+testutil.NoRollover+`"}`)
+	testutil.WaitFor(t, 10*time.Second, "every node knows the rules", func() bool {
 		for _, p := range procs {
 			if status, _ := forwardAuth(t, p.http, "/nothing", "198.51.100.99", ""); status != 200 {
 				return false

@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/internal/logbuf"
 	"github.com/rlserver/rlserver/internal/testcert"
+	"github.com/rlserver/rlserver/internal/testutil"
 )
 
 // startLimited runs the binary under `ulimit -n files` with args and
@@ -26,7 +27,7 @@ import (
 func startLimited(t *testing.T, files int, args ...string) (<-chan error, string, string, *logbuf.Buffer) {
 	t.Helper()
 	bin := buildBinary(t)
-	resp, httpAddr := freePort(t), freePort(t)
+	resp, httpAddr := testutil.FreeAddr(t), testutil.FreeAddr(t)
 	args = append([]string{"-c", "ulimit -n " + strconv.Itoa(files) + ` && exec "$0" "$@"`, bin,
 		"--listen", resp, "--http", httpAddr, "--data-dir", t.TempDir()}, args...)
 	cmd := exec.Command("bash", args...)
@@ -246,12 +247,12 @@ func TestTLS(t *testing.T) {
 		}
 		_, resp, httpAddr, logs := startLimited(t, 4096, args...)
 		host, port, _ := net.SplitHostPort(resp)
-		out, err := exec.Command("redis-cli", append(cliArgs, "-h", host, "-p", port, "RL.CHECK", "cli", "fixed", "5", noRollover)...).CombinedOutput()
+		out, err := exec.Command("redis-cli", append(cliArgs, "-h", host, "-p", port, "RL.CHECK", "cli", "fixed", "5", testutil.NoRollover)...).CombinedOutput()
 		if err != nil || strings.Fields(string(out))[0] != "1" {
 			t.Fatalf("client auth %v: redis-cli --tls: %q, %v\n%s", clientAuth, out, err, logs)
 		}
 		rdb := redis.NewClient(&redis.Options{Addr: resp, TLSConfig: certs.ClientConfig(clientAuth)})
-		if got, err := rdb.Do(ctx, "RL.CHECK", "cli", "fixed", 5, noRollover).Int64Slice(); err != nil || got[2] != 3 {
+		if got, err := rdb.Do(ctx, "RL.CHECK", "cli", "fixed", 5, testutil.NoRollover).Int64Slice(); err != nil || got[2] != 3 {
 			t.Fatalf("client auth %v: go-redis over TLS: %v, %v", clientAuth, got, err)
 		}
 		rdb.Close()
@@ -290,8 +291,8 @@ func TestExposedWithoutPasswordWarns(t *testing.T) {
 		args []string
 		warn bool
 	}{
-		{[]string{"--listen", "0.0.0.0:" + strings.Split(freePort(t), ":")[1]}, true},
-		{[]string{"--listen", "0.0.0.0:" + strings.Split(freePort(t), ":")[1], "--requirepass", "pw"}, false},
+		{[]string{"--listen", "0.0.0.0:" + strings.Split(testutil.FreeAddr(t), ":")[1]}, true},
+		{[]string{"--listen", "0.0.0.0:" + strings.Split(testutil.FreeAddr(t), ":")[1], "--requirepass", "pw"}, false},
 		{nil, false},
 	} {
 		var logs bytes.Buffer
@@ -309,7 +310,7 @@ func TestExposedWithoutPasswordWarns(t *testing.T) {
 // ports for what args leave out) until it is listening, then stops it.
 func runUntilReady(t *testing.T, args []string, logw io.Writer) error {
 	t.Helper()
-	all := append([]string{"--listen", freePort(t), "--http", freePort(t), "--data-dir", t.TempDir()}, args...)
+	all := append([]string{"--listen", testutil.FreeAddr(t), "--http", testutil.FreeAddr(t), "--data-dir", t.TempDir()}, args...)
 	cfg, err := loadConfig(all, env(nil), nil)
 	if err != nil {
 		return err

@@ -15,6 +15,7 @@ import (
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/internal/h2flood"
+	"github.com/rlserver/rlserver/internal/testutil"
 )
 
 // floodScale returns the connections and streams per connection of the
@@ -67,7 +68,7 @@ func respP99(t *testing.T, c *redis.Client, n int) time.Duration {
 	d := make([]time.Duration, 0, n)
 	for i := 0; i < n; i++ {
 		start := time.Now()
-		if err := c.Do(context.Background(), "RL.CHECK", "bystander", "fixed", 1000000000, noRollover).Err(); err != nil {
+		if err := c.Do(context.Background(), "RL.CHECK", "bystander", "fixed", 1000000000, testutil.NoRollover).Err(); err != nil {
 			t.Fatalf("bystander RL.CHECK: %v", err)
 		}
 		d = append(d, time.Since(start))
@@ -103,7 +104,7 @@ func TestGRPCStalledStreams(t *testing.T) {
 	if err := os.WriteFile(conf, []byte(envoyYAML), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	grpcAddr := freePort(t)
+	grpcAddr := testutil.FreeAddr(t)
 	p := startProc(t, bin, t.TempDir(), "--grpc", grpcAddr, "--envoy-config", conf, "--requirepass", "s3cret")
 	envoy, _ := rlsClient(t, grpcAddr, "s3cret")
 	shouldRateLimit(t, envoy, rlsReq("edge", "user", "warm"))
@@ -166,7 +167,7 @@ func healthz(addr string) error {
 func authedCheck(addr, pass string) error {
 	c := redis.NewClient(&redis.Options{Addr: addr, Password: pass, MaxRetries: -1, DialTimeout: 5 * time.Second, ReadTimeout: 5 * time.Second})
 	defer c.Close()
-	return c.Do(context.Background(), "RL.CHECK", "budget", "fixed", 1000, noRollover).Err()
+	return c.Do(context.Background(), "RL.CHECK", "budget", "fixed", 1000, testutil.NoRollover).Err()
 }
 
 // TestGRPCBudgetLeavesRESPAndHealthz: gRPC connections without the
@@ -181,11 +182,11 @@ func TestGRPCBudgetLeavesRESPAndHealthz(t *testing.T) {
 	if err := os.WriteFile(conf, []byte(envoyYAML), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	grpcAddr := freePort(t)
+	grpcAddr := testutil.FreeAddr(t)
 	p := startProc(t, bin, t.TempDir(), "--grpc", grpcAddr, "--envoy-config", conf, "--requirepass", "s3cret", "--maxclients", "20")
 	flood := h2flood.Stall(grpcAddr, h2flood.ShouldRateLimit, "", 40, 1)
 	defer flood.Close()
-	waitFor(t, 10*time.Second, "the server to take in or close the flood's connections", func() bool { return flood.Served.Load()+flood.Gone.Load() == 40 })
+	testutil.WaitFor(t, 10*time.Second, "the server to take in or close the flood's connections", func() bool { return flood.Served.Load()+flood.Gone.Load() == 40 })
 	if err := authedCheck(p.resp, "s3cret"); err != nil {
 		t.Errorf("a go-redis client beside 40 unauthenticated gRPC connections (--maxclients 20): %v", err)
 	}
@@ -196,11 +197,11 @@ func TestGRPCBudgetLeavesRESPAndHealthz(t *testing.T) {
 	flood.Close()
 	p.stop()
 
-	grpcAddr = freePort(t)
+	grpcAddr = testutil.FreeAddr(t)
 	p = startProc(t, bin, t.TempDir(), "--grpc", grpcAddr, "--envoy-config", conf, "--requirepass", "s3cret", "--grpc-maxclients", "10")
 	flood = h2flood.Stall(grpcAddr, h2flood.ShouldRateLimit, "", 30, 1)
 	defer flood.Close()
-	waitFor(t, 10*time.Second, "20 of 30 gRPC connections closed (--grpc-maxclients 10)", func() bool { return flood.Gone.Load() >= 20 })
+	testutil.WaitFor(t, 10*time.Second, "20 of 30 gRPC connections closed (--grpc-maxclients 10)", func() bool { return flood.Gone.Load() >= 20 })
 	if err := authedCheck(p.resp, "s3cret"); err != nil {
 		t.Errorf("a go-redis client beside a full gRPC budget: %v", err)
 	}
@@ -215,7 +216,7 @@ func TestGRPCBudgetLeavesRESPAndHealthz(t *testing.T) {
 	}
 	flood.Close()
 	envoy, _ := rlsClient(t, grpcAddr, "s3cret")
-	waitFor(t, 10*time.Second, "an Envoy call answered once the flood left", func() bool {
+	testutil.WaitFor(t, 10*time.Second, "an Envoy call answered once the flood left", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		r, err := envoy.ShouldRateLimit(ctx, rlsReq("edge", "user", "alice"))

@@ -35,9 +35,9 @@ func runHealth(args []string, getenv func(string) string, stdout, stderr io.Writ
 	fs.SetOutput(stderr)
 	addr := getenv("RLSERVER_HTTP")
 	if addr == "" {
-		addr = "127.0.0.1:8080"
+		addr = defaultHTTP
 	}
-	fs.StringVar(&addr, "http", addr, "the node's HTTP address (default RLSERVER_HTTP, else 127.0.0.1:8080)")
+	fs.StringVar(&addr, "http", addr, "the node's HTTP address (default RLSERVER_HTTP, else "+defaultHTTP+")")
 	timeout := fs.Duration("timeout", 3*time.Second, "give up after this long")
 	useTLS := fs.Bool("tls", getenv("RLSERVER_TLS_CERT") != "", "HTTPS, not verifying the certificate (default: on when RLSERVER_TLS_CERT is set)")
 	// A bad flag is one line and a hint, as the server's own flags are;

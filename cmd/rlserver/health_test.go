@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rlserver/rlserver/internal/testutil"
 )
 
 // TestHealthBadFlag: `rlserver health --bogus` (or a stray argument)
@@ -44,8 +46,8 @@ func TestBusyPortsNamed(t *testing.T) {
 	defer held.Close()
 	busy := held.Addr().String()
 	for flag, args := range map[string][]string{
-		"--listen": {"--listen", busy, "--http", freePort(t)},
-		"--http":   {"--listen", freePort(t), "--http", busy},
+		"--listen": {"--listen", busy, "--http", testutil.FreeAddr(t)},
+		"--http":   {"--listen", testutil.FreeAddr(t), "--http", busy},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		out, err := exec.CommandContext(ctx, bin, append(args, "--data-dir", t.TempDir())...).CombinedOutput()

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rlserver/rlserver/internal/testutil"
 )
 
 // Issue 18: a cluster node started with --requirepass answered GET
@@ -17,7 +19,7 @@ import (
 // open, and each 401 names what it refused.
 func TestClusterAndMetricsNeedTheToken(t *testing.T) {
 	bin := buildBinary(t)
-	raft := freePort(t)
+	raft := testutil.FreeAddr(t)
 	p := startProc(t, bin, t.TempDir(), "--node-id", "n1", "--raft-addr", raft, "--peers", "n1="+raft,
 		"--groups", "1", "--requirepass", "pw", "--metrics-auth")
 	waitBalanced(t, []*proc{p}, 20*time.Second) // reads GET /cluster with the password

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/rlserver/rlserver/internal/testutil"
 )
 
 // TestImageNonRootAndHealthy: a container of our image runs the server as
@@ -46,11 +48,11 @@ func TestImageNonRootAndHealthy(t *testing.T) {
 		resp := e.published(name, "6379/tcp")
 		rdb := redis.NewClient(&redis.Options{Addr: resp, MaxRetries: -1})
 		t.Cleanup(func() { rdb.Close() })
-		waitFor(t, 30*time.Second, name+" serving checks", func() bool {
+		testutil.WaitFor(t, 30*time.Second, name+" serving checks", func() bool {
 			return rdb.Do(context.Background(), "RL.CHECK", "k", "fixed", 5, "1m").Err() == nil
 		})
 		var health string
-		waitFor(t, 90*time.Second, name+" healthy", func() bool {
+		testutil.WaitFor(t, 90*time.Second, name+" healthy", func() bool {
 			health = mustDocker(t, "inspect", "-f", "{{.State.Health.Status}}", name)
 			if health == "unhealthy" {
 				logs, _ := exec.Command("docker", "inspect", "-f", "{{json .State.Health}}", name).CombinedOutput()
@@ -150,7 +152,7 @@ func TestImageRLSAcrossContainers(t *testing.T) {
 		return out
 	}
 	var first string
-	waitFor(t, 30*time.Second, "the service answering another container", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "the service answering another container", func() bool {
 		out, err := dockerRun("run", "--rm", "--label", "rlserver-test="+e.prefix, "--network", netName, e.image,
 			"rls-check", "--grpc", server+":8081", "--domain", "edge", "--timeout", "2s", "probe=x")
 		first = out
@@ -161,7 +163,7 @@ func TestImageRLSAcrossContainers(t *testing.T) {
 			t.Fatalf("request %d: %s, want %s (first answer: %s)", i+1, got, want, first)
 		}
 	}
-	waitFor(t, 90*time.Second, server+" healthy", func() bool {
+	testutil.WaitFor(t, 90*time.Second, server+" healthy", func() bool {
 		h := mustDocker(t, "inspect", "-f", "{{.State.Health.Status}}", server)
 		if h == "unhealthy" {
 			logs, _ := exec.Command("docker", "inspect", "-f", "{{json .State.Health}}", server).CombinedOutput()

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/internal/testutil"
 )
 
 // BenchmarkClusterJoin measures a join with many live keys: three nodes
@@ -96,7 +97,7 @@ func runJoinBench(b *testing.B, keys int) {
 	measure(time.Second) // warm up
 	steady := measure(5 * time.Second)
 	n0, t0 := done.Load(), time.Now()
-	n4 := startProc(tb, bin, tb.TempDir(), "--node-id", "n4", "--raft-addr", freePort(tb), "--join", procs[0].resp,
+	n4 := startProc(tb, bin, tb.TempDir(), "--node-id", "n4", "--raft-addr", testutil.FreeAddr(tb), "--join", procs[0].resp,
 		"--consistency", "fast")
 	deadline := time.Now().Add(10 * time.Minute)
 	for {

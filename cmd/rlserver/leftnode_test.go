@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rlserver/rlserver/internal/testutil"
 )
 
 // leftMsg is the line a node that left the cluster logs once.
@@ -36,12 +38,12 @@ func TestLeftNodeSaysSoOnce(t *testing.T) {
 	if err := procs[0].client.Do(context.Background(), "RL.CLUSTER.LEAVE", name).Err(); err != nil {
 		t.Fatalf("RL.CLUSTER.LEAVE %s: %v", name, err)
 	}
-	waitFor(t, 40*time.Second, name+" forgotten", func() bool {
+	testutil.WaitFor(t, 40*time.Second, name+" forgotten", func() bool {
 		r, err := report(procs[0], "")
 		return err == nil && !hasNode(r, name)
 	})
 	left := procs[leaving].logs
-	waitFor(t, 10*time.Second, name+" says it left", func() bool { return strings.Contains(left.String(), leftMsg) })
+	testutil.WaitFor(t, 10*time.Second, name+" says it left", func() bool { return strings.Contains(left.String(), leftMsg) })
 	// Raft's election timer fires every heartbeat timeout or so: before
 	// the fix, the first such line came within a second of the removal.
 	time.Sleep(5 * time.Second)

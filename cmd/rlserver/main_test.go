@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -11,45 +12,54 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/rlserver/rlserver/internal/redistest"
+	"github.com/rlserver/rlserver/internal/testutil"
 )
 
-// noRollover is the window of the tests' fixed and sliding keys: the
-// longest, 366 days. Those windows are aligned to the Unix epoch, and the
-// tests run real processes on the wall clock, so a test whose charges and
-// checks straddle a window's end would see its counts reset (in CI,
-// TestJoinAndLeaveUnderLoad of ./cluster failed so when its one-hour window
-// ended at 07:00:00 UTC mid-test). The next 366-day boundary is
-// 2027-02-13; the chance that a test straddles one is its length over 366
-// days. Token, leaky and gcra keys refill at limit per 366 days: nothing
-// during a test.
-const noRollover = "366d"
+// binDir holds the binaries the tests run, built once per test run;
+// TestMain makes it and removes it at the end.
+var binDir string
 
-// buildBinary builds rlserver once per test run.
-func buildBinary(t testing.TB) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "rlserver")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
+// build is one binary built at most once per test run.
+type build struct {
+	once sync.Once
+	path string
+	err  error
 }
 
-// freePort returns a 127.0.0.1 address on a port outside the kernel's
-// ephemeral range, so that no other test's connection can take it.
-func freePort(t testing.TB) string {
+// get builds the binary into binDir as name with env added to the
+// environment, on the first call, and returns its path; every call of a
+// run whose build failed fails its test with the build's output.
+func (b *build) get(t testing.TB, name string, env ...string) string {
 	t.Helper()
-	port, err := redistest.FreePort()
-	if err != nil {
-		t.Fatal(err)
+	b.once.Do(func() {
+		path := filepath.Join(binDir, name)
+		cmd := exec.Command("go", "build", "-o", path, ".")
+		cmd.Env = append(os.Environ(), env...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("go build: %v\n%s", err, out)
+			return
+		}
+		b.path = path
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return "127.0.0.1:" + strconv.Itoa(port)
+	return b.path
+}
+
+var plainBuild, staticBuild build
+
+// buildBinary builds rlserver once per test run and returns its path. The
+// tests share the one file: none may change or remove it.
+func buildBinary(t testing.TB) string {
+	t.Helper()
+	return plainBuild.get(t, "rlserver")
 }
 
 // waitPing polls until addr answers PING or the deadline passes.
@@ -67,7 +77,7 @@ func waitPing(t *testing.T, c *redis.Client) {
 func TestBinaryLifecycle(t *testing.T) {
 	bin := buildBinary(t)
 	dir := t.TempDir()
-	resp, httpAddr := freePort(t), freePort(t)
+	resp, httpAddr := testutil.FreeAddr(t), testutil.FreeAddr(t)
 	cmd := exec.Command(bin, "--listen", resp, "--http", httpAddr, "--data-dir", dir)
 	var logs bytes.Buffer
 	cmd.Stderr = &logs
@@ -91,7 +101,7 @@ func TestBinaryLifecycle(t *testing.T) {
 	}
 
 	// A second server on the same data directory refuses to start.
-	out, err := exec.Command(bin, "--listen", freePort(t), "--http", "", "--data-dir", dir).CombinedOutput()
+	out, err := exec.Command(bin, "--listen", testutil.FreeAddr(t), "--http", "", "--data-dir", dir).CombinedOutput()
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || !strings.Contains(string(out), "is in use by another rlserver") {
 		t.Fatalf("second server: err %v, output %q", err, out)

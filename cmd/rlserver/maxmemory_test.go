@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rlserver/rlserver/internal/testutil"
 )
 
 // floodSeconds is how long TestMaxMemoryBoundsTheProcess floods each node
@@ -83,7 +84,7 @@ func TestMaxMemoryBoundsTheProcess(t *testing.T) {
 				began := time.Now()
 				p = restartProc(t, p, append([]string{"--listen", p.resp, "--http", p.http, "--maxmemory", "64mb"}, mode.flags...)...)
 				t.Logf("restarted after kill -9 in %v", time.Since(began).Round(time.Millisecond))
-				got := p.do("RL.CHECK", "bystander", "fixed", 1000000, noRollover, "COST", 0).([]any)
+				got := p.do("RL.CHECK", "bystander", "fixed", 1000000, testutil.NoRollover, "COST", 0).([]any)
 				if got[2].(int64) != last {
 					t.Errorf("after kill -9 the bystander has %v remaining; it was told %d", got[2], last)
 				}
@@ -94,17 +95,11 @@ func TestMaxMemoryBoundsTheProcess(t *testing.T) {
 }
 
 // buildStaticBinary builds rlserver as the image and make build do
-// (CGO_ENABLED=0): its memory is all the Go runtime's, which a cgo build's
-// Pebble would partly take from C.
+// (CGO_ENABLED=0), once per test run: its memory is all the Go runtime's,
+// which a cgo build's Pebble would partly take from C.
 func buildStaticBinary(t testing.TB) string {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), "rlserver")
-	cmd := exec.Command("go", "build", "-o", out, ".")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, b)
-	}
-	return out
+	return staticBuild.get(t, "rlserver-static", "CGO_ENABLED=0")
 }
 
 // bystander charges one key of its own every 50 ms while a test floods the
@@ -127,7 +122,7 @@ func startBystander(t *testing.T, p *proc) *bystander {
 				return
 			case <-time.After(50 * time.Millisecond):
 			}
-			v, err := p.client.Do(context.Background(), "RL.CHECK", "bystander", "fixed", 1000000, noRollover).Slice()
+			v, err := p.client.Do(context.Background(), "RL.CHECK", "bystander", "fixed", 1000000, testutil.NoRollover).Slice()
 			if err != nil {
 				t.Errorf("bystander: %v", err)
 				return

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -9,11 +10,13 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/internal/testutil"
 )
 
 // TestPlannedMovesShowClientsNoErrors: what a cluster does by itself or on
 // an operator's request must show a Redis Cluster client with its default
-// options no error and lose or double no admission (DESIGN.md section 5).
+// options no error and lose or double no admission (docs/cluster.md, "Planned moves are invisible
+// to clients").
 // go-redis's ClusterClient and redis-py's RedisCluster, both with default
 // options, check at a steady rate through, in one cluster: its forming
 // (the clients start as soon as the nodes listen), a SIGTERM of the node
@@ -58,10 +61,10 @@ func plannedMoves(t *testing.T, bin, mode string) {
 	}
 
 	ph.begin("join of n4")
-	n4 := startProc(t, bin, t.TempDir(), "--node-id", "n4", "--raft-addr", freePort(t), "--join", procs[0].resp,
+	n4 := startProc(t, bin, t.TempDir(), "--node-id", "n4", "--raft-addr", testutil.FreeAddr(t), "--join", procs[0].resp,
 		"--consistency", mode)
 	all := append(procs[:3:3], n4)
-	waitFor(t, 40*time.Second, "n4 leads groups and leaders are balanced", func() bool {
+	testutil.WaitFor(t, 40*time.Second, "n4 leads groups and leaders are balanced", func() bool {
 		r, err := report(procs[0], "")
 		return err == nil && leadsIn(r, "n4") > 0 && r.IsBalanced()
 	})
@@ -70,7 +73,7 @@ func plannedMoves(t *testing.T, bin, mode string) {
 	if err := procs[0].client.Do(context.Background(), "RL.CLUSTER.LEAVE", "n2").Err(); err != nil {
 		t.Fatalf("RL.CLUSTER.LEAVE n2: %v", err)
 	}
-	waitFor(t, 40*time.Second, "n2 forgotten and leaders balanced", func() bool {
+	testutil.WaitFor(t, 40*time.Second, "n2 forgotten and leaders balanced", func() bool {
 		r, err := report(procs[0], "")
 		return err == nil && !hasNode(r, "n2") && r.IsBalanced()
 	})
@@ -90,10 +93,15 @@ func startNodes(t testing.TB, bin string, n, groups int, extra ...string) []*pro
 	var ids, raft, peers []string
 	for i := 0; i < n; i++ {
 		ids = append(ids, fmt.Sprintf("n%d", i+1))
-		raft = append(raft, freePort(t))
+		raft = append(raft, testutil.FreeAddr(t))
 		peers = append(peers, ids[i]+"="+raft[i])
 	}
 	procs := make([]*proc, n)
+	errs := make([]error, n)
+	dirs := make([]string, n)
+	for i := range dirs {
+		dirs[i] = t.TempDir()
+	}
 	var wg sync.WaitGroup
 	for i := range ids {
 		wg.Add(1)
@@ -101,14 +109,12 @@ func startNodes(t testing.TB, bin string, n, groups int, extra ...string) []*pro
 			defer wg.Done()
 			flags := append([]string{"--node-id", ids[i], "--raft-addr", raft[i], "--peers", strings.Join(peers, ","),
 				"--groups", fmt.Sprint(groups)}, extra...)
-			procs[i] = startProc(t, bin, t.TempDir(), flags...)
+			procs[i], errs[i] = startProcErr(t, bin, dirs[i], flags...)
 		}()
 	}
 	wg.Wait()
-	for _, p := range procs {
-		if p == nil { // a node did not start: its goroutine failed the test and ended
-			t.FailNow()
-		}
+	if err := errors.Join(errs...); err != nil { // a node did not start
+		t.Fatal(err)
 	}
 	return procs
 }
@@ -129,16 +135,4 @@ func leadsIn(r cluster.Report, name string) int {
 		}
 	}
 	return 0
-}
-
-// waitFor polls ok until it holds or d passes.
-func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting until %s", d, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/rlserver/rlserver/internal/logbuf"
 	"github.com/rlserver/rlserver/internal/redistest"
+	"github.com/rlserver/rlserver/internal/testutil"
 )
 
 // Issue 18, the front door: four clients sending, over and over, a request
@@ -95,7 +96,7 @@ func millionArgs() []byte {
 // killed when the test ends.
 func startPlain(t *testing.T, args ...string) string {
 	t.Helper()
-	addr := freePort(t)
+	addr := testutil.FreeAddr(t)
 	cmd := exec.Command(buildBinary(t), append([]string{"--listen", addr, "--http", "", "--data-dir", ""}, args...)...)
 	var logs logbuf.Buffer
 	cmd.Stderr = &logs

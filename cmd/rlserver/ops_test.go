@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rlserver/rlserver/internal/testutil"
 )
 
 // TestLogFormatJSON: a process started with --log-format json (and one
@@ -100,7 +102,7 @@ func TestHealthSubcommand(t *testing.T) {
 		return 0, string(out)
 	}
 	_, port, _ := strings.Cut(p.http, ":")
-	free := freePort(t)
+	free := testutil.FreeAddr(t)
 	for _, c := range []struct {
 		env  []string
 		args []string
@@ -129,13 +131,13 @@ func TestHealthSubcommand(t *testing.T) {
 // is 1.
 func TestHealthCoversGRPC(t *testing.T) {
 	bin := buildBinary(t)
-	grpcAddr := freePort(t)
+	grpcAddr := testutil.FreeAddr(t)
 	p := startProc(t, bin, t.TempDir(), "--grpc", grpcAddr)
 	out, err := exec.Command(bin, "health", "--http", p.http).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "the rate limit service (gRPC "+grpcAddr+") is serving") {
 		t.Fatalf("health: %v: %s", err, out)
 	}
-	dead := freePort(t)
+	dead := testutil.FreeAddr(t)
 	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(GRPCHeader, dead)
 		w.Write([]byte(`{"status":"ready"}`))
@@ -157,7 +159,7 @@ func TestEnvoyConfigBadAtStart(t *testing.T) {
 	if err := os.WriteFile(conf, []byte("domain: a\ndescriptors:\n  - key: k\n    rate_limit: {unit: fortnight, requests_per_unit: 1}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "--listen", freePort(t), "--http", freePort(t), "--grpc", freePort(t), "--data-dir", "", "--envoy-config", conf)
+	cmd := exec.Command(bin, "--listen", testutil.FreeAddr(t), "--http", testutil.FreeAddr(t), "--grpc", testutil.FreeAddr(t), "--data-dir", "", "--envoy-config", conf)
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() == 0 {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/internal/logbuf"
+	"github.com/rlserver/rlserver/internal/testutil"
 )
 
 // alertsFile is the shipped alerting rules, from cmd/rlserver.
@@ -140,7 +141,7 @@ func TestPrometheusScrapesCluster(t *testing.T) {
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	web := freePort(t)
+	web := testutil.FreeAddr(t)
 	logs := &logbuf.Buffer{}
 	cmd := exec.Command(promBin, "--config.file", cfgFile, "--storage.tsdb.path", filepath.Join(dir, "tsdb"),
 		"--web.listen-address", web)
@@ -160,7 +161,7 @@ func TestPrometheusScrapesCluster(t *testing.T) {
 		}
 	}
 	var sum map[string]float64
-	waitFor(t, 60*time.Second, fmt.Sprintf("Prometheus to count %d checks", checks), func() bool {
+	testutil.WaitFor(t, 60*time.Second, fmt.Sprintf("Prometheus to count %d checks", checks), func() bool {
 		sum, err = promQuery(base, "sum(rlserver_checks_total)")
 		return err == nil && len(sum) == 1 && sum["map[]"] >= checks
 	})
@@ -169,7 +170,7 @@ func TestPrometheusScrapesCluster(t *testing.T) {
 		t.Fatalf("up == 1 for %d targets (%v), want 3: %v", len(up), err, up)
 	}
 	// Every rule has been evaluated, without error.
-	waitFor(t, 30*time.Second, "every rule evaluated without error", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "every rule evaluated without error", func() bool {
 		res, err := http.Get(base + "/api/v1/rules")
 		if err != nil {
 			return false

@@ -23,19 +23,20 @@ import (
 
 	"github.com/rlserver/rlserver/internal/logbuf"
 	"github.com/rlserver/rlserver/internal/testcert"
+	"github.com/rlserver/rlserver/internal/testutil"
 )
 
 // fileRule is one rule of a rules file written by the reload tests
-// (fixed, limit per 366 days: see noRollover).
+// (fixed, limit per 366 days: see testutil.NoRollover).
 func fileRule(id, target string, limit int) string {
-	return fmt.Sprintf("- id: %s\n  target: %s\n  tier: \"*\"\n  key_type: user\n  algo: fixed\n  limit: %d\n  window: %s\n", id, target, limit, noRollover)
+	return fmt.Sprintf("- id: %s\n  target: %s\n  tier: \"*\"\n  key_type: user\n  algo: fixed\n  limit: %d\n  window: %s\n", id, target, limit, testutil.NoRollover)
 }
 
 // startTLSProc starts bin with args, its RESP and HTTP on free ports over
 // TLS, and waits for a PING through a client of tc.
 func startTLSProc(t *testing.T, bin string, tc *tls.Config, args ...string) *proc {
 	t.Helper()
-	p := &proc{t: t, logs: &logbuf.Buffer{}, resp: freePort(t), http: freePort(t), bin: bin, done: make(chan error, 1)}
+	p := &proc{t: t, logs: &logbuf.Buffer{}, resp: testutil.FreeAddr(t), http: testutil.FreeAddr(t), bin: bin, done: make(chan error, 1)}
 	p.cmd = exec.Command(bin, append([]string{"--listen", p.resp, "--http", p.http}, args...)...)
 	p.cmd.Stderr = p.logs
 	noteLogs(t, p.logs)
@@ -46,7 +47,7 @@ func startTLSProc(t *testing.T, bin string, tc *tls.Config, args ...string) *pro
 	t.Cleanup(func() { p.cmd.Process.Kill() })
 	p.client = redis.NewClient(&redis.Options{Addr: p.resp, TLSConfig: tc, MaxRetries: -1})
 	t.Cleanup(func() { p.client.Close() })
-	waitFor(t, 20*time.Second, "rlserver answering PING over TLS", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "rlserver answering PING over TLS", func() bool {
 		select {
 		case err := <-p.done:
 			t.Fatalf("rlserver exited at start: %v\n%s", err, p.logs)
@@ -203,13 +204,13 @@ func TestSIGHUPReloadsUnderLoad(t *testing.T) {
 		t.Fatal("the node does not serve --tls-cert")
 	}
 	load := startTLSLoad(t, p.resp, tc, 6)
-	waitFor(t, 10*time.Second, "the load running", func() bool { return load.checks.Load() > 200 })
+	testutil.WaitFor(t, 10*time.Second, "the load running", func() bool { return load.checks.Load() > 200 })
 
 	write(fileRule("file-a", "/a", 7) + fileRule("file-new", "/new", 2))
 	copyFile(t, fresh.CertFile, certFile)
 	copyFile(t, fresh.KeyFile, keyFile)
 	p.cmd.Process.Signal(syscall.SIGHUP)
-	waitFor(t, 10*time.Second, "the rules reloaded", func() bool { return ruleLimit(p, "file-a") == 7 })
+	testutil.WaitFor(t, 10*time.Second, "the rules reloaded", func() bool { return ruleLimit(p, "file-a") == 7 })
 	if g, n, r := ruleLimit(p, "file-gone"), ruleLimit(p, "file-new"), ruleLimit(p, "runtime-r"); g != -1 || n != 2 || r != 9 {
 		t.Fatalf("after SIGHUP: file-gone %d (want gone), file-new %d (want 2), runtime-r %d (want 9)\n%s", g, n, r, p.logs)
 	}
@@ -236,7 +237,7 @@ func TestSIGHUPReloadsUnderLoad(t *testing.T) {
 	write("- id: file-a\n  limit: nope\n")
 	os.Remove(keyFile)
 	p.cmd.Process.Signal(syscall.SIGHUP)
-	waitFor(t, 10*time.Second, "the failed reloads logged", func() bool {
+	testutil.WaitFor(t, 10*time.Second, "the failed reloads logged", func() bool {
 		return strings.Count(p.logs.String(), "reload failed") >= 2
 	})
 	if a := ruleLimit(p, "file-a"); a != 7 {
@@ -284,7 +285,7 @@ func TestSIGHUPWithNothingToReload(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		p.cmd.Process.Signal(syscall.SIGHUP)
 	}
-	waitFor(t, 10*time.Second, "the SIGHUP logged", func() bool {
+	testutil.WaitFor(t, 10*time.Second, "the SIGHUP logged", func() bool {
 		return strings.Contains(p.logs.String(), "SIGHUP: nothing to reload")
 	})
 	if err := p.client.Ping(context.Background()).Err(); err != nil {
@@ -303,7 +304,7 @@ func TestSIGHUPReloadsClusterRules(t *testing.T) {
 	procs := startNodes(t, bin, 3, 4, "--rules", rulesFile)
 	waitBalanced(t, procs, 60*time.Second)
 	for _, p := range procs {
-		waitFor(t, 30*time.Second, p.resp+" holding the file's rules", func() bool {
+		testutil.WaitFor(t, 30*time.Second, p.resp+" holding the file's rules", func() bool {
 			return ruleLimit(p, "c-a") == 5 && ruleLimit(p, "c-gone") == 3
 		})
 	}
@@ -312,7 +313,7 @@ func TestSIGHUPReloadsClusterRules(t *testing.T) {
 	}
 	procs[0].cmd.Process.Signal(syscall.SIGHUP)
 	for _, p := range procs {
-		waitFor(t, 30*time.Second, p.resp+" holding the reloaded rules", func() bool {
+		testutil.WaitFor(t, 30*time.Second, p.resp+" holding the reloaded rules", func() bool {
 			return ruleLimit(p, "c-a") == 8 && ruleLimit(p, "c-gone") == -1
 		})
 	}

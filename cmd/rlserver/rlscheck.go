@@ -30,7 +30,7 @@ import (
 func runRLSCheck(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("rlserver rls-check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	addr := fs.String("grpc", "127.0.0.1:8081", "the rate limit service's gRPC address")
+	addr := fs.String("grpc", defaultGRPC, "the rate limit service's gRPC address")
 	domain := fs.String("domain", "", "the request's domain (required)")
 	token := fs.String("token", getenv("RLSERVER_REQUIREPASS"), "bearer token sent as 'authorization: Bearer <token>' (default RLSERVER_REQUIREPASS)")
 	hits := fs.Uint("hits", 0, "the request's hits_addend (0 counts as 1)")

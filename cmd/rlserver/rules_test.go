@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/rlserver/rlserver/internal/testutil"
 	"github.com/rlserver/rlserver/shards"
 )
 
@@ -24,7 +25,7 @@ const goodRules = `
   key_type: user
   algo: sliding
   limit: 2
-  window: ` + noRollover + `
+  window: ` + testutil.NoRollover + `
 - id: per-ip
   target: "*"
   tier: "*"

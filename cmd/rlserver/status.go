@@ -70,13 +70,16 @@ func statusHotKeys(lim any, now func() int64) func(n int) []statuspage.HotKey {
 	}
 }
 
+// blockLister is what the status page reads of a limiter's blocks.
+type blockLister interface {
+	NewestBlocks(n int, now int64) ([]rules.Block, int)
+	BlockStats(now int64) shards.BlockStats
+}
+
 // statusBlocks is the status page's blocks hook over lim's blocks (nil if
 // lim keeps none): the newest live ones, made last first, and the counts.
 func statusBlocks(lim any, now func() int64) func(n int) ([]statuspage.Block, int, uint64) {
-	bs, ok := lim.(interface {
-		NewestBlocks(n int, now int64) ([]rules.Block, int)
-		BlockStats(now int64) shards.BlockStats
-	})
+	bs, ok := lim.(blockLister)
 	if !ok {
 		return nil
 	}

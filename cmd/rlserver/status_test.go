@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/internal/headless"
+	"github.com/rlserver/rlserver/internal/testutil"
 	"github.com/rlserver/rlserver/statuspage"
 )
 
@@ -30,7 +31,7 @@ func stats(p *proc) (statuspage.Stats, error) {
 // waitSeconds waits until p's page has sampled n seconds with checks in
 // them.
 func waitSeconds(t *testing.T, p *proc, n int) {
-	waitFor(t, 30*time.Second, "the page has samples of seconds with checks", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "the page has samples of seconds with checks", func() bool {
 		s, err := stats(p)
 		busy := 0
 		for _, c := range s.Series.Checks {

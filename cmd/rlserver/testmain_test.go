@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 
@@ -11,10 +12,19 @@ import (
 // TestMain silences go-redis's own log (a line per failed dial of its
 // pools, hundreds after each kill -9): the tests count and report the
 // errors their clients see, and CI keeps only the end of the output, where
-// that noise buried the failing test's own report.
+// that noise buried the failing test's own report. It makes binDir, where
+// the binaries are built once for the whole run, and removes it after.
 func TestMain(m *testing.M) {
 	redis.SetLogger(quietLog{})
-	os.Exit(m.Run())
+	dir, err := os.MkdirTemp("", "rlserver-test-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
 
 type quietLog struct{}

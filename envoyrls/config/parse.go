@@ -14,7 +14,7 @@ import (
 // Options bound what a configuration may hold.
 type Options struct {
 	// MaxLogLimit caps requests_per_unit for the log algorithm (the
-	// server's --max-log-limit); 0 is 10000.
+	// server's --max-log-limit); 0 is engine.DefaultMaxLogLimit.
 	MaxLogLimit int64
 	// MaxBytes bounds what Load reads: a file, or a directory's files
 	// together (the server's --max-config-bytes); 0 is DefaultMaxBytes.
@@ -51,7 +51,7 @@ func (p *parser) errorf(n *yaml.Node, field, format string, args ...any) {
 // as it was.
 func Parse(cfg *Config, file string, data []byte, opt Options) (err error) {
 	if opt.MaxLogLimit <= 0 {
-		opt.MaxLogLimit = 10000
+		opt.MaxLogLimit = engine.DefaultMaxLogLimit
 	}
 	p := &parser{file: file, opt: opt, cfg: cfg}
 	defer func() {

@@ -20,6 +20,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+
+	"github.com/rlserver/rlserver/internal/testutil"
 )
 
 // refVersion is the envoyproxy/ratelimit version compared with (its
@@ -98,17 +100,6 @@ func tail(b []byte) string {
 	return string(b)
 }
 
-// freePort returns a port free on 127.0.0.1 now.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // side is one of the two services.
 type side struct {
 	name    string
@@ -145,12 +136,12 @@ func startPair(t *testing.T, domain, yaml string, o opts) *pair {
 	p := &pair{t: t, yamlPath: filepath.Join(cfgDir, "rls.yaml")}
 	p.write(yaml)
 
-	redisPort := freePort(t)
+	redisPort := testutil.FreePort(t)
 	start(t, "redis-server", exec.Command("redis-server", "--port", strconv.Itoa(redisPort), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no"), nil)
 	waitTCP(t, fmt.Sprintf("127.0.0.1:%d", redisPort))
 
-	grpcRef, httpRef, debugRef, promRef := freePort(t), freePort(t), freePort(t), freePort(t)
+	grpcRef, httpRef, debugRef, promRef := testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t)
 	cmd := exec.Command(refPath)
 	cmd.Dir = w
 	cmd.Env = append(os.Environ(), "USE_STATSD=false", "LOG_LEVEL=warn", "REDIS_SOCKET_TYPE=tcp",
@@ -165,7 +156,7 @@ func startPair(t *testing.T, domain, yaml string, o opts) *pair {
 	start(t, "envoyproxy/ratelimit", cmd, p.ref.log)
 	p.ref.client = dial(t, fmt.Sprintf("127.0.0.1:%d", grpcRef))
 
-	grpcOurs, httpOurs, respOurs := freePort(t), freePort(t), freePort(t)
+	grpcOurs, httpOurs, respOurs := testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t)
 	args := append([]string{"--listen", fmt.Sprintf("127.0.0.1:%d", respOurs), "--http", fmt.Sprintf("127.0.0.1:%d", httpOurs),
 		"--grpc", fmt.Sprintf("127.0.0.1:%d", grpcOurs), "--data-dir", "", "--envoy-config", p.yamlPath, "--log-level", "warn"}, o.args...)
 	cmd = exec.Command(oursPath, args...)

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/bench/load"
+	"github.com/rlserver/rlserver/internal/testutil"
 	"github.com/rlserver/rlserver/slots"
 )
 
@@ -262,7 +263,7 @@ func TestClusterRealNodes(t *testing.T) {
 	var peers []string
 	raft, resp, web := make([]string, 3), make([]string, 3), make([]string, 3)
 	for i := range 3 {
-		raft[i], resp[i], web[i] = "127.0.0.1:"+freePort(t), "127.0.0.1:"+freePort(t), "127.0.0.1:"+freePort(t)
+		raft[i], resp[i], web[i] = testutil.FreeAddr(t), testutil.FreeAddr(t), testutil.FreeAddr(t)
 		peers = append(peers, fmt.Sprintf("n%d=%s", i+1, raft[i]))
 	}
 	for i := range 3 {
@@ -329,13 +330,4 @@ func waitBalanced(t *testing.T, http_ string, d time.Duration) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-func freePort(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 }

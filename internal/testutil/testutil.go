@@ -1,0 +1,60 @@
+// Package testutil holds the helpers that tests of several packages share:
+// waiting for a condition with a deadline, free local ports, and the window
+// that keeps fixed-window counts from rolling over mid-test. It imports
+// nothing of the project's but internal/redistest, so that any package's
+// tests (not those of redistest itself) can use it.
+package testutil
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/rlserver/rlserver/internal/redistest"
+)
+
+// NoRollover is the window of the fixed and sliding keys and rules of
+// tests that run on the wall clock: the longest, 366 days. Those windows
+// are aligned to the Unix epoch, so a test whose charges and checks
+// straddle a window's end would see its counts reset (in CI, TestJoinAndLeaveUnderLoad of
+// ./cluster failed so when its one-hour window ended at 07:00:00 UTC
+// mid-test). The next 366-day boundary is 2027-02-13; the chance that a
+// test straddles one is its length over 366 days. Token, leaky and gcra
+// keys refill at limit per 366 days: nothing during a test.
+const NoRollover = "366d"
+
+// WaitFor polls cond until it holds, failing the test with what if it does
+// not within d. It polls at once, then after 1 ms, backing off to every
+// 50 ms: quick for in-process state, gentle on a real process that cond
+// asks over the network. Call it from the test's goroutine only (it calls
+// t.Fatalf).
+func WaitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	pause := time.Millisecond
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, 50*time.Millisecond)
+	}
+}
+
+// FreePort returns a port free on 127.0.0.1 now, outside the kernel's
+// ephemeral range and never handed out twice in one process
+// (redistest.FreePort), so that no other connection or node takes it.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	port, err := redistest.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return port
+}
+
+// FreeAddr returns "127.0.0.1:port" on a FreePort.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	return "127.0.0.1:" + strconv.Itoa(FreePort(t))
+}
