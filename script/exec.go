@@ -23,6 +23,9 @@ type Exec struct {
 	RESP int
 
 	caller   Caller
+	cc       CommandCaller // caller, when it is one (and the next two alike): asked once a run
+	arena    ReplyArena
+	clock    Clock
 	readOnly bool
 	resp     int // the script client's protocol: 2 until redis.setresp(3)
 	run      *run
@@ -76,7 +79,7 @@ type Clock interface {
 // from the Caller's Clock if it has one, else by calling TIME. ok is false
 // when TIME failed or answered something else than two integers.
 func (x *Exec) Time() (sec, usec int64, ok bool) {
-	if c, is := x.caller.(Clock); is {
+	if c := x.clock; c != nil {
 		sec, usec = c.Time()
 		return sec, usec, true
 	}
@@ -126,7 +129,7 @@ type ReplyArena interface {
 // Elems returns n zeroed reply elements for the run's reply: lent by the
 // Caller when it is a ReplyArena, else allocated.
 func (x *Exec) Elems(n int) []values.Reply {
-	if a, ok := x.caller.(ReplyArena); ok {
+	if a := x.arena; a != nil {
 		return a.ReplyElems(n)
 	}
 	return make([]values.Reply, n)
@@ -136,7 +139,7 @@ func (x *Exec) Elems(n int) []values.Reply {
 // the run's reply: lent by the Caller when it is a ReplyArena, else
 // allocated.
 func (x *Exec) Bytes(n int) []byte {
-	if a, ok := x.caller.(ReplyArena); ok {
+	if a := x.arena; a != nil {
 		return a.ReplyBytes(n)
 	}
 	return make([]byte, 0, n)
@@ -245,8 +248,8 @@ type CommandCaller interface {
 // reply and effects, without finding the command by its name on every
 // call when the Caller is a CommandCaller.
 func (x *Exec) CallCommand(cmd *values.Command, args [][]byte) values.Reply {
-	cc, ok := x.caller.(CommandCaller)
-	if !ok || len(args) == 0 {
+	cc := x.cc
+	if cc == nil || len(args) == 0 {
 		return x.Call(args)
 	}
 	if x.run != nil && x.run.state.Load() == runKilled {
