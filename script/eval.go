@@ -79,6 +79,9 @@ func (e *Engine) Run(s *Script, req Request, c Caller) values.Reply {
 		x = new(Exec)
 	}
 	x.SHA, x.Keys, x.Args, x.RESP, x.caller, x.resp = s.sha, req.Keys, req.Args, resp, c, 2
+	x.cc, _ = c.(CommandCaller)
+	x.arena, _ = c.(ReplyArena)
+	x.clock, _ = c.(Clock)
 	x.readOnly = req.ReadOnly || s.flags&FlagNoWrites != 0
 	x.rec.tag, x.rec.sha, x.rec.busy = req.Tag, s.sha, false
 	x.rec.state.Store(runClean)
@@ -95,6 +98,7 @@ func (e *Engine) Run(s *Script, req Request, c Caller) values.Reply {
 		reply = s.Run(x)
 	}
 	x.Keys, x.Args, x.caller, x.run, x.rec.tag, x.script = nil, nil, nil, nil, nil, nil
+	x.cc, x.arena, x.clock = nil, nil, nil
 	e.execs.Put(x)
 	return reply
 }

@@ -23,6 +23,9 @@ type Exec struct {
 	RESP int
 
 	caller   Caller
+	cc       CommandCaller // caller, when it is one (and the next two alike): asked once a run
+	arena    ReplyArena
+	clock    Clock
 	readOnly bool
 	resp     int // the script client's protocol: 2 until redis.setresp(3)
 	run      *run
@@ -76,7 +79,7 @@ type Clock interface {
 // from the Caller's Clock if it has one, else by calling TIME. ok is false
 // when TIME failed or answered something else than two integers.
 func (x *Exec) Time() (sec, usec int64, ok bool) {
-	if c, is := x.caller.(Clock); is {
+	if c := x.clock; c != nil {
 		sec, usec = c.Time()
 		return sec, usec, true
 	}
@@ -126,7 +129,7 @@ type ReplyArena interface {
 // Elems returns n zeroed reply elements for the run's reply: lent by the
 // Caller when it is a ReplyArena, else allocated.
 func (x *Exec) Elems(n int) []values.Reply {
-	if a, ok := x.caller.(ReplyArena); ok {
+	if a := x.arena; a != nil {
 		return a.ReplyElems(n)
 	}
 	return make([]values.Reply, n)
@@ -136,7 +139,7 @@ func (x *Exec) Elems(n int) []values.Reply {
 // the run's reply: lent by the Caller when it is a ReplyArena, else
 // allocated.
 func (x *Exec) Bytes(n int) []byte {
-	if a, ok := x.caller.(ReplyArena); ok {
+	if a := x.arena; a != nil {
 		return a.ReplyBytes(n)
 	}
 	return make([]byte, 0, n)
@@ -204,21 +207,58 @@ func (x *Exec) Call(args [][]byte) values.Reply {
 	if !ok {
 		return errorReply(errUnknownCmd)
 	}
-	if (cmd.Arity > 0 && cmd.Arity != len(args)) || len(args) < -cmd.Arity {
-		return errorReply(errArity)
-	}
-	if cmd.Flags&values.NoScript != 0 {
-		return errorReply(errNoScript)
-	}
-	if cmd.Flags&values.Write != 0 {
-		if x.readOnly {
-			return errorReply(errWriteInRO)
-		}
-		if x.run != nil && !x.run.state.CompareAndSwap(runClean, runDirty) && x.run.state.Load() == runKilled {
-			return errorReply(errKilledCall)
-		}
+	if msg := x.refuse(cmd.Arity, cmd.Flags, len(args)); msg != nil {
+		return errorReply(msg)
 	}
 	return scriptError(x.caller.Call(args, x.resp))
+}
+
+// refuse returns the error Call answers a command of arity and flags
+// called with n arguments (its name included), nil if the run may call it;
+// a write marks the run dirty.
+func (x *Exec) refuse(arity int, flags values.Flags, n int) []byte {
+	if (arity > 0 && arity != n) || n < -arity {
+		return errArity
+	}
+	if flags&values.NoScript != 0 {
+		return errNoScript
+	}
+	if flags&values.Write != 0 {
+		if x.readOnly {
+			return errWriteInRO
+		}
+		if x.run != nil && !x.run.state.CompareAndSwap(runClean, runDirty) && x.run.state.Load() == runKilled {
+			return errKilledCall
+		}
+	}
+	return nil
+}
+
+// CommandCaller is a Caller whose commands are those of package values
+// (Command(name) describes *values.Lookup(name)) and that runs one given
+// resolved: Exec.CallCommand uses it when the Caller has it.
+type CommandCaller interface {
+	// CallCommand is Call(args, resp) for cmd, which is
+	// values.Lookup(args[0]).
+	CallCommand(cmd *values.Command, args [][]byte, resp int) values.Reply
+}
+
+// CallCommand is Call for a command of package values that a native
+// handler looked up once (cmd is values.Lookup(args[0])): the same checks,
+// reply and effects, without finding the command by its name on every
+// call when the Caller is a CommandCaller.
+func (x *Exec) CallCommand(cmd *values.Command, args [][]byte) values.Reply {
+	cc := x.cc
+	if cc == nil || len(args) == 0 {
+		return x.Call(args)
+	}
+	if x.run != nil && x.run.state.Load() == runKilled {
+		return errorReply(errKilledCall)
+	}
+	if msg := x.refuse(cmd.Arity, cmd.Flags, len(args)); msg != nil {
+		return errorReply(msg)
+	}
+	return scriptError(cc.CallCommand(cmd, args, x.resp))
 }
 
 // SetRESP sets the protocol of the script's client, as redis.setresp does:

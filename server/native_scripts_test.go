@@ -280,3 +280,31 @@ func BenchmarkEvalNative(b *testing.B) {
 		})
 	}
 }
+
+// TestNativeReadOnlyRefusesWrites: EVALSHA_RO of ulule/limiter's incr is
+// refused at its INCRBY with the interpreter's error whichever path runs it
+// (Exec.CallCommand checks what redis.call checks), and writes nothing.
+func TestNativeReadOnlyRefusesWrites(t *testing.T) {
+	ctx := context.Background()
+	incr := libText(t, libscripts.Ulule, "incr")
+	var errs [2]string
+	for i, all := range []bool{false, true} {
+		_, addr := startServer(t, Config{InterpretAllScripts: all})
+		c := newClient(t, addr, 2)
+		sha, err := c.ScriptLoad(ctx, incr).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = c.EvalShaRO(ctx, sha, []string{"k"}, 1, 60000).Err()
+		if err == nil || !strings.Contains(err.Error(), "Write commands are not allowed from read-only scripts") {
+			t.Fatalf("InterpretAllScripts=%v: EVALSHA_RO of incr: %v, want the read-only error", all, err)
+		}
+		errs[i] = err.Error()
+		if n, err := c.Exists(ctx, "k").Result(); err != nil || n != 0 {
+			t.Fatalf("InterpretAllScripts=%v: EXISTS k after the refused run: %v %v, want 0", all, n, err)
+		}
+	}
+	if errs[0] != errs[1] {
+		t.Fatalf("native and interpreted errors differ:\n%s\n%s", errs[0], errs[1])
+	}
+}

@@ -282,6 +282,18 @@ func (sc *scriptCaller) Call(args [][]byte, resp int) values.Reply {
 	if vc == nil {
 		return sc.serverCall(args)
 	}
+	return sc.CallCommand(vc, args, resp)
+}
+
+// CallCommand runs one command of package values for the script, vc being
+// values.Lookup(args[0]) (script.CommandCaller): a native handler's
+// commands, looked up once, come here directly.
+func (sc *scriptCaller) CallCommand(vc *values.Command, args [][]byte, resp int) values.Reply {
+	if vc.FirstKey == 1 && vc.LastKey == 1 && len(args) > 1 && vc.Flags&values.AllKeys == 0 &&
+		sc.keys != nil && sc.isDeclared(args[1]) {
+		// One key, one of KEYS: evalInto checked it, and it is held.
+		return sc.keys.ExecCommand(vc, resp, args)
+	}
 	var keys [][]byte
 	if vc.FirstKey == 1 && vc.LastKey == 1 && len(args) > 1 { // one key, the first argument: the server's command says so too
 		keys = append(sc.buf[:0], args[1])
@@ -303,7 +315,7 @@ func (sc *scriptCaller) Call(args [][]byte, resp int) values.Reply {
 	if sc.keys == nil {
 		return values.ErrorReply("ERR this script holds no keys: pass the keys it uses in KEYS")
 	}
-	return sc.keys.Exec(resp, args)
+	return sc.keys.ExecCommand(vc, resp, args)
 }
 
 // may reports whether the run may use key.
@@ -314,8 +326,15 @@ func (sc *scriptCaller) may(key []byte) bool {
 	if sc.all {
 		return sc.keys.Holds(key)
 	}
+	return sc.isDeclared(key)
+}
+
+// isDeclared reports whether key is one of the run's KEYS, which
+// evalInto checked (checkKey), which share the run's slot on a cluster
+// node and whose shards the run holds.
+func (sc *scriptCaller) isDeclared(key []byte) bool {
 	for _, d := range sc.declared {
-		if bytes.Equal(d, key) {
+		if len(d) == len(key) && (len(d) == 0 || &d[0] == &key[0] || bytes.Equal(d, key)) {
 			return true
 		}
 	}

@@ -40,9 +40,8 @@ type effect struct {
 	done bool // journaled already (a command that Puts its key twice)
 }
 
-// set makes args the command being run.
-func (e *effect) set(args [][]byte) {
-	cmd := values.Lookup(args[0])
+// set makes args, a call of cmd, the command being run.
+func (e *effect) set(cmd *values.Command, args [][]byte) {
 	e.args, e.done = args, false
 	e.ok = cmd != nil && cmd.Flags&values.Write != 0 && cmd.FirstKey == 1 && cmd.LastKey == 1 && len(args) > 1
 	if e.ok {

@@ -125,8 +125,18 @@ func (k *Keys) Put(key []byte, v *values.Value, exp int64) {
 // key as the command itself rather than the key's whole value (see
 // effects.go). Commands should run through it, not values.Exec.
 func (k *Keys) Exec(resp int, args [][]byte) values.Reply {
-	k.eff.set(args)
-	r := values.Exec(k, k.now, resp, args)
+	cmd := values.Lookup(args[0])
+	if cmd == nil {
+		return values.Exec(k, k.now, resp, args) // its error
+	}
+	return k.ExecCommand(cmd, resp, args)
+}
+
+// ExecCommand is Exec for a command looked up already: cmd is
+// values.Lookup(args[0]). Its changes are journaled as Exec's are.
+func (k *Keys) ExecCommand(cmd *values.Command, resp int, args [][]byte) values.Reply {
+	k.eff.set(cmd, args)
+	r := values.ExecCommand(k, cmd, k.now, resp, args)
 	k.eff.clear()
 	return r
 }

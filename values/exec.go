@@ -38,6 +38,14 @@ func Exec(ks Keyspace, now int64, resp int, args [][]byte) Reply {
 	if cmd == nil {
 		return unknownCommand(args)
 	}
+	return ExecCommand(ks, cmd, now, resp, args)
+}
+
+// ExecCommand is Exec for a command the caller has looked up already
+// (Lookup(args[0]) returned cmd): the same checks, reply and changes,
+// without finding the command by its name again. It is for callers that
+// resolve their commands once, such as the native script handlers.
+func ExecCommand(ks Keyspace, cmd *Command, now int64, resp int, args [][]byte) Reply {
 	if (cmd.Arity > 0 && len(args) != cmd.Arity) || len(args) < -cmd.Arity {
 		return arityError(cmd.Name)
 	}

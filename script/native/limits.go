@@ -34,13 +34,13 @@ func incrExpire(x *script.Exec) values.Reply {
 		return x.Interpret()
 	}
 	b := script.AppendArg(x.Scratch(), amount)
-	r := x.Call(x.Argv(cmdIncrBy, x.Keys[0], b))
+	r := x.CallCommand(vIncrBy, x.Argv(cmdIncrBy, x.Keys[0], b))
 	x.KeepScratch(b)
 	if r.Kind != values.Int {
 		return x.Interpret() // an error: nothing was written
 	}
 	if float64(r.Int) == amount {
-		if e := x.Call(x.Argv(cmdExpire, x.Keys[0], x.Args[0])); e.Kind == values.Error {
+		if e := x.CallCommand(vExpire, x.Argv(cmdExpire, x.Keys[0], x.Args[0])); e.Kind == values.Error {
 			return x.Fail(e, incrExpireExpireLine)
 		}
 	}
@@ -63,7 +63,7 @@ func acquireMovingWindow(x *script.Exec) values.Reply {
 		return x.Interpret()
 	}
 	b := script.AppendArg(x.Scratch(), limit-amount)
-	e := x.Call(x.Argv(cmdLindex, x.Keys[0], b))
+	e := x.CallCommand(vLindex, x.Argv(cmdLindex, x.Keys[0], b))
 	switch e.Kind {
 	case values.Nil:
 	case values.Bulk:
@@ -91,16 +91,16 @@ func acquireMovingWindow(x *script.Exec) values.Reply {
 	for i := range n {
 		argv[2+i] = b[:ts:ts]
 	}
-	r := x.Call(x.Argv(argv[:2+n]...))
+	r := x.CallCommand(vLpush, x.Argv(argv[:2+n]...))
 	if r.Kind == values.Error {
 		x.KeepScratch(b)
 		return x.Fail(r, acquireLpushLine)
 	}
-	if r := x.Call(x.Argv(cmdLtrim, x.Keys[0], zero, b[ts:stop])); r.Kind == values.Error {
+	if r := x.CallCommand(vLtrim, x.Argv(cmdLtrim, x.Keys[0], zero, b[ts:stop])); r.Kind == values.Error {
 		x.KeepScratch(b)
 		return x.Fail(r, acquireLtrimLine)
 	}
-	r = x.Call(x.Argv(cmdExpire, x.Keys[0], b[stop:]))
+	r = x.CallCommand(vExpire, x.Argv(cmdExpire, x.Keys[0], b[stop:]))
 	x.KeepScratch(b)
 	if r.Kind == values.Error {
 		return x.Fail(r, acquireExpireLine)
@@ -121,7 +121,7 @@ func movingWindow(x *script.Exec) values.Reply {
 		return x.Interpret()
 	}
 	b := script.AppendArg(x.Scratch(), stop)
-	r := x.Call(x.Argv(cmdLrange, x.Keys[0], zero, b))
+	r := x.CallCommand(vLrange, x.Argv(cmdLrange, x.Keys[0], zero, b))
 	x.KeepScratch(b)
 	if r.Kind != values.Array {
 		return x.Interpret()

@@ -91,6 +91,30 @@ var (
 	zero       = []byte("0")
 )
 
+// The commands the handlers call, looked up once: Exec.CallCommand runs
+// them without finding them by name on every call.
+var (
+	vGet     = mustLookup(cmdGet)
+	vSet     = mustLookup(cmdSet)
+	vIncrBy  = mustLookup(cmdIncrBy)
+	vPexpire = mustLookup(cmdPexpire)
+	vPttl    = mustLookup(cmdPttl)
+	vExpire  = mustLookup(cmdExpire)
+	vLindex  = mustLookup(cmdLindex)
+	vLpush   = mustLookup(cmdLpush)
+	vLtrim   = mustLookup(cmdLtrim)
+	vLrange  = mustLookup(cmdLrange)
+)
+
+// mustLookup returns the command of package values named name.
+func mustLookup(name []byte) *values.Command {
+	c := values.Lookup(name)
+	if c == nil {
+		panic("native: no command " + string(name))
+	}
+	return c
+}
+
 // number reads b as tonumber (and Lua's string arithmetic) reads a plain
 // decimal number: [+-]digits[.digits][e[+-]digits]. Anything else (space,
 // hex, inf, nan, a negative zero, an empty string, more than 64 bytes)

@@ -61,7 +61,7 @@ func rateArgs(x *script.Exec) (ei, burstOffset, cost, now, tat float64, ok bool)
 		return
 	}
 	now = (float64(sec) - jan2017) + float64(usec)/1000000
-	r := x.Call(x.Argv(cmdGet, x.Keys[0]))
+	r := x.CallCommand(vGet, x.Argv(cmdGet, x.Keys[0]))
 	switch r.Kind {
 	case values.Nil:
 		tat = now
@@ -80,7 +80,7 @@ func setTAT(x *script.Exec, newTAT, resetAfter float64) values.Reply {
 	b := script.AppendArg(x.Scratch(), newTAT)
 	n := len(b)
 	b = script.AppendArg(b, math.Ceil(resetAfter))
-	r := x.Call(x.Argv(cmdSet, x.Keys[0], b[:n], cmdEX, b[n:]))
+	r := x.CallCommand(vSet, x.Argv(cmdSet, x.Keys[0], b[:n], cmdEX, b[n:]))
 	x.KeepScratch(b)
 	return r
 }

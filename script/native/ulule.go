@@ -34,20 +34,20 @@ func ululeIncr(x *script.Exec) values.Reply {
 	if _, isInt := integer(x.Args[1]); ttl > 0 && !isInt {
 		return x.Interpret() // PEXPIRE would refuse it after INCRBY wrote
 	}
-	r := x.Call(x.Argv(cmdIncrBy, x.Keys[0], x.Args[0]))
+	r := x.CallCommand(vIncrBy, x.Argv(cmdIncrBy, x.Keys[0], x.Args[0]))
 	if r.Kind != values.Int {
 		return x.Interpret() // an error: nothing was written
 	}
 	ret := r.Int
 	if float64(ret) == float64(count) {
 		if ttl > 0 {
-			if e := x.Call(x.Argv(cmdPexpire, x.Keys[0], x.Args[1])); e.Kind == values.Error {
+			if e := x.CallCommand(vPexpire, x.Argv(cmdPexpire, x.Keys[0], x.Args[1])); e.Kind == values.Error {
 				return x.Fail(e, ululePexpireLine)
 			}
 		}
 		return pair(x, intReply(ret), numReply(ttl))
 	}
-	t := x.Call(x.Argv(cmdPttl, x.Keys[0]))
+	t := x.CallCommand(vPttl, x.Argv(cmdPttl, x.Keys[0]))
 	if t.Kind == values.Error {
 		return x.Fail(t, ululePttlLine)
 	}
@@ -59,7 +59,7 @@ func ululePeek(x *script.Exec) values.Reply {
 	if len(x.Keys) < 1 {
 		return x.Interpret()
 	}
-	r := x.Call(x.Argv(cmdGet, x.Keys[0]))
+	r := x.CallCommand(vGet, x.Argv(cmdGet, x.Keys[0]))
 	var v float64
 	switch r.Kind {
 	case values.Nil:
@@ -72,7 +72,7 @@ func ululePeek(x *script.Exec) values.Reply {
 	default:
 		return x.Interpret()
 	}
-	t := x.Call(x.Argv(cmdPttl, x.Keys[0]))
+	t := x.CallCommand(vPttl, x.Argv(cmdPttl, x.Keys[0]))
 	if t.Kind != values.Int {
 		return x.Interpret()
 	}
