@@ -64,21 +64,25 @@ func TestRead(t *testing.T) {
 	stop := make(chan struct{})
 	defer close(stop)
 	go func() {
-		w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
-		if err != nil {
-			return
-		}
-		defer w.Close()
+		// The writer's open waits for a reader; a reader that found no
+		// writer yet and closed leaves it writing to nobody (EPIPE): it
+		// opens the FIFO again, so that a later read finds it writing.
 		chunk := bytes.Repeat([]byte("z"), 4096)
 		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if _, err := w.Write(chunk); err != nil {
+			w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+			if err != nil {
 				return
 			}
+			for err == nil {
+				select {
+				case <-stop:
+					w.Close()
+					return
+				default:
+				}
+				_, err = w.Write(chunk)
+			}
+			w.Close()
 		}
 	}()
 	waitWriter(t, fifo, func() error {
