@@ -81,7 +81,7 @@ type evalRun struct {
 	ran    bool
 	keys   shards.Keys
 	caller scriptCaller
-	onTx   func(t *shards.Tx) // er.run
+	onTx   func(t *shards.Tx) // er.inTx
 	arena  replyArena
 }
 
@@ -98,7 +98,7 @@ func (s *Server) getEvalRun(arena bool) *evalRun {
 	er, _ := s.evalRuns.Get().(*evalRun)
 	if er == nil {
 		er = &evalRun{s: s}
-		er.onTx = er.run
+		er.onTx = er.inTx
 	}
 	er.arena.on, er.arena.nelems, er.arena.nbytes = arena, 0, 0
 	return er
@@ -153,6 +153,15 @@ func (s *Server) evalInto(er *evalRun, tx *shards.Tx, proto int, args [][]byte, 
 		return values.Reply{}, s.routeAgain(req.Keys)
 	}
 	return er.reply, nil
+}
+
+// inTx is the function Transact calls: it runs the script in t, and not at
+// all for a nil t (a cluster node that no longer serves the keys), so that
+// the run is routed again (or forwarded) instead of run without its keys.
+func (er *evalRun) inTx(t *shards.Tx) {
+	if t != nil {
+		er.run(t)
+	}
 }
 
 // run runs the script on t's keyspace (none for a nil t).
