@@ -111,6 +111,17 @@ const DefaultMemTableSize = 32 << 20
 // DefaultCacheSize is Pebble's default block cache, which raftlog keeps.
 const DefaultCacheSize = 8 << 20
 
+// CacheFor returns the block cache size for a node whose memory is bounded
+// by maxMemory bytes (0: no bound, DefaultCacheSize): a thirty-second of
+// it, within [1 MiB, DefaultCacheSize]. The Raft log reads back little (a
+// follower catching up, a restart), so a small cache costs little.
+func CacheFor(maxMemory int64) int64 {
+	if maxMemory <= 0 {
+		return DefaultCacheSize
+	}
+	return min(DefaultCacheSize, max(maxMemory/32, 1<<20))
+}
+
 // MemTableBudget is how many memtables' worth of memory Pebble may hold at
 // once: the mutable one, and one queued or being flushed (Pebble's default
 // MemTableStopWritesThreshold, 2, stops writes rather than queue more).

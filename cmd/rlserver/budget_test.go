@@ -1,9 +1,13 @@
 package main
 
 import (
+	"context"
 	"runtime"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/rlserver/rlserver/internal/testutil"
 	"github.com/rlserver/rlserver/raftlog"
 )
 
@@ -57,5 +61,35 @@ func TestHeapMeter(t *testing.T) {
 	m.measure(func() int64 { return live * 10 })
 	if o, p := m.Memory(); o != 0 || p < live/2 {
 		t.Errorf("overhead %d, peak %d with more accounted than live: want 0 and the peak kept", o, p)
+	}
+}
+
+// TestHeapMeterRunsAfterCollections: run measures after each collection,
+// with no timer, until its context ends.
+func TestHeapMeterRunsAfterCollections(t *testing.T) {
+	m := newHeapMeter()
+	ctx, cancel := context.WithCancel(context.Background())
+	var calls atomic.Int64
+	m.run(ctx, func() int64 { calls.Add(1); return 0 })
+	for i := 0; i < 3; i++ {
+		runtime.GC()
+	}
+	testutil.WaitFor(t, 10*time.Second, "a measure after a collection", func() bool {
+		runtime.GC()
+		return calls.Load() > 0
+	})
+	if o, p := m.Memory(); o <= 0 || p <= 0 {
+		t.Errorf("after a collection: overhead %d, peak %d; want the live heap", o, p)
+	}
+	cancel()
+	runtime.GC()
+	runtime.GC()
+	time.Sleep(50 * time.Millisecond) // let a last finalizer run
+	n := calls.Load()
+	runtime.GC()
+	runtime.GC()
+	time.Sleep(50 * time.Millisecond)
+	if calls.Load() != n {
+		t.Errorf("measured %d times after the context ended", calls.Load()-n)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"sync/atomic"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rlserver/rlserver/raftlog"
@@ -86,11 +85,6 @@ type heapMeter struct {
 	cycles   uint64 // the collections seen
 }
 
-// heapMeterEvery is how often the meter looks for a new collection: a
-// read of runtime/metrics, cheap; only after a collection does it ask the
-// stores for their bytes (a lock of each shard).
-const heapMeterEvery = 10 * time.Millisecond
-
 // newHeapMeter returns a meter that starts at the heap in use now (after
 // a collection): what the process holds before its state opens.
 func newHeapMeter() *heapMeter {
@@ -137,19 +131,23 @@ func (m *heapMeter) measure(accounted func() int64) bool {
 	return true
 }
 
-// run measures after each collection until ctx ends.
+// run measures after each collection until ctx ends. It is called by the
+// collector, not by a timer: a finalizer on a sentinel, armed anew each
+// time it runs, runs once after every cycle that found the last one
+// unreachable, so an idle node that collects nothing is never woken.
 func (m *heapMeter) run(ctx context.Context, accounted func() int64) {
-	t := time.NewTicker(heapMeterEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
+	runtime.SetFinalizer(new(gcSentinel), func(*gcSentinel) {
+		if ctx.Err() == nil {
 			m.measure(accounted)
+			m.run(ctx, accounted)
 		}
-	}
+	})
 }
+
+// gcSentinel is heapMeter's sentinel: a pointer makes it an object of its
+// own (the tiny allocator groups small pointer-free ones, whose finalizers
+// may then never run).
+type gcSentinel struct{ _ *byte }
 
 // heapSlackMin is the least the soft limit leaves the runtime above
 // --maxmemory; it leaves a quarter of --maxmemory above it otherwise. The
@@ -169,7 +167,7 @@ func budgetFor(maxMemory int64, durable bool) memoryBudget {
 	b := memoryBudget{goLimit: maxMemory + max(maxMemory/4, heapSlackMin)}
 	if durable {
 		b.memTable = raftlog.MemTableFor(maxMemory)
-		b.cache = min(raftlog.DefaultCacheSize, max(maxMemory/32, 1<<20))
+		b.cache = raftlog.CacheFor(maxMemory)
 	}
 	return b
 }

@@ -80,7 +80,7 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 		return err
 	}
 	clk.persist()
-	go heap.run(ctx, func() int64 { return st.lim.MemoryBytes() + connMem.Load() })
+	heap.run(ctx, func() int64 { return st.lim.MemoryBytes() + connMem.Load() })
 	stopped := false
 	defer func() {
 		if !stopped {

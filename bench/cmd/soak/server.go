@@ -28,62 +28,56 @@ type server struct {
 }
 
 func startServer(o options, dir string) (*server, error) {
-	port, err := nodes.FreePort()
-	if err != nil {
-		return nil, err
-	}
 	bin, err := filepath.Abs(o.rlserver)
 	if err != nil {
 		return nil, err
 	}
-	logf, err := os.Create(filepath.Join(dir, "rlserver.log"))
-	if err != nil {
-		return nil, err
-	}
-	s := &server{addr: "127.0.0.1:" + strconv.Itoa(port), log: logf}
-	args := []string{"--listen", s.addr, "--http", "", "--data-dir", filepath.Join(dir, "data"),
-		"--log-level", "warn", "--maxmemory", o.maxmemory, "--procs", strconv.Itoa(o.procs)}
+	dataDir := filepath.Join(dir, "data")
+	var extra []string
 	switch o.mode {
 	case "memory":
-		args = append(args, "--data-dir", "")
+		dataDir = ""
 	case "fast", "strong":
-		args = append(args, "--consistency", o.mode)
+		extra = []string{"--consistency", o.mode}
 	default:
 		return nil, fmt.Errorf("-mode %q: want memory, fast or strong", o.mode)
 	}
-	s.cmd = exec.Command(bin, args...)
-	s.cmd.Stdout, s.cmd.Stderr = logf, logf
-	if err := s.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", bin, err)
-	}
-	if s.cli, err = load.Dial(s.addr, 10*time.Second); err != nil {
-		s.stop()
-		return nil, fmt.Errorf("rlserver did not start on %s: %w", s.addr, err)
-	}
-	return s, nil
+	return launch(dir, "rlserver", bin, func(port int, addr string) []string {
+		return append([]string{"--listen", addr, "--http", "", "--data-dir", dataDir,
+			"--log-level", "warn", "--maxmemory", o.maxmemory, "--procs", strconv.Itoa(o.procs)}, extra...)
+	})
 }
 
 // startRedis starts redis-server bounded by o.maxmemory, evicting by
 // volatile-ttl as rlserver does, without persistence.
 func startRedis(o options, dir string) (*server, error) {
+	return launch(dir, "redis-server", o.redisServer, func(port int, addr string) []string {
+		return []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
+			"--maxmemory", o.maxmemory, "--maxmemory-policy", "volatile-ttl", "--save", "", "--appendonly", "no"}
+	})
+}
+
+// launch starts bin with args(port, addr) on a free port, its output to
+// <dir>/<name>.log, and waits until it answers there.
+func launch(dir, name, bin string, args func(port int, addr string) []string) (*server, error) {
 	port, err := nodes.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	logf, err := os.Create(filepath.Join(dir, "redis.log"))
+	logf, err := os.Create(filepath.Join(dir, name+".log"))
 	if err != nil {
 		return nil, err
 	}
 	s := &server{addr: "127.0.0.1:" + strconv.Itoa(port), log: logf}
-	s.cmd = exec.Command(o.redisServer, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
-		"--maxmemory", o.maxmemory, "--maxmemory-policy", "volatile-ttl", "--save", "", "--appendonly", "no")
+	s.cmd = exec.Command(bin, args(port, s.addr)...)
 	s.cmd.Stdout, s.cmd.Stderr = logf, logf
 	if err := s.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", o.redisServer, err)
+		logf.Close()
+		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
 	if s.cli, err = load.Dial(s.addr, 10*time.Second); err != nil {
 		s.stop()
-		return nil, fmt.Errorf("redis-server did not start on %s: %w", s.addr, err)
+		return nil, fmt.Errorf("%s did not start on %s: %w", name, s.addr, err)
 	}
 	return s, nil
 }
@@ -92,7 +86,9 @@ func startRedis(o options, dir string) (*server, error) {
 // it reports why not.
 func (s *server) stop() error {
 	s.once.Do(func() {
-		s.cli.Close()
+		if s.cli != nil { // nil when it never answered
+			s.cli.Close()
+		}
 		s.cmd.Process.Signal(syscall.SIGTERM)
 		done := make(chan error, 1)
 		go func() { done <- s.cmd.Wait() }()
