@@ -7,7 +7,7 @@ BENCHOUT ?= bench/out
 # docker compose v2 if the docker CLI has it, else docker-compose v1.
 COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo 'docker compose' || echo docker-compose)
 
-.PHONY: help build run cluster rolling-restart test test-busy test-short bench bench-compare bench-cluster failover flood soak conns lint docker compose compose-down clean
+.PHONY: help build run cluster rolling-restart test test-long test-busy test-short bench bench-compare bench-cluster failover flood soak conns lint docker compose compose-down clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -27,6 +27,9 @@ rolling-restart: build ## restart make cluster's nodes one by one (SIGTERM, star
 
 test: ## run every test with the race detector, every pass even after a failure (needs redis-server and redis-cli: see .ci/run)
 	GO=$(GO) ./scripts/test.sh
+
+test-long: ## the long scenarios (30 cluster restarts, 8 container restarts, floods in every mode; tests named TestLong…), with the race detector: .ci/run runs it after make test
+	GO=$(GO) ./scripts/test.sh --long
 
 test-busy: ## the same beside two CPU hogs at nice 19: no test may need an idle machine
 	GO=$(GO) ./scripts/test.sh --busy

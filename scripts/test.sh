@@ -6,6 +6,10 @@
 #   scripts/test.sh --busy   the same beside two CPU hogs at the lowest
 #                            priority (nice 19), one per core of a 2-core
 #                            machine, to show that no test needs an idle one
+#   scripts/test.sh --long   the long scenarios only: every test named
+#                            TestLong… (thirty cluster restarts where make
+#                            test does two, eight container restarts, the
+#                            floods in every mode), with RLSERVER_TEST_LONG=1
 #
 # Passes: go vet; the race tests of every package but cmd/rlserver; those of
 # cmd/rlserver alone (its real clusters of processes and containers would
@@ -21,7 +25,8 @@ stop_hogs() {
   hogs=()
 }
 trap stop_hogs EXIT INT TERM
-if [ "${1:-}" = "--busy" ]; then
+mode=${1:-}
+if [ "$mode" = "--busy" ]; then
   for _ in 1 2; do
     nice -n 19 bash -c 'while :; do :; done' &
     hogs+=($!)
@@ -53,11 +58,16 @@ gotest() { # gotest ARGS...: go test -json ARGS, reported by testjson
   "$GO" test -json "$@" 2>&1 | "$out/testjson" -times "$times"
 }
 start=$SECONDS
+if [ "$mode" = "--long" ]; then
+  export RLSERVER_TEST_LONG=1
+  pass long gotest -race -count=1 -timeout 60m -run '^TestLong' ./...
+else
 pass vet "$GO" vet ./...
 pass race gotest -race -count=1 -timeout 30m $("$GO" list ./... | grep -v '/cmd/rlserver$')
 pass race-cmd gotest -race -count=1 -timeout 40m ./cmd/rlserver
 goroutines() { RLSERVER_TEST_IOLOOPS=-1 gotest -race -count=1 -timeout 10m ./server; }
 pass race-goroutines goroutines
+fi
 stop_hogs
 
 echo

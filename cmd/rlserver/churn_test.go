@@ -58,15 +58,27 @@ func keyPerGroup(groups int) []string {
 }
 
 // TestClusterStartsNeverCrash: a new three-node cluster is started
-// $RLSERVER_CHURN_STARTS times (30 by default); each time every node
+// $RLSERVER_CHURN_STARTS times (3 by default; TestLongClusterStarts, in
+// make test-long, 30); each time every node
 // starts without a crash, every group gets a leader, a key of every group
 // is checked through a ClusterClient with default options without an
 // error, and the nodes stop with SIGTERM and exit 0. (Two of five new
 // clusters lost a node on their first start before the node refused
 // internal calls until its groups were open.)
 func TestClusterStartsNeverCrash(t *testing.T) {
+	testClusterStarts(t, churnCount(t, "RLSERVER_CHURN_STARTS", 3))
+}
+
+// TestLongClusterStarts is TestClusterStartsNeverCrash with 30 new
+// clusters: make test-long runs it.
+func TestLongClusterStarts(t *testing.T) {
+	testutil.LongOnly(t)
+	testClusterStarts(t, churnCount(t, "RLSERVER_CHURN_STARTS", 30))
+}
+
+// testClusterStarts starts a new three-node cluster n times.
+func testClusterStarts(t *testing.T, n int) {
 	bin := buildBinary(t)
-	n := churnCount(t, "RLSERVER_CHURN_STARTS", 30)
 	keys := keyPerGroup(8)
 	var took []time.Duration
 	for round := 0; round < n; round++ {
@@ -93,7 +105,9 @@ func TestClusterStartsNeverCrash(t *testing.T) {
 // TestClusterRestartsNeverCrash: three nodes in strong mode under a steady
 // load from a ClusterClient with default options; each node in turn is
 // stopped — kill -9 and SIGTERM alternating — and started again with
-// --data-dir alone, $RLSERVER_CHURN_RESTARTS times each (30 by default).
+// --data-dir alone, $RLSERVER_CHURN_RESTARTS times each (2 by default,
+// so that each node is killed once and stopped once; 30 in
+// TestLongClusterRestarts, which make test-long runs).
 // Every restart must come up without a crash and serve again (every group
 // led by a node that serves it, the restarted node answering), every exit
 // after SIGTERM is 0, and at the end no acknowledged admission is lost
@@ -104,8 +118,19 @@ func TestClusterStartsNeverCrash(t *testing.T) {
 // long after the stop the last one came: the failover window as a default
 // client sees it.
 func TestClusterRestartsNeverCrash(t *testing.T) {
+	testClusterRestarts(t, churnCount(t, "RLSERVER_CHURN_RESTARTS", 2))
+}
+
+// TestLongClusterRestarts is TestClusterRestartsNeverCrash with 30
+// restarts of each node: make test-long runs it.
+func TestLongClusterRestarts(t *testing.T) {
+	testutil.LongOnly(t)
+	testClusterRestarts(t, churnCount(t, "RLSERVER_CHURN_RESTARTS", 30))
+}
+
+// testClusterRestarts restarts each of three nodes under load n times.
+func testClusterRestarts(t *testing.T, n int) {
 	bin := buildBinary(t)
-	n := churnCount(t, "RLSERVER_CHURN_RESTARTS", 30)
 	procs := clusterProcs(t, bin, 3, "--consistency", "strong")
 	addrs := respAddrs(procs)
 	ph := &phases{}

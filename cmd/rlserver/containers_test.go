@@ -21,12 +21,26 @@ import (
 // under a steady load from go-redis's ClusterClient with default options.
 // Each node in turn is stopped — `docker kill` (SIGKILL) and `docker stop`
 // (SIGTERM) alternating — and started again with `docker start`, as
-// `docker-compose start` does, eight times. Every start must come up and
+// `docker-compose start` does, twice (a kill and a stop; eight times in
+// TestLongContainerRestarts, which make test-long runs). Every start must come up and
 // serve (four of eleven such restarts crashed before: a peer's status
 // call reached a group whose raft was not open yet), `docker stop` must
 // end in exit code 0, no log may hold a panic, a SIGTERM must show the
 // client no error, and no acknowledged admission may be lost.
 func TestContainerRestarts(t *testing.T) {
+	testContainerRestarts(t, 2)
+}
+
+// TestLongContainerRestarts is TestContainerRestarts with eight restarts:
+// make test-long runs it.
+func TestLongContainerRestarts(t *testing.T) {
+	testutil.LongOnly(t)
+	testContainerRestarts(t, 8)
+}
+
+// testContainerRestarts stops or kills a node and starts it again, cycles
+// times, each node in turn.
+func testContainerRestarts(t *testing.T, cycles int) {
 	requireDocker(t)
 	env := newPartEnv(t)
 	nodes := startComposeNodes(t, env, 3, "--consistency", "strong")
@@ -39,7 +53,7 @@ func TestContainerRestarts(t *testing.T) {
 	ph := &phases{}
 	kills := 0
 	var kinds []string
-	for cycle := 0; cycle < containerCycles; cycle++ {
+	for cycle := 0; cycle < cycles; cycle++ {
 		nd := nodes[cycle%len(nodes)]
 		kind := "stop"
 		if cycle%2 == 0 {
@@ -94,9 +108,6 @@ func TestContainerRestarts(t *testing.T) {
 		"(%d more charged); errors: %d after a kill, %d after a stop", len(kinds), kills, len(kinds)-kills, res.checks, acked,
 		extra, len(res.errs)-stopErrs, stopErrs)
 }
-
-// containerCycles is the number of container restarts.
-const containerCycles = 8
 
 // startComposeNodes starts n containers as docker-compose.yml does: node
 // i listens on 0.0.0.0:P and 0.0.0.0:H, publishes them on the same ports

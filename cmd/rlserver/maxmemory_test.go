@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,8 +35,22 @@ func floodSeconds() time.Duration {
 // (112 MiB). Before the memory budget the durable node grew to 194 MB and
 // the in-memory one to 119 MB. A bystander charges a key of its own all the
 // while: every charge must find its count (the key is never evicted), and
-// in strong mode the count it was last told survives a kill -9.
+// in strong mode the count it was last told survives a kill -9. make test
+// floods the strong node; TestLongMaxMemoryBoundsTheProcess, in make
+// test-long, all three.
 func TestMaxMemoryBoundsTheProcess(t *testing.T) {
+	testMaxMemoryBounds(t, "strong")
+}
+
+// TestLongMaxMemoryBoundsTheProcess is TestMaxMemoryBoundsTheProcess in
+// memory, durable fast and durable strong: make test-long runs it.
+func TestLongMaxMemoryBoundsTheProcess(t *testing.T) {
+	testutil.LongOnly(t)
+	testMaxMemoryBounds(t, "memory", "fast", "strong")
+}
+
+// testMaxMemoryBounds floods a node in each of the modes named.
+func testMaxMemoryBounds(t *testing.T, modes ...string) {
 	bench, err := exec.LookPath("redis-benchmark")
 	if err != nil {
 		t.Skip("redis-benchmark is not installed (.ci/run installs redis-tools)")
@@ -51,6 +66,9 @@ func TestMaxMemoryBoundsTheProcess(t *testing.T) {
 		{"fast", nil},
 		{"strong", []string{"--consistency", "strong"}},
 	} {
+		if !slices.Contains(modes, mode.name) {
+			continue
+		}
 		t.Run(mode.name, func(t *testing.T) {
 			dir := t.TempDir()
 			p := startProc(t, bin, dir, append([]string{"--maxmemory", "64mb"}, mode.flags...)...)
