@@ -13,8 +13,8 @@
 #
 # Passes: go vet; the race tests of every package but cmd/rlserver; those of
 # cmd/rlserver alone (its real clusters of processes and containers would
-# starve the in-process ones); the server's again with a goroutine per
-# connection instead of the event loops.
+# starve the in-process ones); the server's tests of its connection path
+# again with a goroutine per connection instead of the event loops.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
@@ -60,13 +60,21 @@ gotest() { # gotest ARGS...: go test -json ARGS, reported by testjson
 start=$SECONDS
 if [ "$mode" = "--long" ]; then
   export RLSERVER_TEST_LONG=1
-  pass long gotest -race -count=1 -timeout 60m -run '^TestLong' ./...
+  # Only the packages that hold such tests, so as not to build every other.
+  long_pkgs=$(grep -rl --include='*_test.go' '^func TestLong' . | xargs -n1 dirname | sort -u)
+  pass long gotest -race -count=1 -timeout 60m -run '^TestLong' $long_pkgs
 else
-pass vet "$GO" vet ./...
-pass race gotest -race -count=1 -timeout 30m $("$GO" list ./... | grep -v '/cmd/rlserver$')
-pass race-cmd gotest -race -count=1 -timeout 40m ./cmd/rlserver
-goroutines() { RLSERVER_TEST_IOLOOPS=-1 gotest -race -count=1 -timeout 10m ./server; }
-pass race-goroutines goroutines
+  pass vet "$GO" vet ./...
+  pass race gotest -race -count=1 -timeout 30m $("$GO" list ./... | grep -v '/cmd/rlserver$')
+  pass race-cmd gotest -race -count=1 -timeout 40m ./cmd/rlserver
+  # The server's tests of its connection path (the files below: the front
+  # door, raw and hostile protocol, the real clients) again with a goroutine
+  # per connection instead of the event loops; its other tests (commands,
+  # cluster routing, scripts) run the same code either way.
+  conn_files="frontdoor raw rawio hostile badinput multibulk resp goredis rediscli redispy serve args"
+  conn_tests=$(for f in $conn_files; do grep -ho '^func Test[A-Za-z0-9_]*' "server/${f}_test.go"; done | sed 's/^func //' | paste -sd'|')
+  goroutines() { RLSERVER_TEST_IOLOOPS=-1 gotest -race -count=1 -timeout 10m -run "^($conn_tests)\$" ./server; }
+  pass race-goroutines goroutines
 fi
 stop_hogs
 

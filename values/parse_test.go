@@ -146,9 +146,9 @@ func TestOptIs(t *testing.T) {
 	}
 }
 
-// TestLongDouble checks INCRBYFLOAT's arithmetic at the x87's 64-bit
+// TestIncrByFloatLongDouble checks INCRBYFLOAT's arithmetic at the x87's 64-bit
 // precision (the texts are redis-server 7.0.15's replies).
-func TestLongDouble(t *testing.T) {
+func TestIncrByFloatLongDouble(t *testing.T) {
 	for _, tc := range []struct {
 		a, b, want string
 	}{

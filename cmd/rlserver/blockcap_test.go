@@ -37,6 +37,7 @@ func getWith(t *testing.T, url, token string) (int, string) {
 // /v1/blocks does: with the password alone it has the counts and no
 // identifier (before, the password showed every block).
 func TestStatsSummarisesBlocks(t *testing.T) {
+	parallel(t)
 	const n = 100000
 	bin := buildBinary(t)
 	p := startProc(t, bin, t.TempDir(), "--requirepass", "pw", "--admin-token", "adm", "--data-dir", "")

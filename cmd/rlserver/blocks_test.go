@@ -98,6 +98,7 @@ func putBlock(t *testing.T, p *proc, typ, value string, seconds int) {
 // were acknowledged; a lifted block stays lifted and an expired one does
 // not come back; a blocked ip charged nothing meanwhile.
 func TestBlocksSurviveRestartAndKill9(t *testing.T) {
+	parallel(t)
 	bin, dir := buildBinary(t), t.TempDir()
 	p := startProc(t, bin, dir, "--consistency", "strong")
 	p.do("RL.RULE.SET", "per-ip", blockRuleJSON)
@@ -136,6 +137,7 @@ func TestBlocksSurviveRestartAndKill9(t *testing.T) {
 // deny through the others, and one is lifted through a survivor once the
 // meta group has a new leader.
 func TestClusterBlocksSurviveFailover(t *testing.T) {
+	parallel(t)
 	bin := buildBinary(t)
 	procs := clusterProcs(t, bin, 3, "--consistency", "strong")
 	procs[0].do("RL.RULE.SET", "per-ip", blockRuleJSON)

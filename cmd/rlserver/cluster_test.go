@@ -151,6 +151,7 @@ func checkUntil(c *redis.ClusterClient, deadline time.Time, args ...any) ([]any,
 // comment) is then denied — nothing admitted was forgotten — and the time
 // until every key is served again is measured.
 func TestClusterKill9StrongForgetsNothing(t *testing.T) {
+	parallel(t)
 	bin := buildBinary(t)
 	// With --admin-token, the nodes' Raft listeners authenticate each
 	// other with it (cluster/transport/auth.go): replication, failover and
@@ -259,6 +260,7 @@ func TestClusterKill9FastBounded(t *testing.T) {
 // (pipelined), redis-benchmark without --cluster — on any node, and the
 // counts are exact (fixed windows of 366 days: see testutil.NoRollover).
 func TestClusterProxyPlainClients(t *testing.T) {
+	parallel(t)
 	bin := buildBinary(t)
 	procs := clusterProcs(t, bin, 3, "--proxy", "--consistency", "strong", "--admin-token", "cluster-t0ken")
 	py := pythonRedis(t)

@@ -179,6 +179,7 @@ func (l *crashLoad) acksBetween(from, to time.Time) int64 {
 // TestKill9StrongForgetsNothing: in strong mode no acknowledged admission
 // is missing after kill -9 and restart.
 func TestKill9StrongForgetsNothing(t *testing.T) {
+	parallel(t)
 	bin, dir := buildBinary(t), t.TempDir()
 	flags := []string{"--consistency", "strong", "--max-log-limit", fmt.Sprint(crashLimit)}
 	p := startProc(t, bin, dir, flags...)

@@ -110,6 +110,7 @@ func errorLines(logs string) []string {
 // starts, logs at ERROR what was lost, and serves, and a plain start
 // after it is clean.
 func TestDamagedWALs(t *testing.T) {
+	parallel(t)
 	bin, seed := buildBinary(t), t.TempDir()
 	flags := []string{"--consistency", "strong", "--max-log-limit", fmt.Sprint(crashLimit)}
 	p := startProc(t, bin, seed, flags...)
@@ -183,6 +184,7 @@ func TestDamagedWALs(t *testing.T) {
 // a missing blob file); the refusals that --accept-data-loss can go past
 // do, and the node serves.
 func TestDamagedFiles(t *testing.T) {
+	parallel(t)
 	bin, seed := buildBinary(t), t.TempDir()
 	p := startProc(t, bin, seed)
 	key := strings.Repeat("k", 1000)

@@ -180,6 +180,7 @@ func (p *proc) remaining(args ...any) int64 {
 // exactly 2 remaining. Rules made over RESP and HTTP survive SIGTERM, and
 // kill -9 right after they were acknowledged.
 func TestRestartKeepsCountsAndRules(t *testing.T) {
+	parallel(t)
 	bin, dir := buildBinary(t), t.TempDir()
 	p := startProc(t, bin, dir)
 	for i := 0; i < 7; i++ {
@@ -236,6 +237,7 @@ func assertRules(t *testing.T, p *proc, want ...string) {
 // TestBadDataDirectoryRefusesToStart: a directory whose database is gone
 // or unreadable is refused with a line that names it, never started empty.
 func TestBadDataDirectoryRefusesToStart(t *testing.T) {
+	parallel(t)
 	bin := buildBinary(t)
 	for _, tc := range []struct {
 		name  string
@@ -271,6 +273,7 @@ func TestBadDataDirectoryRefusesToStart(t *testing.T) {
 // the node starts with every change committed before that run (or refuses
 // with a clear error), never with an empty state.
 func TestCorruptLogTail(t *testing.T) {
+	parallel(t)
 	bin := buildBinary(t)
 	for _, tc := range []struct {
 		name  string

@@ -94,6 +94,7 @@ func shouldRateLimitErr(c pb.RateLimitServiceClient, req *pb.RateLimitRequest) (
 // (200, then 429), a changed file picked up within seconds, a bad file
 // (on change and on SIGHUP) keeping the last good config and counted.
 func TestEnvoyRLSBinary(t *testing.T) {
+	parallel(t)
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "rls.yaml")
@@ -186,6 +187,7 @@ func grepLines(s, sub string) string {
 // and a request whose descriptors live in several groups is never
 // admitted over a limit.
 func TestEnvoyRLSCluster(t *testing.T) {
+	parallel(t)
 	bin := buildBinary(t)
 	conf := filepath.Join(t.TempDir(), "rls.yaml")
 	if err := os.WriteFile(conf, []byte(envoyYAML), 0o644); err != nil {

@@ -112,6 +112,7 @@ func forwardAuthAt(t *testing.T, url string, header ...string) (int, string) {
 // and names its target in the path, as Envoy does), and counts IPv6
 // callers by --ipv6-prefix.
 func TestForwardAuthBinary(t *testing.T) {
+	parallel(t)
 	bin := buildBinary(t)
 	rule := `{"id":"per-ip","target":"/login","tier":"*","key_type":"ip","algo":"fixed","limit":1,"window":"` + testutil.NoRollover + `"}`
 	// Trusted (loopback, the default): each X-Forwarded-For is a caller;
@@ -176,6 +177,7 @@ func allowedOf(t *testing.T, p *proc, xffs []string) int {
 // cluster charges the same counters, which live in their slots' groups,
 // and admits exactly each rule's limit in all.
 func TestForwardAuthOnEveryClusterNode(t *testing.T) {
+	parallel(t)
 	procs := startNodes(t, buildBinary(t), 3, 4)
 	waitBalanced(t, procs, 30*time.Second)
 	postRule(t, procs[0], `{"id":"per-user","target":"/users/*","tier":"*","key_type":"user","algo":"fixed","limit":7,"window":"`+testutil.NoRollover+`"}`)

@@ -204,6 +204,7 @@ func TestHTTPTimeoutsAndLimit(t *testing.T) {
 // --maxmemory and --maxmemory-policy reach the store: INFO reports them,
 // and new keys beyond 2 MB get -OOM under noeviction.
 func TestMaxMemoryFlags(t *testing.T) {
+	parallel(t)
 	_, resp, _, logs := startLimited(t, 4096, "--maxmemory", "2mb", "--maxmemory-policy", "noeviction")
 	c := redis.NewClient(&redis.Options{Addr: resp})
 	defer c.Close()
@@ -236,6 +237,7 @@ func TestMaxMemoryFlags(t *testing.T) {
 // plain client is not. With --tls-ca-cert clients must present a
 // certificate the CA signed.
 func TestTLS(t *testing.T) {
+	parallel(t)
 	certs := testcert.New(t)
 	ctx := context.Background()
 	for _, clientAuth := range []bool{false, true} {
@@ -287,6 +289,7 @@ func TestTLS(t *testing.T) {
 // --requirepass says so at start; one with a password, or on 127.0.0.1,
 // does not.
 func TestExposedWithoutPasswordWarns(t *testing.T) {
+	parallel(t)
 	for _, c := range []struct {
 		args []string
 		warn bool

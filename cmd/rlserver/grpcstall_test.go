@@ -177,6 +177,7 @@ func authedCheck(addr, pass string) error {
 // locked both out); and the budget bounds them: beyond it a connection is
 // closed, and once the flood leaves, an Envoy client is answered.
 func TestGRPCBudgetLeavesRESPAndHealthz(t *testing.T) {
+	parallel(t)
 	bin := buildBinary(t)
 	conf := filepath.Join(t.TempDir(), "rls.yaml")
 	if err := os.WriteFile(conf, []byte(envoyYAML), 0o644); err != nil {

@@ -16,6 +16,7 @@ import (
 // exits 2 with one line naming the flag and a hint, not the whole usage;
 // --help prints the usage and exits 0.
 func TestHealthBadFlag(t *testing.T) {
+	parallel(t)
 	for args, want := range map[string]string{
 		"--bogus":    "rlserver health: flag provided but not defined: -bogus (see rlserver health --help)\n",
 		"--timeout=": `rlserver health: invalid value "" for flag -timeout: parse error (see rlserver health --help)` + "\n",
@@ -38,6 +39,7 @@ func TestHealthBadFlag(t *testing.T) {
 // flag in the error, the RESP one with --listen as the HTTP one with
 // --http.
 func TestBusyPortsNamed(t *testing.T) {
+	parallel(t)
 	bin := buildBinary(t)
 	held, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

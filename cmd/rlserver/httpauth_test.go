@@ -18,6 +18,7 @@ import (
 // --admin-token is set), /metrics needs it too, /healthz and /readyz stay
 // open, and each 401 names what it refused.
 func TestClusterAndMetricsNeedTheToken(t *testing.T) {
+	parallel(t)
 	bin := buildBinary(t)
 	raft := testutil.FreeAddr(t)
 	p := startProc(t, bin, t.TempDir(), "--node-id", "n1", "--raft-addr", raft, "--peers", "n1="+raft,

@@ -27,6 +27,7 @@ import (
 // (`rlserver health` in a FROM scratch image) reports it "healthy"; a
 // docker stop ends it with status 0.
 func TestImageNonRootAndHealthy(t *testing.T) {
+	parallel(t)
 	requireDocker(t)
 	e := newPartEnv(t)
 	if user := mustDocker(t, "image", "inspect", "-f", "{{.Config.User}}", e.image); user != "65532:65532" {
@@ -124,9 +125,9 @@ func dataOwners(t *testing.T, container string) map[string]int {
 // interface, 8081 is exposed, and its HEALTHCHECK, which then asks
 // grpc.health.v1 too, reports it healthy.
 func TestImageRLSAcrossContainers(t *testing.T) {
+	parallel(t)
 	requireDocker(t)
 	e := &partEnv{t: t, prefix: fmt.Sprintf("rlrls-%08x", rand.Uint32())}
-	e.image = "rlserver-test:" + e.prefix
 	e.buildImage()
 	if exposed := mustDocker(t, "image", "inspect", "-f", "{{json .Config.ExposedPorts}}", e.image); !strings.Contains(exposed, `"8081/tcp"`) {
 		t.Fatalf("the image exposes %s, want 8081/tcp among them", exposed)

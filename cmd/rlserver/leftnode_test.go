@@ -19,6 +19,7 @@ const leftMsg = "this node has left the cluster"
 // longer counts it. The node that leaves is not the meta group's leader,
 // whose raft stops once it removes itself.
 func TestLeftNodeSaysSoOnce(t *testing.T) {
+	parallel(t)
 	bin := buildBinary(t)
 	procs := clusterProcsN(t, bin, 3, 4)
 	r, err := report(procs[0], "")

@@ -33,13 +33,14 @@ type build struct {
 }
 
 // get builds the binary into binDir as name with env added to the
-// environment, on the first call, and returns its path; every call of a
-// run whose build failed fails its test with the build's output.
-func (b *build) get(t testing.TB, name string, env ...string) string {
+// environment and flags given to go build, on the first call, and returns
+// its path; every call of a run whose build failed fails its test with the
+// build's output.
+func (b *build) get(t testing.TB, name string, env []string, flags ...string) string {
 	t.Helper()
 	b.once.Do(func() {
 		path := filepath.Join(binDir, name)
-		cmd := exec.Command("go", "build", "-o", path, ".")
+		cmd := exec.Command("go", append(append([]string{"build"}, flags...), "-o", path, ".")...)
 		cmd.Env = append(os.Environ(), env...)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			b.err = fmt.Errorf("go build: %v\n%s", err, out)
@@ -59,7 +60,18 @@ var plainBuild, staticBuild build
 // tests share the one file: none may change or remove it.
 func buildBinary(t testing.TB) string {
 	t.Helper()
-	return plainBuild.get(t, "rlserver")
+	return plainBuild.get(t, "rlserver", nil)
+}
+
+// parallel marks t as a test that may run beside others of this package:
+// it checks behaviour, not time, CPU or memory, and everything it starts
+// is its own (ports from testutil.FreePort, its own directories and
+// containers), so a neighbour on the machine changes nothing it asserts.
+// The tests that measure, or that assert that clients see no error while
+// nodes come and go, do not call it: the testing package runs them one at
+// a time, alone, before the parallel ones.
+func parallel(t *testing.T) {
+	t.Parallel()
 }
 
 // waitPing polls until addr answers PING or the deadline passes.
@@ -75,6 +87,7 @@ func waitPing(t *testing.T, c *redis.Client) {
 }
 
 func TestBinaryLifecycle(t *testing.T) {
+	parallel(t)
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	resp, httpAddr := testutil.FreeAddr(t), testutil.FreeAddr(t)
@@ -125,6 +138,7 @@ func TestBinaryLifecycle(t *testing.T) {
 }
 
 func TestBadFlagExitsWithOneLine(t *testing.T) {
+	parallel(t)
 	bin := buildBinary(t)
 	out, err := exec.Command(bin, "--listen").CombinedOutput()
 	var exit *exec.ExitError
@@ -152,6 +166,7 @@ func httpGet(t *testing.T, url string) string {
 }
 
 func TestLockDataDir(t *testing.T) {
+	parallel(t)
 	dir := filepath.Join(t.TempDir(), "nested", "data")
 	unlock, err := lockDataDir(dir)
 	if err != nil {

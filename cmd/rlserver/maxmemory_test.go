@@ -113,11 +113,11 @@ func testMaxMemoryBounds(t *testing.T, modes ...string) {
 }
 
 // buildStaticBinary builds rlserver as the image and make build do
-// (CGO_ENABLED=0), once per test run: its memory is all the Go runtime's,
+// (CGO_ENABLED=0, -trimpath), once per test run: its memory is all the Go runtime's,
 // which a cgo build's Pebble would partly take from C.
 func buildStaticBinary(t testing.TB) string {
 	t.Helper()
-	return staticBuild.get(t, "rlserver-static", "CGO_ENABLED=0")
+	return staticBuild.get(t, "rlserver-static", []string{"CGO_ENABLED=0"}, "-trimpath")
 }
 
 // bystander charges one key of its own every 50 ms while a test floods the

@@ -66,6 +66,7 @@ func TestLogFormatJSON(t *testing.T) {
 // TestBadLogFormat: a bad --log-format exits 2 with one line naming it;
 // --help lists the flag with its default.
 func TestBadLogFormat(t *testing.T) {
+	parallel(t)
 	bin := buildBinary(t)
 	out, err := exec.Command(bin, "--log-format", "xml", "--data-dir", t.TempDir()).CombinedOutput()
 	var exit *exec.ExitError
@@ -86,6 +87,7 @@ func TestBadLogFormat(t *testing.T) {
 // (found by --http, and by RLSERVER_HTTP with an unspecified host), 1
 // when nothing listens there or what does is not HTTP, 2 on a bad flag.
 func TestHealthSubcommand(t *testing.T) {
+	parallel(t)
 	bin := buildBinary(t)
 	p := startProc(t, bin, t.TempDir())
 	health := func(env []string, args ...string) (int, string) {
@@ -130,6 +132,7 @@ func TestHealthSubcommand(t *testing.T) {
 // and serving is 0, a /readyz naming a gRPC address where nothing serves
 // is 1.
 func TestHealthCoversGRPC(t *testing.T) {
+	parallel(t)
 	bin := buildBinary(t)
 	grpcAddr := testutil.FreeAddr(t)
 	p := startProc(t, bin, t.TempDir(), "--grpc", grpcAddr)
@@ -154,6 +157,7 @@ func TestHealthCoversGRPC(t *testing.T) {
 // TestEnvoyConfigBadAtStart: a bad --envoy-config at start says that the
 // server exits (there is no last good configuration yet), and it does.
 func TestEnvoyConfigBadAtStart(t *testing.T) {
+	parallel(t)
 	bin := buildBinary(t)
 	conf := filepath.Join(t.TempDir(), "rls.yaml")
 	if err := os.WriteFile(conf, []byte("domain: a\ndescriptors:\n  - key: k\n    rate_limit: {unit: fortnight, requests_per_unit: 1}\n"), 0o644); err != nil {

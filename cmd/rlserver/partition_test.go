@@ -159,7 +159,6 @@ type partNode struct {
 
 func newPartEnv(t *testing.T) *partEnv {
 	e := &partEnv{t: t, prefix: fmt.Sprintf("rlpart-%08x", rand.Uint32())}
-	e.image = "rlserver-test:" + e.prefix
 	e.buildImage()
 	e.clients = e.prefix + "-clients"
 	mustDocker(t, "network", "create", "--label", "rlserver-test="+e.prefix, e.clients)
@@ -169,30 +168,67 @@ func newPartEnv(t *testing.T) *partEnv {
 	return e
 }
 
-// buildImage builds the static binary and an image from our Dockerfile in
-// a build context of its own.
+// buildImage points e at our image, built from the Dockerfile around the
+// static binary once per test run (testImage).
 func (e *partEnv) buildImage() {
-	ctxDir := e.t.TempDir()
-	bin := filepath.Join(ctxDir, "bin", "rlserver")
-	build := exec.Command("go", "build", "-trimpath", "-o", bin, ".")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		e.t.Fatalf("CGO_ENABLED=0 go build: %v\n%s", err, out)
-	}
-	if err := os.Mkdir(filepath.Join(ctxDir, "bin", "data"), 0o755); err != nil { // the image's empty /data
-		e.t.Fatal(err)
-	}
-	for _, f := range []string{"Dockerfile", ".dockerignore"} {
-		b, err := os.ReadFile(filepath.Join("..", "..", f))
+	e.image = testImage.get(e.t)
+}
+
+// testImage is the image of the containers tests, built at most once per
+// test run; TestMain removes it at the end.
+var testImage imageBuild
+
+// imageBuild is an image built at most once per test run.
+type imageBuild struct {
+	once sync.Once
+	tag  string
+	err  error
+}
+
+// get builds the image on the first call, in a build context of its own
+// holding the static binary, the Dockerfile and .dockerignore, and returns
+// its tag; every call of a run whose build failed fails its test.
+func (b *imageBuild) get(t *testing.T) string {
+	t.Helper()
+	bin := buildStaticBinary(t)
+	b.once.Do(func() {
+		tag := fmt.Sprintf("rlserver-test:run-%08x", rand.Uint32())
+		ctxDir, err := os.MkdirTemp(binDir, "image-")
+		if err == nil {
+			err = os.MkdirAll(filepath.Join(ctxDir, "bin", "data"), 0o755) // the image's empty /data
+		}
+		if err == nil {
+			err = os.Link(bin, filepath.Join(ctxDir, "bin", "rlserver"))
+		}
+		for _, f := range []string{"Dockerfile", ".dockerignore"} {
+			var data []byte
+			if err == nil {
+				data, err = os.ReadFile(filepath.Join("..", "..", f))
+			}
+			if err == nil {
+				err = os.WriteFile(filepath.Join(ctxDir, f), data, 0o644)
+			}
+		}
+		if err == nil {
+			_, err = dockerRun("build", "-q", "--label", "rlserver-test=run", "-t", tag, ctxDir)
+		}
 		if err != nil {
-			e.t.Fatal(err)
+			b.err = fmt.Errorf("building the test image: %v", err)
+			return
 		}
-		if err := os.WriteFile(filepath.Join(ctxDir, f), b, 0o644); err != nil {
-			e.t.Fatal(err)
-		}
+		b.tag = tag
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	mustDocker(e.t, "build", "-q", "--label", "rlserver-test="+e.prefix, "-t", e.image, ctxDir)
-	cleanupDocker(e.t, "rmi", e.image)
+	return b.tag
+}
+
+// remove removes the image, if it was built.
+func (b *imageBuild) remove() {
+	if b.tag != "" {
+		dockerRun("rmi", "-f", b.tag)
+	}
 }
 
 // createClusterNet creates the internal network the nodes talk on, with a

@@ -39,6 +39,7 @@ func requireTool(t *testing.T, name string) string {
 // and its unit tests (alerts_test.yml: node down, refusing writes,
 // replica lag, memory near --maxmemory, denial ratio jump) pass.
 func TestAlertRulesPromtool(t *testing.T) {
+	parallel(t)
 	promtool := requireTool(t, "promtool")
 	if out, err := exec.Command(promtool, "check", "rules", alertsFile).CombinedOutput(); err != nil {
 		t.Fatalf("promtool check rules: %v\n%s", err, out)
@@ -108,6 +109,7 @@ func promQuery(base, q string) (map[string]float64, error) {
 // every rule evaluates without error and no alert fires on the healthy
 // cluster.
 func TestPrometheusScrapesCluster(t *testing.T) {
+	parallel(t)
 	promBin := requireTool(t, "prometheus")
 	bin := buildBinary(t)
 	rulesFile := writeFile(t, fileRule("r1", "/p", 100))

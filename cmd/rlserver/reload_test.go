@@ -280,6 +280,7 @@ func TestSIGHUPReloadsUnderLoad(t *testing.T) {
 // TestSIGHUPWithNothingToReload: a node started without files lives
 // through SIGHUP (it used to die of it, status 129) and stops with 0.
 func TestSIGHUPWithNothingToReload(t *testing.T) {
+	parallel(t)
 	bin := buildBinary(t)
 	p := startProc(t, bin, t.TempDir())
 	for i := 0; i < 3; i++ {
@@ -299,6 +300,7 @@ func TestSIGHUPWithNothingToReload(t *testing.T) {
 // the changed rule and deletes the dropped one through the meta group:
 // every node shows them.
 func TestSIGHUPReloadsClusterRules(t *testing.T) {
+	parallel(t)
 	bin := buildBinary(t)
 	rulesFile := writeFile(t, fileRule("c-a", "/a", 5)+fileRule("c-gone", "/gone", 3))
 	procs := startNodes(t, bin, 3, 4, "--rules", rulesFile)

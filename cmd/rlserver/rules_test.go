@@ -47,6 +47,7 @@ func writeFile(t *testing.T, content string) string {
 // TestRulesFileLoadedAtStart runs the node in-process with --rules and
 // uses the rules over RESP and HTTP.
 func TestRulesFileLoadedAtStart(t *testing.T) {
+	parallel(t)
 	cfg, err := loadConfig([]string{"--listen", "127.0.0.1:0", "--http", "127.0.0.1:0",
 		"--data-dir", t.TempDir(), "--rules", writeFile(t, goodRules)}, func(string) string { return "" }, io.Discard)
 	if err != nil {
@@ -78,6 +79,7 @@ func TestRulesFileLoadedAtStart(t *testing.T) {
 }
 
 func TestBadRulesFile(t *testing.T) {
+	parallel(t)
 	bad := goodRules + `- id: broken
   target: /x
   tier: "*"
@@ -112,6 +114,7 @@ func TestBadRulesFile(t *testing.T) {
 // TestBadRulesFileExitsNonZero: the binary refuses to start with one line
 // naming the file, the rule and the field.
 func TestBadRulesFileExitsNonZero(t *testing.T) {
+	parallel(t)
 	bin := buildBinary(t)
 	path := writeFile(t, "- id: a\n  target: /x\n  tier: free\n  key_type: user\n  algo: sliding\n  limit: 5\n  window: 1fortnight\n")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -131,6 +134,7 @@ func TestBadRulesFileExitsNonZero(t *testing.T) {
 
 // TestShippedRulesFile: examples/rules.yaml, which the README uses, loads.
 func TestShippedRulesFile(t *testing.T) {
+	parallel(t)
 	store := shards.New(1)
 	list, err := readRules("../../examples/rules.yaml", 10000, DefaultMaxConfigBytes)
 	if err == nil {

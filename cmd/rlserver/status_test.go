@@ -85,6 +85,7 @@ const (
 // rule's denials and the shadow rule's would-be denials, the key first
 // among the hot keys, the identifiers the rule blocked, and no cluster.
 func TestStatusPageOfANode(t *testing.T) {
+	parallel(t)
 	headless.Browser(t)
 	bin := buildBinary(t)
 	p := startProc(t, bin, t.TempDir())
@@ -157,6 +158,7 @@ func hotAndBlocked(t *testing.T, dom string) {
 // RLSERVER_STATUS_SCREENSHOT=file, a screenshot of that page is written
 // to file after 40 s of load (docs/status.png is one).
 func TestStatusPageOfACluster(t *testing.T) {
+	parallel(t)
 	headless.Browser(t)
 	bin := buildBinary(t)
 	procs := clusterProcsN(t, bin, 3, 4)

@@ -13,7 +13,8 @@ import (
 // pools, hundreds after each kill -9): the tests count and report the
 // errors their clients see, and CI keeps only the end of the output, where
 // that noise buried the failing test's own report. It makes binDir, where
-// the binaries are built once for the whole run, and removes it after.
+// the binaries are built once for the whole run, and removes it and the
+// test image after.
 func TestMain(m *testing.M) {
 	redis.SetLogger(quietLog{})
 	dir, err := os.MkdirTemp("", "rlserver-test-bin-")
@@ -23,6 +24,7 @@ func TestMain(m *testing.M) {
 	}
 	binDir = dir
 	code := m.Run()
+	testImage.remove()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -41,6 +41,7 @@ return {1, n + 1}`
 // survives SIGTERM in fast mode and kill -9 in strong mode, as limiter
 // state does: the data directory's log and snapshots carry them.
 func TestRestartKeepsValues(t *testing.T) {
+	parallel(t)
 	bin, dir := buildBinary(t), t.TempDir()
 	ctx := context.Background()
 	log := redis.NewScript(slidingLog)
@@ -131,6 +132,7 @@ func TestRestartKeepsValues(t *testing.T) {
 // after kill -9 of the node that leads the most groups nothing a script
 // wrote is forgotten.
 func TestClusterScriptsAndValues(t *testing.T) {
+	parallel(t)
 	bin := buildBinary(t)
 	procs := clusterProcs(t, bin, 3, "--consistency", "strong", "--admin-token", "cluster-t0ken")
 	var addrs []string
