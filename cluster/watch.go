@@ -147,10 +147,13 @@ const expectFor = 5 * time.Second
 
 // Takeover returns the number of groups this node has taken over from
 // lost leaders, and whether the last was within takeoverNudge: clients
-// may still send those slots to the lost node (see server.Nudger).
+// may still send those slots to the lost node (see server.Nudger). A node
+// that forwards (Config.Proxy) never reports one as recent: it serves
+// every key wherever a client sends it, and its clients — redis-cli
+// without -c, a plain redis-py — take a MOVED for an error.
 func (c *Cluster) Takeover() (uint64, bool) {
 	at := c.takeoverAt.Load()
-	return c.takeovers.Load(), at != 0 && time.Since(time.Unix(0, at)) < takeoverNudge
+	return c.takeovers.Load(), !c.cfg.Proxy && at != 0 && time.Since(time.Unix(0, at)) < takeoverNudge
 }
 
 // takeoverNudge is how long after a takeover clients are told of it.
