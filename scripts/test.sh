@@ -11,10 +11,11 @@
 #                            test does two, eight container restarts, the
 #                            floods in every mode), with RLSERVER_TEST_LONG=1
 #
-# Passes: go vet; the race tests of every package but cmd/rlserver; those of
-# cmd/rlserver alone (its real clusters of processes and containers would
-# starve the in-process ones); the server's tests of its connection path
-# again with a goroutine per connection instead of the event loops.
+# Passes: go vet; the race tests of cmd/rlserver that need the machine to
+# themselves (alone(t)), one at a time; the race tests of every package,
+# cmd/rlserver's others (parallel(t)) among them; the server's tests of
+# its connection path again with a goroutine per connection instead of the
+# event loops.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
@@ -65,8 +66,14 @@ if [ "$mode" = "--long" ]; then
   pass long gotest -race -count=1 -timeout 60m -run '^TestLong' $long_pkgs
 else
   pass vet "$GO" vet ./...
-  pass race gotest -race -count=1 -timeout 30m $("$GO" list ./... | grep -v '/cmd/rlserver$')
-  pass race-cmd gotest -race -count=1 -timeout 40m ./cmd/rlserver
+  # cmd/rlserver's tests that must have the machine to themselves (they
+  # measure time, CPU or memory, or that clients see no error while nodes
+  # come and go), one at a time; then every package's race tests, with
+  # cmd/rlserver's others (real processes that mostly wait) among them.
+  alone() { RLSERVER_TEST_SHARE=alone gotest -race -count=1 -timeout 30m ./cmd/rlserver; }
+  shared() { RLSERVER_TEST_SHARE=shared gotest -race -count=1 -timeout 30m ./...; }
+  pass race-alone alone
+  pass race shared
   # The server's tests of its connection path (the files below: the front
   # door, raw and hostile protocol, the real clients) again with a goroutine
   # per connection instead of the event loops; its other tests (commands,

@@ -96,6 +96,7 @@ const blockRule = `{"target":"/login","tier":"*","key_type":"ip","algo":"fixed",
 // of ips and RL_TEST_MAX_BLOCKS the cap ("" keeps the default, sized to
 // --maxmemory): the manual measurement runs 400000 with the default.
 func TestBlocksCappedUnderMaxMemory(t *testing.T) {
+	alone(t)
 	ips, capFlag := 50000, "5000"
 	if s := os.Getenv("RL_TEST_BLOCK_IPS"); s != "" {
 		ips, _ = strconv.Atoi(s)

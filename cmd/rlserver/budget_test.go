@@ -16,6 +16,7 @@ import (
 // runtime's soft limit (a quarter more, at least 8 MiB more);
 // no --maxmemory changes nothing.
 func TestBudgetFor(t *testing.T) {
+	parallel(t)
 	const mb = 1 << 20
 	for _, tc := range []struct {
 		max     int64
@@ -40,6 +41,7 @@ func TestBudgetFor(t *testing.T) {
 // peak the largest live heap measured; without a collection nothing is
 // measured.
 func TestHeapMeter(t *testing.T) {
+	alone(t)
 	m := newHeapMeter()
 	if m.held() <= 0 {
 		t.Fatalf("a new meter holds %d: want the heap in use at start", m.held())
@@ -67,6 +69,7 @@ func TestHeapMeter(t *testing.T) {
 // TestHeapMeterRunsAfterCollections: run measures after each collection,
 // with no timer, until its context ends.
 func TestHeapMeterRunsAfterCollections(t *testing.T) {
+	alone(t)
 	m := newHeapMeter()
 	ctx, cancel := context.WithCancel(context.Background())
 	var calls atomic.Int64

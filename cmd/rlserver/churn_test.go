@@ -119,6 +119,7 @@ func testClusterStarts(t *testing.T, n int) {
 // long after the stop the last one came: the failover window as a default
 // client sees it.
 func TestClusterRestartsNeverCrash(t *testing.T) {
+	alone(t)
 	testClusterRestarts(t, churnCount(t, "RLSERVER_CHURN_RESTARTS", 2))
 }
 
@@ -255,6 +256,7 @@ func countOf(xs []string, x string) int {
 // fails the lost node's slots until the node returns: its errors are
 // logged, not asserted, and the README says so.
 func TestKill9WindowAsDefaultClientsSeeIt(t *testing.T) {
+	alone(t)
 	bin := buildBinary(t)
 	procs := clusterProcs(t, bin, 3, "--consistency", "strong")
 	addrs := respAddrs(procs)
@@ -294,6 +296,7 @@ const kill9Window = 3 * time.Second
 // /proc/<pid>/stat, must stay under idleCPUBound of one core. The figure
 // is logged (the closing note of issue 17 quotes it).
 func TestIdleClusterCPU(t *testing.T) {
+	alone(t)
 	bin := buildBinary(t)
 	procs := clusterProcsN(t, bin, 3, 16)
 	time.Sleep(2 * time.Second) // let the balancer and the first snapshots settle
@@ -325,6 +328,7 @@ func assertIdleCPU(t *testing.T, procs []*proc, names []string, bound float64) {
 // under idleNodeCPUBound of one core. The applier and the disk guard sleep
 // while nothing changes, and raft's lease check runs twice a second.
 func TestIdleNodeCPU(t *testing.T) {
+	alone(t)
 	bin := buildBinary(t)
 	var procs []*proc
 	for _, mode := range []string{"fast", "strong"} {

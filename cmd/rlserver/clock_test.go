@@ -77,6 +77,7 @@ func near(got, want, tol time.Duration) bool { return got >= want-tol && got <= 
 // TestClockSteps runs the scenarios below against real processes of one
 // build.
 func TestClockSteps(t *testing.T) {
+	alone(t)
 	bin := buildBinary(t)
 	t.Run("StepBackKeepsAdmitting", func(t *testing.T) { clockStepBackKeepsAdmitting(t, bin) })
 	t.Run("StepForwardThenBack", func(t *testing.T) { clockStepForwardThenBack(t, bin) })

@@ -209,6 +209,7 @@ func TestClusterKill9StrongForgetsNothing(t *testing.T) {
 // ClusterClients; one node is killed; what the cluster forgot is at most
 // what was acknowledged within three flush intervals before the kill.
 func TestClusterKill9FastBounded(t *testing.T) {
+	alone(t)
 	bin := buildBinary(t)
 	const interval = 100 * time.Millisecond
 	procs := clusterProcs(t, bin, 3, "--consistency", "fast", "--flush-interval", interval.String(),

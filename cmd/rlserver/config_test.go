@@ -15,6 +15,7 @@ func env(m map[string]string) func(string) string {
 }
 
 func TestConfigDefaults(t *testing.T) {
+	parallel(t)
 	cfg, err := loadConfig(nil, env(nil), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -40,6 +41,7 @@ func TestConfigDefaults(t *testing.T) {
 // config file) and envoyproxy/ratelimit's own STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT,
 // which counts when --envoy-charging is not given.
 func TestEnvoyChargingSwitch(t *testing.T) {
+	parallel(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "c.yaml")
 	if err := os.WriteFile(file, []byte("envoy-charging: all-or-nothing\n"), 0o644); err != nil {
@@ -72,6 +74,7 @@ func TestEnvoyChargingSwitch(t *testing.T) {
 }
 
 func TestConfigPrecedence(t *testing.T) {
+	parallel(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "rl.yaml")
 	os.WriteFile(file, []byte("listen: 0.0.0.0:7000\nmax-key-bytes: 100\nmax-log-limit: 50\nlog-level: debug\n"), 0o644)
@@ -99,6 +102,7 @@ func TestConfigPrecedence(t *testing.T) {
 // --metrics-auth is false by default and set, like every flag, by the
 // command line, RLSERVER_METRICS_AUTH or the config file.
 func TestMetricsAuthFlag(t *testing.T) {
+	parallel(t)
 	file := filepath.Join(t.TempDir(), "rl.yaml")
 	os.WriteFile(file, []byte("metrics-auth: true\nadmin-token: adm\n"), 0o644)
 	for _, c := range []struct {
@@ -120,6 +124,7 @@ func TestMetricsAuthFlag(t *testing.T) {
 }
 
 func TestConfigErrors(t *testing.T) {
+	parallel(t)
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.yaml")
 	os.WriteFile(bad, []byte("listen: [a, b]\n"), 0o644)
@@ -183,6 +188,7 @@ func TestConfigErrors(t *testing.T) {
 }
 
 func TestMaxMemorySizes(t *testing.T) {
+	parallel(t)
 	for in, want := range map[string]int64{"0": 0, "1000000": 1000000, "256mb": 256 << 20, "2GB": 2 << 30,
 		"100k": 100000, "100kb": 102400, "3m": 3000000, "1g": 1000000000, "512b": 512} {
 		cfg, err := loadConfig([]string{"--maxmemory", in}, env(nil), nil)
@@ -197,6 +203,7 @@ func TestMaxMemorySizes(t *testing.T) {
 }
 
 func TestHelpListsEveryFlag(t *testing.T) {
+	parallel(t)
 	var out bytes.Buffer
 	_, err := loadConfig([]string{"--help"}, env(nil), &out)
 	if err != errHelp {
@@ -219,6 +226,7 @@ func TestHelpListsEveryFlag(t *testing.T) {
 }
 
 func TestParseSize(t *testing.T) {
+	parallel(t)
 	for in, want := range map[string]int64{"0": 0, "1024": 1024, "64mb": 64 << 20, "2GB": 2 << 30, "1k": 1000, "5m": 5e6, "7b": 7} {
 		if got, err := parseSize(in); err != nil || got != want {
 			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
@@ -232,6 +240,7 @@ func TestParseSize(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
+	parallel(t)
 	var out bytes.Buffer
 	_, err := loadConfig([]string{"--version"}, env(nil), &out)
 	if err != errVersion {
@@ -250,6 +259,7 @@ func TestVersion(t *testing.T) {
 // of it at blockCost a block, at least 1000), or 1000000 without it; a
 // value given is taken as it is, from the config file too.
 func TestMaxBlocksDefault(t *testing.T) {
+	parallel(t)
 	for _, tc := range []struct {
 		args []string
 		want int

@@ -90,6 +90,7 @@ func relink(t *testing.T, link, target string) {
 // too. Here the node's peak RSS stays small, a later SIGHUP with a good
 // file loads it, and SIGTERM stops it with status 0.
 func TestSIGHUPRefusesEmptyAndEndlessRulesFiles(t *testing.T) {
+	alone(t)
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	write := func(name, content string) string {
@@ -206,6 +207,7 @@ func bigRules(n int, limit int) string {
 // 30 s after the SIGHUP, 191,000 after 3.5 min. RL_TEST_BIG_RULES sets the
 // number of rules (default 40,000: 4.6 MB; 537000 is the 50 MB file).
 func TestSIGHUPBigRulesFileAppliedAtOnce(t *testing.T) {
+	parallel(t)
 	n := 40000
 	if s := os.Getenv("RL_TEST_BIG_RULES"); s != "" {
 		n, _ = strconv.Atoi(s)

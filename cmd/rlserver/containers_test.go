@@ -28,6 +28,7 @@ import (
 // end in exit code 0, no log may hold a panic, a SIGTERM must show the
 // client no error, and no acknowledged admission may be lost.
 func TestContainerRestarts(t *testing.T) {
+	alone(t)
 	testContainerRestarts(t, 2)
 }
 

@@ -201,6 +201,7 @@ func TestKill9StrongForgetsNothing(t *testing.T) {
 // replies wait, so the bound is counted back from the last reply, however
 // long a stall of the disk before the kill.
 func TestKill9FastForgetsAtMostTheLastIntervals(t *testing.T) {
+	alone(t)
 	bin, dir := buildBinary(t), t.TempDir()
 	const interval = 100 * time.Millisecond
 	flags := []string{"--consistency", "fast", "--flush-interval", interval.String(), "--max-log-limit", fmt.Sprint(crashLimit)}

@@ -18,6 +18,7 @@ import (
 // --trusted-proxies defaults to loopback, is set like every flag, is
 // listed by --help and refuses what is not a CIDR with one line.
 func TestTrustedProxiesFlag(t *testing.T) {
+	parallel(t)
 	for _, c := range []struct {
 		args []string
 		env  map[string]string
@@ -48,6 +49,7 @@ func TestTrustedProxiesFlag(t *testing.T) {
 // environment, config file), is listed by --help and refuses what is not
 // 1 to 128 with one line.
 func TestIPv6PrefixFlag(t *testing.T) {
+	parallel(t)
 	file := filepath.Join(t.TempDir(), "rlserver.yaml")
 	if err := os.WriteFile(file, []byte("ipv6-prefix: 56\n"), 0o644); err != nil {
 		t.Fatal(err)

@@ -79,6 +79,7 @@ func pingOrRefusal(nc net.Conn) string {
 // answered or refused (none is left hanging), the server stays up, and
 // once the HTTP clients leave new RESP clients are served.
 func TestOutOfDescriptorsDoesNotKillTheServer(t *testing.T) {
+	alone(t)
 	exited, resp, httpAddr, logs := startLimited(t, 128, "--grpc", "") // no gRPC budget: the 64 files left are all --maxclients'
 	first, err := net.Dial("tcp", resp)
 	if err != nil {
@@ -155,6 +156,7 @@ func TestOutOfDescriptorsDoesNotKillTheServer(t *testing.T) {
 // the limit is closed at once, so that slow or idle HTTP clients cannot
 // hold connections and descriptors for ever.
 func TestHTTPTimeoutsAndLimit(t *testing.T) {
+	alone(t)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
 	limits := httpTimeouts{readHeader: 200 * time.Millisecond, read: time.Second, write: time.Second, idle: 300 * time.Millisecond}
 	hs := newHTTPServer(h, limits, slog.New(slog.DiscardHandler))

@@ -98,6 +98,7 @@ func settle(t *testing.T, p *proc) int {
 // against a reference taken in the same run, and an Envoy-like client is
 // still answered. RLSERVER_FLOOD=200x256 runs the figure.
 func TestGRPCStalledStreams(t *testing.T) {
+	alone(t)
 	conns, streams := floodScale(t, 40, 256)
 	bin := buildBinary(t)
 	conf := filepath.Join(t.TempDir(), "rls.yaml")

@@ -37,6 +37,7 @@ func hotKeyRows(t *testing.T, p *proc, n int) (map[string][2]int64, string) {
 // lead its slot — by RL.HOTKEYS and GET /v1/hotkeys; a node that does not
 // answer (stopped with SIGSTOP) is left out and the answer still comes.
 func TestClusterHotKeys(t *testing.T) {
+	alone(t)
 	bin := buildBinary(t)
 	procs := clusterProcs(t, bin, 3)
 	c := clusterClient(t, procs)

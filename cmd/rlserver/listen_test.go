@@ -7,6 +7,7 @@ import "testing"
 // in proportion, each keeping at least one; without a gRPC listener
 // --maxclients has it all.
 func TestFitBudgets(t *testing.T) {
+	parallel(t)
 	for _, c := range []struct {
 		want, grpcWant int
 		files          uint64

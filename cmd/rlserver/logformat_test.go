@@ -21,6 +21,7 @@ import (
 // duration is "23ms" in both, the consistency "strong" in both, an error
 // its message, a group's fields under the group's name.
 func TestLogFormatsReadTheSame(t *testing.T) {
+	parallel(t)
 	emit := func(format string) string {
 		var b bytes.Buffer
 		log := newLogger(Config{LogLevel: "debug", LogFormat: format}, &b)

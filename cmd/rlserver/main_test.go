@@ -63,15 +63,36 @@ func buildBinary(t testing.TB) string {
 	return plainBuild.get(t, "rlserver", nil)
 }
 
-// parallel marks t as a test that may run beside others of this package:
-// it checks behaviour, not time, CPU or memory, and everything it starts
-// is its own (ports from testutil.FreePort, its own directories and
-// containers), so a neighbour on the machine changes nothing it asserts.
-// The tests that measure, or that assert that clients see no error while
-// nodes come and go, do not call it: the testing package runs them one at
-// a time, alone, before the parallel ones.
+// Every test of this package but TestLong… (make test-long runs those, one
+// at a time) says first how it may share the machine: parallel or alone
+// (TestEveryTestSaysHowItShares). make test runs the package twice:
+// RLSERVER_TEST_SHARE=alone runs only the tests that call alone, one at a
+// time, with nothing else on the machine; RLSERVER_TEST_SHARE=shared only
+// those that call parallel, two at a time, beside the other packages'
+// tests. Unset, go test runs them all: the alone ones one at a time
+// first, then the parallel ones.
+const shareEnv = "RLSERVER_TEST_SHARE"
+
+// parallel marks t as a test that may run beside others: it checks
+// behaviour, not time, CPU or memory, and everything it starts is its own
+// (ports from testutil.FreePort, its own directories and containers), so a
+// neighbour on the machine changes nothing it asserts.
 func parallel(t *testing.T) {
+	t.Helper()
+	if os.Getenv(shareEnv) == "alone" {
+		t.Skip("it may share the machine: make test runs it with RLSERVER_TEST_SHARE=shared")
+	}
 	t.Parallel()
+}
+
+// alone marks t as a test that runs with nothing else of the suite beside
+// it: it measures time, CPU or memory, or asserts that clients see no
+// error while nodes come and go, which a starved node can break.
+func alone(t *testing.T) {
+	t.Helper()
+	if os.Getenv(shareEnv) == "shared" {
+		t.Skip("it needs the machine to itself: make test runs it with RLSERVER_TEST_SHARE=alone")
+	}
 }
 
 // waitPing polls until addr answers PING or the deadline passes.

@@ -39,6 +39,7 @@ func floodSeconds() time.Duration {
 // floods the strong node; TestLongMaxMemoryBoundsTheProcess, in make
 // test-long, all three.
 func TestMaxMemoryBoundsTheProcess(t *testing.T) {
+	alone(t)
 	testMaxMemoryBounds(t, "strong")
 }
 

@@ -25,10 +25,24 @@ import (
 // fourth node joining, and a node leaving and then stopping. Every error
 // either client sees fails the test, with the phase it came in; then
 // every key's charge (RL.PEEK) must equal the admissions acknowledged. In
-// fast and in strong mode.
+// strong mode; TestLongPlannedMoves, in make test-long, in fast and in
+// strong mode.
 func TestPlannedMovesShowClientsNoErrors(t *testing.T) {
+	alone(t)
+	testPlannedMoves(t, "strong")
+}
+
+// TestLongPlannedMoves is TestPlannedMovesShowClientsNoErrors in fast and
+// in strong mode: make test-long runs it.
+func TestLongPlannedMoves(t *testing.T) {
+	testutil.LongOnly(t)
+	testPlannedMoves(t, "fast", "strong")
+}
+
+// testPlannedMoves runs the planned moves in each mode given.
+func testPlannedMoves(t *testing.T, modes ...string) {
 	bin := buildBinary(t)
-	for _, mode := range []string{"fast", "strong"} {
+	for _, mode := range modes {
 		t.Run(mode, func(t *testing.T) {
 			plannedMoves(t, bin, mode)
 		})

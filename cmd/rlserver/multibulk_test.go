@@ -40,6 +40,7 @@ import (
 // scheduling delays of a busy 2-core machine rather than a cost of the
 // request, so Redis's figure counts as at least 50 ms (the floor).
 func TestMillionArgumentsCostNoMoreThanRedis(t *testing.T) {
+	alone(t)
 	if testing.Short() {
 		t.Skip("a 30 s measurement")
 	}

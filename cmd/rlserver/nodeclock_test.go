@@ -31,6 +31,7 @@ func (f *fakeClocks) step(d time.Duration)    { f.wall.Add(int64(d)) }
 // clocks, and what the check makes of it: the offset after it, whether it
 // logs a step or a suspend, whether the clock file is written.
 func TestNodeClockCheck(t *testing.T) {
+	parallel(t)
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC).UnixNano()
 	f := &fakeClocks{}
 	f.wall.Store(t0)

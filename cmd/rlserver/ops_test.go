@@ -18,6 +18,7 @@ import (
 // with RLSERVER_LOG_FORMAT=json) writes only lines that each parse as a
 // JSON object with time, level and msg, from its start to its stop.
 func TestLogFormatJSON(t *testing.T) {
+	alone(t)
 	bin := buildBinary(t)
 	for _, viaEnv := range []bool{false, true} {
 		var p *proc

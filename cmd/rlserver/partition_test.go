@@ -19,11 +19,13 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/internal/testutil"
 	"github.com/rlserver/rlserver/slots"
 )
 
 // TestContainerPartition runs three nodes in containers of our image and
-// cuts the network of the node leading the most groups, five times.
+// cuts the network of the node leading the most groups, twice (five times
+// in TestLongContainerPartition, which make test-long runs).
 //
 // The containers share two networks: the nodes' own (internal: Raft and
 // internal calls, each node known by its alias n1, n2, n3, its
@@ -50,6 +52,19 @@ import (
 //   - every replica of every group, as every node reports it, is at the
 //     same applied index with the same state digest.
 func TestContainerPartition(t *testing.T) {
+	alone(t)
+	testContainerPartition(t, 2)
+}
+
+// TestLongContainerPartition is TestContainerPartition with five cuts:
+// make test-long runs it.
+func TestLongContainerPartition(t *testing.T) {
+	testutil.LongOnly(t)
+	testContainerPartition(t, 5)
+}
+
+// testContainerPartition cuts a node off and heals it, cycles times.
+func testContainerPartition(t *testing.T, partCycles int) {
 	requireDocker(t)
 	env := newPartEnv(t)
 	nodes := env.startNodes(3, "--consistency", "strong")
@@ -68,7 +83,6 @@ func TestContainerPartition(t *testing.T) {
 }
 
 const (
-	partCycles       = 5
 	partKeysPerGroup = 4
 	partInterval     = 10 * time.Millisecond // between two checks of one group's worker
 	partLease        = 250 * time.Millisecond

@@ -171,6 +171,7 @@ func metricValue(page, series string) float64 {
 // reloads are counted; SIGTERM ends it with status 0. A restart with a
 // file that drops another rule deletes it at start.
 func TestSIGHUPReloadsUnderLoad(t *testing.T) {
+	alone(t)
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	old, fresh := testcert.New(t), testcert.New(t)

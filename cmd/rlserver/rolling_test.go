@@ -49,6 +49,7 @@ func portBase(t *testing.T) int {
 // check at a steady rate: no error, every admission counted once. Then
 // Ctrl-C (SIGINT) on cluster.sh stops every node, the restarted ones too.
 func TestRollingRestartScript(t *testing.T) {
+	alone(t)
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	resp, httpBase, raft := portBase(t), portBase(t), portBase(t)
