@@ -194,7 +194,7 @@ func (d *diskLoad) client(rdb *redis.Client, keys []*crashKey) {
 // SIGTERM exits 0, and after a restart every acknowledged admission is
 // there (a graceful stop forgets nothing in either mode).
 func TestDiskFull(t *testing.T) {
-	alone(t)
+	parallel(t)
 	bin := buildBinary(t)
 	for _, mode := range []string{"strong", "fast"} {
 		t.Run(mode, func(t *testing.T) {
@@ -387,7 +387,7 @@ func waitCheck(t *testing.T, p *proc, key string, within time.Duration) int64 {
 // the state it held, changes get MISCONF, /readyz says why, and once space
 // is freed it serves changes again and stops with exit 0 on SIGTERM.
 func TestStartOnFullDisk(t *testing.T) {
-	alone(t)
+	parallel(t)
 	bin := buildBinary(t)
 	mnt := mountTmpfs(t, "256m")
 	dir := filepath.Join(mnt, "data")
@@ -435,7 +435,7 @@ func TestStartOnFullDisk(t *testing.T) {
 // with status 1 and one line after the grace; a start that ends in time
 // keeps the process.
 func TestSignalDuringAStuckStartExits(t *testing.T) {
-	alone(t)
+	parallel(t)
 	if os.Getenv("RL_TEST_ABANDON") != "" {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()

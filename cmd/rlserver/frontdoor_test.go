@@ -79,7 +79,7 @@ func pingOrRefusal(nc net.Conn) string {
 // answered or refused (none is left hanging), the server stays up, and
 // once the HTTP clients leave new RESP clients are served.
 func TestOutOfDescriptorsDoesNotKillTheServer(t *testing.T) {
-	alone(t)
+	parallel(t)
 	exited, resp, httpAddr, logs := startLimited(t, 128, "--grpc", "") // no gRPC budget: the 64 files left are all --maxclients'
 	first, err := net.Dial("tcp", resp)
 	if err != nil {

@@ -45,7 +45,7 @@ func TestMillionArgumentsCostNoMoreThanRedis(t *testing.T) {
 		t.Skip("a 30 s measurement")
 	}
 	const (
-		pairs     = 5
+		pairs     = 3
 		roundTime = 2500 * time.Millisecond
 		attackers = 4
 		floor     = 50 * time.Millisecond
