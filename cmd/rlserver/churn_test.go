@@ -66,7 +66,7 @@ func keyPerGroup(groups int) []string {
 // clusters lost a node on their first start before the node refused
 // internal calls until its groups were open.)
 func TestClusterStartsNeverCrash(t *testing.T) {
-	parallel(t)
+	alone(t)
 	testClusterStarts(t, churnCount(t, "RLSERVER_CHURN_STARTS", 3))
 }
 

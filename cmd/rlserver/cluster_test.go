@@ -261,7 +261,7 @@ func TestClusterKill9FastBounded(t *testing.T) {
 // (pipelined), redis-benchmark without --cluster — on any node, and the
 // counts are exact (fixed windows of 366 days: see testutil.NoRollover).
 func TestClusterProxyPlainClients(t *testing.T) {
-	parallel(t)
+	alone(t)
 	bin := buildBinary(t)
 	procs := clusterProcs(t, bin, 3, "--proxy", "--consistency", "strong", "--admin-token", "cluster-t0ken")
 	py := pythonRedis(t)

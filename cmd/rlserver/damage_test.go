@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rlserver/rlserver/internal/testutil"
 )
 
 // The damaged-directory tests run the real binary. A directory whose
@@ -115,7 +117,10 @@ func TestDamagedWALs(t *testing.T) {
 	flags := []string{"--consistency", "strong", "--max-log-limit", fmt.Sprint(crashLimit)}
 	p := startProc(t, bin, seed, flags...)
 	l := startLoad(t, p.resp)
+	// Two seconds of load, and on a busy machine as long as it takes the
+	// node to write a third WAL (the newest and the oldest are cut below).
 	time.Sleep(2 * time.Second)
+	testutil.WaitFor(t, 60*time.Second, "a third WAL under the load", func() bool { return len(wals(t, seed)) >= 3 })
 	l.stop.Store(true)
 	l.wg.Wait()
 	// The mark's next round covers every reply, and what the load set off

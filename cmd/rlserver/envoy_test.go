@@ -187,7 +187,7 @@ func grepLines(s, sub string) string {
 // and a request whose descriptors live in several groups is never
 // admitted over a limit.
 func TestEnvoyRLSCluster(t *testing.T) {
-	parallel(t)
+	alone(t)
 	bin := buildBinary(t)
 	conf := filepath.Join(t.TempDir(), "rls.yaml")
 	if err := os.WriteFile(conf, []byte(envoyYAML), 0o644); err != nil {

@@ -179,7 +179,7 @@ func allowedOf(t *testing.T, p *proc, xffs []string) int {
 // cluster charges the same counters, which live in their slots' groups,
 // and admits exactly each rule's limit in all.
 func TestForwardAuthOnEveryClusterNode(t *testing.T) {
-	parallel(t)
+	alone(t)
 	procs := startNodes(t, buildBinary(t), 3, 4)
 	waitBalanced(t, procs, 30*time.Second)
 	postRule(t, procs[0], `{"id":"per-user","target":"/users/*","tier":"*","key_type":"user","algo":"fixed","limit":7,"window":"`+testutil.NoRollover+`"}`)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -25,42 +26,81 @@ import (
 // TestMain makes it and removes it at the end.
 var binDir string
 
-// build is one binary built at most once per test run.
+// build is one binary built at most once per test run: go build with env
+// added to the environment and flags, into binDir as name.
 type build struct {
-	once sync.Once
-	path string
-	err  error
+	name  string
+	env   []string
+	flags []string
+	once  sync.Once
+	path  string
+	err   error
 }
 
-// get builds the binary into binDir as name with env added to the
-// environment and flags given to go build, on the first call, and returns
-// its path; every call of a run whose build failed fails its test with the
-// build's output.
-func (b *build) get(t testing.TB, name string, env []string, flags ...string) string {
-	t.Helper()
+// do builds the binary on the first call and returns its path, or the
+// build's error with its output.
+func (b *build) do() (string, error) {
 	b.once.Do(func() {
-		path := filepath.Join(binDir, name)
-		cmd := exec.Command("go", append(append([]string{"build"}, flags...), "-o", path, ".")...)
-		cmd.Env = append(os.Environ(), env...)
+		path := filepath.Join(binDir, b.name)
+		cmd := exec.Command("go", append(append([]string{"build"}, b.flags...), "-o", path, ".")...)
+		cmd.Env = append(os.Environ(), b.env...)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			b.err = fmt.Errorf("go build: %v\n%s", err, out)
 			return
 		}
 		b.path = path
 	})
-	if b.err != nil {
-		t.Fatal(b.err)
-	}
-	return b.path
+	return b.path, b.err
 }
 
-var plainBuild, staticBuild build
+// get is do for a test: a failed build fails it.
+func (b *build) get(t testing.TB) string {
+	t.Helper()
+	path, err := b.do()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+var (
+	plainBuild  = &build{name: "rlserver"}
+	staticBuild = &build{name: "rlserver-static", env: []string{"CGO_ENABLED=0"}, flags: []string{"-trimpath"}}
+)
+
+// prebuilds are the builds startPrebuilds set off in the background.
+var (
+	prebuildOnce sync.Once
+	prebuilds    sync.WaitGroup
+)
+
+// startPrebuilds, when the whole package runs (no -test.run), builds the
+// static binary and the test image in the background the first time a
+// test builds the plain binary, so that the containers and --maxmemory
+// tests find them built instead of each waiting for a build in turn.
+// TestMain waits for them before it cleans up.
+func startPrebuilds() {
+	prebuildOnce.Do(func() {
+		if f := flag.Lookup("test.run"); f == nil || f.Value.String() != "" {
+			return
+		}
+		prebuilds.Add(1)
+		go func() {
+			defer prebuilds.Done()
+			staticBuild.do()
+			if _, err := exec.LookPath("docker"); err == nil {
+				testImage.do()
+			}
+		}()
+	})
+}
 
 // buildBinary builds rlserver once per test run and returns its path. The
 // tests share the one file: none may change or remove it.
 func buildBinary(t testing.TB) string {
 	t.Helper()
-	return plainBuild.get(t, "rlserver", nil)
+	startPrebuilds()
+	return plainBuild.get(t)
 }
 
 // Every test of this package but TestLong… (make test-long runs those, one

@@ -118,7 +118,7 @@ func testMaxMemoryBounds(t *testing.T, modes ...string) {
 // which a cgo build's Pebble would partly take from C.
 func buildStaticBinary(t testing.TB) string {
 	t.Helper()
-	return staticBuild.get(t, "rlserver-static", []string{"CGO_ENABLED=0"}, "-trimpath")
+	return staticBuild.get(t)
 }
 
 // bystander charges one key of its own every 50 ms while a test floods the

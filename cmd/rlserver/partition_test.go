@@ -199,15 +199,17 @@ type imageBuild struct {
 	err  error
 }
 
-// get builds the image on the first call, in a build context of its own
+// do builds the image on the first call, in a build context of its own
 // holding the static binary, the Dockerfile and .dockerignore, and returns
-// its tag; every call of a run whose build failed fails its test.
-func (b *imageBuild) get(t *testing.T) string {
-	t.Helper()
-	bin := buildStaticBinary(t)
+// its tag, or why it could not be built.
+func (b *imageBuild) do() (string, error) {
 	b.once.Do(func() {
+		bin, err := staticBuild.do()
 		tag := fmt.Sprintf("rlserver-test:run-%08x", rand.Uint32())
-		ctxDir, err := os.MkdirTemp(binDir, "image-")
+		var ctxDir string
+		if err == nil {
+			ctxDir, err = os.MkdirTemp(binDir, "image-")
+		}
 		if err == nil {
 			err = os.MkdirAll(filepath.Join(ctxDir, "bin", "data"), 0o755) // the image's empty /data
 		}
@@ -232,10 +234,17 @@ func (b *imageBuild) get(t *testing.T) string {
 		}
 		b.tag = tag
 	})
-	if b.err != nil {
-		t.Fatal(b.err)
+	return b.tag, b.err
+}
+
+// get is do for a test: a failed build fails it.
+func (b *imageBuild) get(t *testing.T) string {
+	t.Helper()
+	tag, err := b.do()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return b.tag
+	return tag
 }
 
 // remove removes the image, if it was built.

@@ -301,7 +301,7 @@ func TestSIGHUPWithNothingToReload(t *testing.T) {
 // the changed rule and deletes the dropped one through the meta group:
 // every node shows them.
 func TestSIGHUPReloadsClusterRules(t *testing.T) {
-	parallel(t)
+	alone(t)
 	bin := buildBinary(t)
 	rulesFile := writeFile(t, fileRule("c-a", "/a", 5)+fileRule("c-gone", "/gone", 3))
 	procs := startNodes(t, bin, 3, 4, "--rules", rulesFile)

@@ -24,6 +24,7 @@ func TestMain(m *testing.M) {
 	}
 	binDir = dir
 	code := m.Run()
+	prebuilds.Wait()
 	testImage.remove()
 	os.RemoveAll(dir)
 	os.Exit(code)
