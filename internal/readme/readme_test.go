@@ -382,7 +382,6 @@ func TestReadmeExamples(t *testing.T) {
 	server := buildServer(t)
 	for _, b := range blocks {
 		t.Run(fmt.Sprintf("%s line %d", b.file, b.line), func(t *testing.T) {
-			t.Parallel() // each block has its own ports and scratch copy
 			outputs := run(t, b, server)
 			for i, s := range b.steps {
 				want, got := lines(s.want), lines(strings.Split(outputs[i], "\n"))
