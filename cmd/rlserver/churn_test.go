@@ -354,7 +354,7 @@ const idleNodeCPUBound = 0.02
 // idleCPUBound bounds an idle cluster node's CPU, as a share of a core.
 // Measured here (2 cores, other work running): 3-4% alone; before the
 // heartbeats were coalesced per node pair and idle appends answered
-// locally (cluster/pulse.go, quiet.go), 11-15% alone and 18-20% beside the
+// locally (package cluster/pulse), 11-15% alone and 18-20% beside the
 // package's other tests — raft's heartbeats, every tenth of the heartbeat
 // timeout per follower of each of the 17 groups, and its idle
 // commit-index appends, each a msgpack RPC over the Raft port. The bound
