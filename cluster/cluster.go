@@ -107,7 +107,8 @@ type Cluster struct {
 	log   *slog.Logger
 	clock func() int64
 	mux   *transport.Mux
-	pulse *pulse // this node's raft heartbeats, coalesced per peer node
+	rpc   rpcClient // this node's internal calls to the others, over mux
+	pulse *pulse    // this node's raft heartbeats, coalesced per peer node
 	// lastMark is the status mark last computed (statusMark).
 	lastMark atomic.Pointer[heardMark]
 	meta     *metaFSM
@@ -211,6 +212,7 @@ func OpenCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	}
 	c.pulse = newPulse(cfg.NodeID, c.mux.Call, pulsePeriod(cfg.HeartbeatTimeout), cfg.HeartbeatTimeout, time.Now)
 	c.pulse.mark, c.pulse.marked = c.statusMark, c.heardMark
+	c.rpc = rpcClient{mux: c.mux}
 	c.mux.Handle(c.handleRPC)
 	err = c.startGroups(layout)
 	layout.Bootstrapped = err == nil

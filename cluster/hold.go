@@ -14,7 +14,7 @@ import (
 // (Await) until the slot settles and then runs it again, so the client
 // sees a reply, or a MOVED to the node that now serves the slot, and never
 // an error. The node that hands a lead over answers ErrMoving until the
-// new leader says it serves the group (handOff, "ready"), so a client it
+// new leader says it serves the group (handOff, callReady), so a client it
 // redirects is served at once. An election (a node lost) is held the same
 // way while it lasts, up to DownAfter, after which the slot is
 // CLUSTERDOWN.

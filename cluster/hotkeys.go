@@ -13,13 +13,13 @@ import (
 // that has not answered by then is left out of the answer.
 const hotKeysTimeout = time.Second
 
-// hotKeysReq asks a node for its own hot keys (the "hotkeys" call).
+// hotKeysReq asks a node for its own hot keys (callHotKeys).
 type hotKeysReq struct {
 	Count int   `json:"count"`
 	Now   int64 `json:"now"` // the asking node's clock: the window's end
 }
 
-// hotKeyWire is one row of a "hotkeys" answer; the key is bytes, so that
+// hotKeyWire is one row of a callHotKeys answer; the key is bytes, so that
 // a key that is not UTF-8 crosses intact.
 type hotKeyWire struct {
 	Key    []byte `json:"key"`
@@ -41,13 +41,10 @@ func (n *Node) HotKeys(ctx context.Context, count int, now int64) []shards.HotKe
 func (c *Cluster) HotKeys(ctx context.Context, count int, now int64) []shards.HotKey {
 	per := max(2*count, 20) // a node's top rows: the key it holds most of comes first
 	lists := [][]shards.HotKey{c.localHotKeys(per, now)}
-	body, _ := json.Marshal(hotKeysReq{Count: per, Now: now})
+	req := hotKeysReq{Count: per, Now: now}
 	var mu sync.Mutex
-	c.callPeers(ctx, c.peerAddrs(), "hotkeys", body, hotKeysTimeout, func(id string, b []byte, err error) {
-		var rows []hotKeyWire
-		if err == nil {
-			err = json.Unmarshal(b, &rows)
-		}
+	c.eachPeer(ctx, c.peerAddrs(), hotKeysTimeout, func(ctx context.Context, id, addr string) {
+		rows, err := c.rpc.hotKeys(ctx, addr, req)
 		if err != nil {
 			c.log.Debug("hot keys: a node did not answer; left out", "node", id, "err", err)
 			return
@@ -73,7 +70,7 @@ func (c *Cluster) localHotKeys(count int, now int64) []shards.HotKey {
 	return shards.MergeHotKeys(count, lists...)
 }
 
-// hotKeysRPC answers another node's "hotkeys" call.
+// hotKeysRPC answers another node's callHotKeys.
 func (c *Cluster) hotKeysRPC(body []byte) ([]byte, error) {
 	var req hotKeysReq
 	if err := json.Unmarshal(body, &req); err != nil {

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -12,7 +11,7 @@ import (
 )
 
 // Forwarding: a node answers a keyed command for a slot it does not serve
-// by asking the node that does (the internal call "key"), for clients
+// by asking the node that does (the internal call callKey), for clients
 // that do not follow MOVED — with --proxy, every RESP client; always, the
 // HTTP API (Forwarder). The serving node runs the command as its own
 // client's, and in strong mode answers once the change is committed, so a
@@ -61,7 +60,6 @@ const forwardTimeout = 3 * time.Second
 func (c *Cluster) forward(req keyReq) (keyReply, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), forwardTimeout)
 	defer cancel()
-	body, _ := json.Marshal(req)
 	slot := slots.Of(req.Key)
 	var last error
 	for {
@@ -73,10 +71,10 @@ func (c *Cluster) forward(req keyReq) (keyReply, error) {
 		if addr == "" {
 			last = c.routeErr(slot, gi)
 		} else {
-			b, err := c.mux.Call(ctx, addr, "key", body)
-			if err == nil {
-				var rep keyReply
-				return rep, json.Unmarshal(b, &rep)
+			rep, err := c.rpc.key(ctx, addr, req)
+			var bad *badReply
+			if err == nil || errors.As(err, &bad) {
+				return rep, err
 			}
 			last = remoteErr(err)
 			if !retriable(last) {

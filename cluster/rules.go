@@ -359,10 +359,9 @@ func (c *Cluster) charge(req chargeReq) (chargeReply, error) {
 		if addr == "" {
 			return rep, c.routeErr(c.firstSlot(req.Group), req.Group)
 		}
-		body, _ := json.Marshal(req)
-		b, err := c.mux.Call(ctx, addr, "charge", body)
-		if err == nil {
-			err = json.Unmarshal(b, &rep)
+		rep, err = c.rpc.charge(ctx, addr, req)
+		var bad *badReply
+		if err == nil || errors.As(err, &bad) {
 			return rep, err
 		}
 		if attempt > 0 || ctx.Err() != nil {
@@ -381,9 +380,8 @@ func (c *Cluster) giveBack(done []chargeDone) {
 		}
 		if err := c.refundLocal(req); errors.Is(err, errNotServedHere) {
 			if addr := c.leaderRaftAddr(req.Group); addr != "" {
-				body, _ := json.Marshal(req)
 				ctx, cancel := context.WithTimeout(context.Background(), rpcTimeout)
-				_, err = c.mux.Call(ctx, addr, "refund", body)
+				err = c.rpc.refund(ctx, addr, req)
 				cancel()
 			}
 			if err != nil {

@@ -141,7 +141,7 @@ func (c *Cluster) noteTakeover(g *group) {
 	c.log.Info("took over a group whose leader was lost", "group", g.id, "from", *prev)
 }
 
-// expectFor is how long an announced hand-over ("expect") makes the lead
+// expectFor is how long an announced hand-over (callExpect) makes the lead
 // this node takes a planned one.
 const expectFor = 5 * time.Second
 
