@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/rlserver/rlserver/cluster/pulse"
 	"github.com/rlserver/rlserver/cluster/transport"
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/shards"
@@ -37,7 +38,7 @@ import (
 //	charge      chargeReq → chargeReply: a group's part of RL.CHECKRULES
 //	refund      chargeReq: give a charge back (see CheckRules)
 //	raft.hb     a tick of the sender's raft heartbeats to this node
-//	            (binary, see pulse.go), answered whatever the node's
+//	            (binary, see package pulse), answered whatever the node's
 //	            lifecycle: its rafts run from start to stop
 //
 // A handler's refusal that the caller should pass to a client is an error
@@ -53,7 +54,7 @@ const (
 	callMetaLeave = "meta.leave"
 	callCharge    = "charge"
 	callRefund    = "refund"
-	callPulse     = pulseMethod // "raft.hb", named by the pulse
+	callPulse     = pulse.Method // "raft.hb", named by package pulse
 )
 
 // rpcTimeout bounds one internal call.
@@ -64,7 +65,7 @@ const rpcTimeout = 2 * time.Second
 // made or stopped.
 func (c *Cluster) handleRPC(ctx context.Context, method string, body []byte) ([]byte, error) {
 	if method == callPulse { // raft's, served whenever a raft runs here
-		return c.pulse.answer(body)
+		return c.pulse.Answer(body)
 	}
 	if err := c.life.enter(); err != nil {
 		return nil, err
