@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -514,20 +513,6 @@ func (c *Cluster) hostedGroups() []*group {
 	return out
 }
 
-// Stores returns the store of every data group this node hosts.
-func (c *Cluster) Stores() []*shards.Store {
-	var out []*shards.Store
-	for _, g := range c.hostedGroups() {
-		if g != nil {
-			out = append(out, g.store)
-		}
-	}
-	return out
-}
-
-// RaftAddr returns the address the node's Raft listener listens on.
-func (c *Cluster) RaftAddr() net.Addr { return c.mux.Addr() }
-
 // appliedSum is the sum of the hosted groups' applied indexes, for the
 // rlserver_raft_applied_index series.
 func (c *Cluster) appliedSum() uint64 {
@@ -539,53 +524,6 @@ func (c *Cluster) appliedSum() uint64 {
 	}
 	return n + c.meta.applied.Load()
 }
-
-// Close stops the node gracefully: the changes made so far are committed,
-// the lead of every group it leads is handed to another voter, and raft
-// stops. Its caller has stopped sending commands. It does not close the
-// storage.
-func (c *Cluster) Close(ctx context.Context) error {
-	var err error
-	c.closeOnce.Do(func() {
-		c.stopping.Store(true)
-		if serr := c.Sync(ctx); serr != nil {
-			err = fmt.Errorf("commit the last changes: %w", serr)
-		}
-		c.handOver(ctx)
-		close(c.app.stop)
-		select {
-		case <-c.app.done:
-		case <-ctx.Done():
-			if err == nil {
-				err = ctx.Err()
-			}
-		}
-		close(c.shutdownCh)
-		c.wg.Wait()
-		c.life.stop(rpcTimeout)
-		c.stopRafts()
-		c.pulse.Stop()
-		c.mux.Close()
-	})
-	return err
-}
-
-// StepDown makes the node serve no slot, before a graceful stop: it takes
-// no lead from now on (its status says it is stopping, so no other node
-// hands it one, and a lead it wins is handed on), and it hands the lead
-// of every group it serves to another voter, each once the new leader
-// serves the group. Meanwhile the commands of those slots are held, then
-// answered MOVED to the new leader: clients see no error. The node keeps
-// answering (MOVED) until it is closed, so that clients learn where their
-// slots went. It returns when every lead is handed over or ctx ends.
-func (c *Cluster) StepDown(ctx context.Context) {
-	c.stopping.Store(true)
-	c.handOver(ctx)
-}
-
-// Listening tells the cluster that clients can reach this node now (its
-// RESP listener is open): from then on other nodes may hand it leads.
-func (c *Cluster) Listening() { c.accepting.Store(true) }
 
 // handOver hands the lead of every group this node serves to another
 // voter (handOff: its changes committed first), the meta group's last, so

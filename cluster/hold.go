@@ -30,28 +30,6 @@ const MaxHold = 3 * time.Second
 // are seen within it.
 const awaitPoll = 10 * time.Millisecond
 
-// Await waits until the cluster's picture changes (a group starts or
-// stops being served here, a leader changes, a hand-over ends), or a
-// short while passes, and reports whether deadline is still ahead: the
-// caller of a command that got a Transient error routes it again then.
-// It returns false at once once the node is closing.
-func (c *Cluster) Await(deadline time.Time) bool {
-	d := time.Until(deadline)
-	if d <= 0 {
-		return false
-	}
-	ch := *c.topo.Load()
-	t := time.NewTimer(min(d, awaitPoll))
-	defer t.Stop()
-	select {
-	case <-ch:
-	case <-t.C:
-	case <-c.shutdownCh:
-		return false
-	}
-	return time.Now().Before(deadline)
-}
-
 // topoChanged wakes every Await.
 func (c *Cluster) topoChanged() {
 	ch := make(chan struct{})

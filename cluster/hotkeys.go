@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"encoding/json"
-	"sync"
 	"time"
 
 	"github.com/rlserver/rlserver/shards"
@@ -30,34 +29,6 @@ type hotKeyWire struct {
 // HotKeys is Store.HotKeys over the node's one store.
 func (n *Node) HotKeys(ctx context.Context, count int, now int64) []shards.HotKey {
 	return n.store.HotKeys(ctx, count, now)
-}
-
-// HotKeys returns the count keys checked most across the cluster in the
-// window of about a minute that ends at now: every node's sketches (those
-// of the checks it ran, in every group it hosts) summed per key. Nodes
-// are asked at once; one that does not answer within a second (or before
-// ctx ends) is left out, and the answer comes without it. Safe for
-// concurrent use.
-func (c *Cluster) HotKeys(ctx context.Context, count int, now int64) []shards.HotKey {
-	per := max(2*count, 20) // a node's top rows: the key it holds most of comes first
-	lists := [][]shards.HotKey{c.localHotKeys(per, now)}
-	req := hotKeysReq{Count: per, Now: now}
-	var mu sync.Mutex
-	c.eachPeer(ctx, c.peerAddrs(), hotKeysTimeout, func(ctx context.Context, id, addr string) {
-		rows, err := c.rpc.hotKeys(ctx, addr, req)
-		if err != nil {
-			c.log.Debug("hot keys: a node did not answer; left out", "node", id, "err", err)
-			return
-		}
-		l := make([]shards.HotKey, len(rows))
-		for i, r := range rows {
-			l[i] = shards.HotKey{Key: string(r.Key), Checks: r.Checks, Denied: r.Denied}
-		}
-		mu.Lock()
-		lists = append(lists, l)
-		mu.Unlock()
-	})
-	return shards.MergeHotKeys(count, lists...)
 }
 
 // localHotKeys returns this node's count hot keys: its stores' sketches

@@ -48,33 +48,6 @@ type leaveReq struct {
 	ID string `json:"id"`
 }
 
-// Join adds node n to the cluster and returns the number of data groups,
-// through the meta group's leader (this node or another). n's Raft
-// listener should be up: the meta leader starts replicating to it at once.
-func (c *Cluster) Join(ctx context.Context, n NodeInfo) (int, error) {
-	if n.ID == "" || n.Raft == "" || n.RESP == "" {
-		return 0, errors.New("ERR a joining node needs an id, a Raft address and a RESP address")
-	}
-	req := joinReq{Node: n}
-	err := c.onMetaLeader(ctx,
-		func() error { _, err := c.joinMeta(ctx, req); return err },
-		func(ctx context.Context, addr string) (metaReply, error) { return c.rpc.metaJoin(ctx, addr, req) })
-	if err != nil {
-		return 0, err
-	}
-	return c.meta.current().Groups, nil
-}
-
-// Leave makes node id leave the cluster: no group is placed on it any
-// more, its groups move to the other nodes, then it is forgotten (watch
-// GET /cluster). It returns once the leave is recorded.
-func (c *Cluster) Leave(ctx context.Context, id string) error {
-	req := leaveReq{ID: id}
-	return c.onMetaLeader(ctx,
-		func() error { _, err := c.leaveMeta(ctx, req); return err },
-		func(ctx context.Context, addr string) (metaReply, error) { return c.rpc.metaLeave(ctx, addr, req) })
-}
-
 // onMetaLeader runs a membership change on the meta group's leader (see
 // onMetaLeaderOnce), trying again while the meta group changes leaders
 // (its refusals all begin with TRYAGAIN; a join or a leave made twice

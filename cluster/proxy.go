@@ -160,9 +160,6 @@ func (c *Cluster) runKey(ctx context.Context, req keyReq) (keyReply, error) {
 // with --proxy so does the RESP server.
 type Forwarder struct{ c *Cluster }
 
-// Forwarder returns the node's Forwarder.
-func (c *Cluster) Forwarder() Forwarder { return Forwarder{c} }
-
 // Check is Cluster.Check, forwarded if the slot is served elsewhere.
 func (f Forwarder) Check(key []byte, a engine.Algo, p engine.Params, cost, now int64) (engine.Result, error) {
 	r, err := f.c.check(key, a, p, cost, now)
@@ -213,11 +210,6 @@ func isRouting(err error) bool {
 type Executor interface {
 	ExecLocal(args [][]byte, proto int, now int64) values.Reply
 }
-
-// SetExecutor sets what runs forwarded commands of package values and
-// scripts; call it before the node serves. Without one they are answered
-// with an error.
-func (c *Cluster) SetExecutor(e Executor) { c.exec.Store(&e) }
 
 // runExec runs a forwarded "exec" on this node.
 func (c *Cluster) runExec(ctx context.Context, req keyReq) (keyReply, error) {

@@ -145,14 +145,6 @@ func (c *Cluster) noteTakeover(g *group) {
 // this node takes a planned one.
 const expectFor = 5 * time.Second
 
-// Takeover returns the number of groups this node has taken over from
-// lost leaders, and whether the last was within takeoverNudge: clients
-// may still send those slots to the lost node (see server.Nudger).
-func (c *Cluster) Takeover() (uint64, bool) {
-	at := c.takeoverAt.Load()
-	return c.takeovers.Load(), at != 0 && time.Since(time.Unix(0, at)) < takeoverNudge
-}
-
 // takeoverNudge is how long after a takeover clients are told of it.
 const takeoverNudge = 10 * time.Second
 
