@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rlserver/rlserver/cluster/pulse"
 	"github.com/rlserver/rlserver/cluster/transport"
 	"github.com/rlserver/rlserver/shards"
 	"github.com/rlserver/rlserver/slots"
@@ -107,7 +107,8 @@ type Cluster struct {
 	log   *slog.Logger
 	clock func() int64
 	mux   *transport.Mux
-	pulse *pulse // this node's raft heartbeats, coalesced per peer node
+	rpc   rpcClient    // this node's internal calls to the others, over mux
+	pulse *pulse.Pulse // this node's raft heartbeats, coalesced per peer node
 	// lastMark is the status mark last computed (statusMark).
 	lastMark atomic.Pointer[heardMark]
 	meta     *metaFSM
@@ -209,8 +210,9 @@ func OpenCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("raft listener on %s: %w", cfg.RaftAddr, err)
 	}
-	c.pulse = newPulse(cfg.NodeID, c.mux.Call, pulsePeriod(cfg.HeartbeatTimeout), cfg.HeartbeatTimeout, time.Now)
-	c.pulse.mark, c.pulse.marked = c.statusMark, c.heardMark
+	c.pulse = pulse.New(cfg.NodeID, c.mux.Call, pulse.Period(cfg.HeartbeatTimeout), cfg.HeartbeatTimeout, time.Now)
+	c.pulse.Mark, c.pulse.Marked = c.statusMark, c.heardMark
+	c.rpc = rpcClient{mux: c.mux}
 	c.mux.Handle(c.handleRPC)
 	err = c.startGroups(layout)
 	layout.Bootstrapped = err == nil
@@ -220,13 +222,13 @@ func OpenCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	}
 	if err != nil {
 		c.stopRafts()
-		c.pulse.stop()
+		c.pulse.Stop()
 		c.mux.Close()
 		return nil, err
 	}
 	if err := cfg.Storage.SaveLayout(*layout); err != nil {
 		c.stopRafts()
-		c.pulse.stop()
+		c.pulse.Stop()
 		c.mux.Close()
 		return nil, err
 	}
@@ -431,39 +433,10 @@ func (c *Cluster) placedHere() []int {
 // transport returns a raft transport for group id over the node's
 // listener, its heartbeats carried by the node's pulse.
 func (c *Cluster) transport(id uint32) raft.Transport {
-	return newQuietTransport(noPipeline{raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+	return pulse.NewQuietTransport(pulse.NoPipeline{NetworkTransport: raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: c.mux.Stream(id), MaxPool: 3, Timeout: 10 * time.Second,
 		Logger: newRaftLogger(c.log.With("group", id), c.peerLog),
-	})}, id, c.pulse, quietFresh(c.cfg.HeartbeatTimeout))
-}
-
-// pulsePeriod is how often, at most, the pulse sends one peer the
-// heartbeats waiting for it: raft's own heartbeat interval (a tenth of the
-// heartbeat timeout), so that a follower hears its leader as often as
-// before, in one message for all the groups.
-func pulsePeriod(heartbeat time.Duration) time.Duration { return heartbeat / 5 }
-
-// quietFresh is how recently a follower's node must have answered a tick
-// for an idle append to be answered in its stead: a tick and a half (the
-// ticks go every period while any group leads there), 90 ms at the
-// defaults, well within the leader's lease (250 ms).
-func quietFresh(heartbeat time.Duration) time.Duration { return 3 * pulsePeriod(heartbeat) / 2 }
-
-// noPipeline is raft's NetworkTransport without append pipelines: a leader
-// replicates with one AppendEntries round trip at a time (each carrying up
-// to MaxAppendEntries entries). raft v1.7's pipeline can deadlock: once its
-// decoder stops on a failed append (a follower that restarted and must be
-// sent older entries, a newer term), nothing reads the finished appends,
-// and a leader with a backlog to send fills the pipeline and blocks for
-// good — that follower is never replicated to again and the raft never
-// shuts down (seen under load: Close waited for it for minutes). Our
-// leaders send few, large entries (one per flush, or one in flight in
-// strong mode), which the pipeline does not speed up.
-type noPipeline struct{ *raft.NetworkTransport }
-
-// AppendEntriesPipeline declines: raft then replicates without a pipeline.
-func (noPipeline) AppendEntriesPipeline(raft.ServerID, raft.ServerAddress) (raft.AppendPipeline, error) {
-	return nil, raft.ErrPipelineReplicationNotSupported
+	})}, id, c.pulse, pulse.Fresh(c.cfg.HeartbeatTimeout))
 }
 
 // raftConfig returns the raft configuration of group id.
@@ -478,7 +451,7 @@ func (c *Cluster) raftConfig(id uint32) *raft.Config {
 	// commit index so far). At 5ms, 16 groups' leaders kept an idle
 	// three-node cluster at half of two cores; raft's default, 50ms, made
 	// the leaders' replication loops (a log read and a local answer each,
-	// see quiet.go) a quarter of an idle node's CPU. A data group's
+	// see pulse/quiet.go) a quarter of an idle node's CPU. A data group's
 	// followers need the last commit index only to apply the last entries
 	// before a lead comes to them, which a planned move's transfer and an
 	// election's first entry commit anyway: 200ms cut an idle cluster
@@ -540,20 +513,6 @@ func (c *Cluster) hostedGroups() []*group {
 	return out
 }
 
-// Stores returns the store of every data group this node hosts.
-func (c *Cluster) Stores() []*shards.Store {
-	var out []*shards.Store
-	for _, g := range c.hostedGroups() {
-		if g != nil {
-			out = append(out, g.store)
-		}
-	}
-	return out
-}
-
-// RaftAddr returns the address the node's Raft listener listens on.
-func (c *Cluster) RaftAddr() net.Addr { return c.mux.Addr() }
-
 // appliedSum is the sum of the hosted groups' applied indexes, for the
 // rlserver_raft_applied_index series.
 func (c *Cluster) appliedSum() uint64 {
@@ -565,53 +524,6 @@ func (c *Cluster) appliedSum() uint64 {
 	}
 	return n + c.meta.applied.Load()
 }
-
-// Close stops the node gracefully: the changes made so far are committed,
-// the lead of every group it leads is handed to another voter, and raft
-// stops. Its caller has stopped sending commands. It does not close the
-// storage.
-func (c *Cluster) Close(ctx context.Context) error {
-	var err error
-	c.closeOnce.Do(func() {
-		c.stopping.Store(true)
-		if serr := c.Sync(ctx); serr != nil {
-			err = fmt.Errorf("commit the last changes: %w", serr)
-		}
-		c.handOver(ctx)
-		close(c.app.stop)
-		select {
-		case <-c.app.done:
-		case <-ctx.Done():
-			if err == nil {
-				err = ctx.Err()
-			}
-		}
-		close(c.shutdownCh)
-		c.wg.Wait()
-		c.life.stop(rpcTimeout)
-		c.stopRafts()
-		c.pulse.stop()
-		c.mux.Close()
-	})
-	return err
-}
-
-// StepDown makes the node serve no slot, before a graceful stop: it takes
-// no lead from now on (its status says it is stopping, so no other node
-// hands it one, and a lead it wins is handed on), and it hands the lead
-// of every group it serves to another voter, each once the new leader
-// serves the group. Meanwhile the commands of those slots are held, then
-// answered MOVED to the new leader: clients see no error. The node keeps
-// answering (MOVED) until it is closed, so that clients learn where their
-// slots went. It returns when every lead is handed over or ctx ends.
-func (c *Cluster) StepDown(ctx context.Context) {
-	c.stopping.Store(true)
-	c.handOver(ctx)
-}
-
-// Listening tells the cluster that clients can reach this node now (its
-// RESP listener is open): from then on other nodes may hand it leads.
-func (c *Cluster) Listening() { c.accepting.Store(true) }
 
 // handOver hands the lead of every group this node serves to another
 // voter (handOff: its changes committed first), the meta group's last, so
@@ -708,6 +620,11 @@ const MaxGroups = 1024
 
 // maxGroups is MaxGroups, by the name the package's files use.
 const maxGroups = MaxGroups
+
+// Every group's heartbeats travel with the pulse's ticks, which carry
+// group ids up to pulse.MaxGroup: the two bounds are one (this does not
+// compile otherwise).
+var _ = [1]struct{}{}[pulse.MaxGroup-MaxGroups]
 
 // numGroups returns the number of data groups (0 while a joining node has
 // not learned it).

@@ -751,7 +751,7 @@ func TestRaftListenerRefusesStrangers(t *testing.T) {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_, err = m.Call(ctx, addr, "meta.apply", body)
+		_, err = m.Call(ctx, addr, callMetaApply, body)
 		cancel()
 		m.Close()
 		if !errors.Is(err, transport.ErrUnreachable) {
@@ -772,7 +772,7 @@ func TestRaftListenerRefusesStrangers(t *testing.T) {
 	defer m.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if rep, err := m.Call(ctx, addr, "meta.apply", body); err != nil || !strings.Contains(string(rep), `"err":""`) {
+	if rep, err := m.Call(ctx, addr, callMetaApply, body); err != nil || !strings.Contains(string(rep), `"err":""`) {
 		t.Fatalf("a caller with the secret: %s, %v", rep, err)
 	}
 	waitUntil(t, 5*time.Second, "the rule sent with the secret on every node", func() bool {

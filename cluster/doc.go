@@ -1,16 +1,43 @@
-// Package cluster runs the node's Raft groups: the thin FSM over the shard
-// state (fsm.go), a replica of one group (group.go), the applier that turns
-// the journals of changed keys into log entries and tells the server when
-// they are committed (applier.go), the standalone Node of one group
-// (node.go), and the Cluster node (cluster.go): a voter of the meta group
-// (meta.go: members, placement, rules) and of the data groups that own the
-// slot ranges, which routes keys (router.go), follows and balances leaders
-// (watch.go), coordinates RL.CHECKRULES across groups (rules.go) and talks
-// to the other nodes over one listener (rpc.go, package transport).
-// DESIGN.md beside this file explains how state travels through the log
-// and between nodes, and what each consistency mode promises.
+// Package cluster runs the node's Raft groups: a standalone Node of one
+// group, or a Cluster node that is a voter of the meta group and of the
+// data groups that own the slot ranges. DESIGN.md beside this file
+// explains how state travels through the log and between nodes, what each
+// consistency mode promises, and (section "Layout") the packages and
+// files below with their sizes and imports.
 //
-// The log, the stable store and the snapshots of every group of a node
-// live in one Pebble database (packages raftlog and snapshot), keyed by
-// group.
+// Where each concern lives:
+//
+//   - Replication core, for every group: the thin FSM over the shard state
+//     (fsm.go), the entry's header and checksum (entry.go), one replica of a
+//     group (group.go), the applier that turns the journals of changed keys
+//     into log entries and tells the server when they are committed
+//     (applier.go, commits.go).
+//   - The standalone node: Node, Open, Config, Durability (node.go).
+//   - The data directory: Storage and OpenStorage, the layout, the node id
+//     (storage.go); damage found at start and its repair (damage.go,
+//     bridge.go); the mark file (mark.go, marker.go). The log, stable store
+//     and snapshots of every group live in one Pebble database (packages
+//     raftlog and snapshot), keyed by group.
+//   - Heartbeats: package cluster/pulse coalesces the raft heartbeats per
+//     peer node and answers idle appends (QuietTransport); hclog.go
+//     throttles raft's logs about an unreachable peer.
+//   - The meta group: members, placement, rules and blocks (meta.go);
+//     joining, leaving and handing a lead over (membership.go).
+//   - Routing and serving keys: slots to groups to nodes (router.go), the
+//     key operations on the serving group (limiter.go), forwarding to the
+//     node that serves a key (proxy.go), holding commands while a slot
+//     moves (hold.go), RL.CHECKRULES across groups and the rule commands
+//     (rules.go), hot keys across nodes (hotkeys.go).
+//   - Control loops: the watchers of leadership, registration, polling,
+//     balancing and snapshots (watch.go); admitting internal calls only
+//     while every group is open (lifecycle.go).
+//   - Internal calls between nodes: the table of call names, the handler,
+//     status polling and Report (rpc.go), one client method per call
+//     (rpc_client.go), over package cluster/transport's one listener.
+//   - Assembly: OpenCluster, ClusterConfig, starting the groups, Close
+//     (cluster.go); every exported method of *Cluster, by concern
+//     (api.go); Prometheus series and INFO persistence (metrics.go).
+//
+// Imports go one way: cluster imports cluster/pulse and
+// cluster/transport; pulse imports transport; neither imports cluster.
 package cluster

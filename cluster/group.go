@@ -61,7 +61,7 @@ type group struct {
 	watched   chan struct{} // closed when the watcher has ended
 	// lastLeader is the other node last seen leading the group; expected
 	// is when (Unix ns) a node last said it would hand this node the lead
-	// (the "expect" call): a lead taken otherwise was taken from a lost
+	// (callExpect): a lead taken otherwise was taken from a lost
 	// leader (see Cluster.Takeover).
 	lastLeader atomic.Pointer[string]
 	expected   atomic.Int64

@@ -14,7 +14,7 @@ import (
 // (Await) until the slot settles and then runs it again, so the client
 // sees a reply, or a MOVED to the node that now serves the slot, and never
 // an error. The node that hands a lead over answers ErrMoving until the
-// new leader says it serves the group (handOff, "ready"), so a client it
+// new leader says it serves the group (handOff, callReady), so a client it
 // redirects is served at once. An election (a node lost) is held the same
 // way while it lasts, up to DownAfter, after which the slot is
 // CLUSTERDOWN.
@@ -29,28 +29,6 @@ const MaxHold = 3 * time.Second
 // (another node's leader learned from its status, an address registered)
 // are seen within it.
 const awaitPoll = 10 * time.Millisecond
-
-// Await waits until the cluster's picture changes (a group starts or
-// stops being served here, a leader changes, a hand-over ends), or a
-// short while passes, and reports whether deadline is still ahead: the
-// caller of a command that got a Transient error routes it again then.
-// It returns false at once once the node is closing.
-func (c *Cluster) Await(deadline time.Time) bool {
-	d := time.Until(deadline)
-	if d <= 0 {
-		return false
-	}
-	ch := *c.topo.Load()
-	t := time.NewTimer(min(d, awaitPoll))
-	defer t.Stop()
-	select {
-	case <-ch:
-	case <-t.C:
-	case <-c.shutdownCh:
-		return false
-	}
-	return time.Now().Before(deadline)
-}
 
 // topoChanged wakes every Await.
 func (c *Cluster) topoChanged() {

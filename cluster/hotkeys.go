@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"encoding/json"
-	"sync"
 	"time"
 
 	"github.com/rlserver/rlserver/shards"
@@ -13,13 +12,13 @@ import (
 // that has not answered by then is left out of the answer.
 const hotKeysTimeout = time.Second
 
-// hotKeysReq asks a node for its own hot keys (the "hotkeys" call).
+// hotKeysReq asks a node for its own hot keys (callHotKeys).
 type hotKeysReq struct {
 	Count int   `json:"count"`
 	Now   int64 `json:"now"` // the asking node's clock: the window's end
 }
 
-// hotKeyWire is one row of a "hotkeys" answer; the key is bytes, so that
+// hotKeyWire is one row of a callHotKeys answer; the key is bytes, so that
 // a key that is not UTF-8 crosses intact.
 type hotKeyWire struct {
 	Key    []byte `json:"key"`
@@ -32,37 +31,6 @@ func (n *Node) HotKeys(ctx context.Context, count int, now int64) []shards.HotKe
 	return n.store.HotKeys(ctx, count, now)
 }
 
-// HotKeys returns the count keys checked most across the cluster in the
-// window of about a minute that ends at now: every node's sketches (those
-// of the checks it ran, in every group it hosts) summed per key. Nodes
-// are asked at once; one that does not answer within a second (or before
-// ctx ends) is left out, and the answer comes without it. Safe for
-// concurrent use.
-func (c *Cluster) HotKeys(ctx context.Context, count int, now int64) []shards.HotKey {
-	per := max(2*count, 20) // a node's top rows: the key it holds most of comes first
-	lists := [][]shards.HotKey{c.localHotKeys(per, now)}
-	body, _ := json.Marshal(hotKeysReq{Count: per, Now: now})
-	var mu sync.Mutex
-	c.callPeers(ctx, c.peerAddrs(), "hotkeys", body, hotKeysTimeout, func(id string, b []byte, err error) {
-		var rows []hotKeyWire
-		if err == nil {
-			err = json.Unmarshal(b, &rows)
-		}
-		if err != nil {
-			c.log.Debug("hot keys: a node did not answer; left out", "node", id, "err", err)
-			return
-		}
-		l := make([]shards.HotKey, len(rows))
-		for i, r := range rows {
-			l[i] = shards.HotKey{Key: string(r.Key), Checks: r.Checks, Denied: r.Denied}
-		}
-		mu.Lock()
-		lists = append(lists, l)
-		mu.Unlock()
-	})
-	return shards.MergeHotKeys(count, lists...)
-}
-
 // localHotKeys returns this node's count hot keys: its stores' sketches
 // summed per key (a key's group may have moved between them).
 func (c *Cluster) localHotKeys(count int, now int64) []shards.HotKey {
@@ -73,7 +41,7 @@ func (c *Cluster) localHotKeys(count int, now int64) []shards.HotKey {
 	return shards.MergeHotKeys(count, lists...)
 }
 
-// hotKeysRPC answers another node's "hotkeys" call.
+// hotKeysRPC answers another node's callHotKeys.
 func (c *Cluster) hotKeysRPC(body []byte) ([]byte, error) {
 	var req hotKeysReq
 	if err := json.Unmarshal(body, &req); err != nil {

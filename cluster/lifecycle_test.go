@@ -32,7 +32,7 @@ func TestCallsDuringStartAndStop(t *testing.T) {
 			stop := make(chan struct{})
 			var wg sync.WaitGroup
 			var answered, refused [5]int
-			methods := []string{"status", "meta.apply", "meta.join", "charge", "key"}
+			methods := []string{callStatus, callMetaApply, callMetaJoin, callCharge, callKey}
 			bodies := [][]byte{nil, []byte(`{"op":"hello"}`), []byte(`{"node":{"id":"x","raft":"127.0.0.1:1","resp":"127.0.0.1:2"}}`),
 				[]byte(`{"group":1,"cost":1,"now":1,"ops":[{"key":"YQ==","algo":0,"limit":5,"window":1000000000}]}`),
 				[]byte(`{"op":"check","key":"YQ==","algo":0,"limit":5,"window":1000000000,"cost":1,"now":1}`)}

@@ -39,7 +39,7 @@ import (
 // as non-voters.
 const maxMetaVoters = 5
 
-// joinReq and leaveReq are the bodies of meta.join and meta.leave.
+// joinReq and leaveReq are the bodies of callMetaJoin and callMetaLeave.
 type joinReq struct {
 	Node NodeInfo `json:"node"`
 }
@@ -48,43 +48,21 @@ type leaveReq struct {
 	ID string `json:"id"`
 }
 
-// Join adds node n to the cluster and returns the number of data groups,
-// through the meta group's leader (this node or another). n's Raft
-// listener should be up: the meta leader starts replicating to it at once.
-func (c *Cluster) Join(ctx context.Context, n NodeInfo) (int, error) {
-	if n.ID == "" || n.Raft == "" || n.RESP == "" {
-		return 0, errors.New("ERR a joining node needs an id, a Raft address and a RESP address")
-	}
-	body, _ := json.Marshal(joinReq{Node: n})
-	if _, err := c.onMetaLeader(ctx, "meta.join", body); err != nil {
-		return 0, err
-	}
-	return c.meta.current().Groups, nil
-}
-
-// Leave makes node id leave the cluster: no group is placed on it any
-// more, its groups move to the other nodes, then it is forgotten (watch
-// GET /cluster). It returns once the leave is recorded.
-func (c *Cluster) Leave(ctx context.Context, id string) error {
-	body, _ := json.Marshal(leaveReq{ID: id})
-	_, err := c.onMetaLeader(ctx, "meta.leave", body)
-	return err
-}
-
-// onMetaLeader runs an internal call on the meta group's leader (see
+// onMetaLeader runs a membership change on the meta group's leader (see
 // onMetaLeaderOnce), trying again while the meta group changes leaders
 // (its refusals all begin with TRYAGAIN; a join or a leave made twice
 // changes nothing more) until ctx ends or membershipRetry passes.
-func (c *Cluster) onMetaLeader(ctx context.Context, method string, body []byte) ([]byte, error) {
+func (c *Cluster) onMetaLeader(ctx context.Context, local func() error,
+	remote func(ctx context.Context, addr string) (metaReply, error)) error {
 	deadline := time.Now().Add(membershipRetry)
 	for {
-		b, err := c.onMetaLeaderOnce(ctx, method, body)
+		err := c.onMetaLeaderOnce(ctx, local, remote)
 		if err == nil || !strings.HasPrefix(err.Error(), "TRYAGAIN") || time.Now().After(deadline) {
-			return b, err
+			return err
 		}
 		select {
 		case <-ctx.Done():
-			return b, err
+			return err
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -94,64 +72,98 @@ func (c *Cluster) onMetaLeader(ctx context.Context, method string, body []byte) 
 // the meta group changes leaders.
 const membershipRetry = 5 * time.Second
 
-// onMetaLeaderOnce runs an internal call on the meta group's leader: here
-// if this node leads it, else over the transport; then waits until this
-// node has applied the meta index the leader reached.
-func (c *Cluster) onMetaLeaderOnce(ctx context.Context, method string, body []byte) ([]byte, error) {
+// onMetaLeaderOnce runs a membership change on the meta group's leader:
+// here (local) if this node leads it, else over the transport (remote);
+// then waits until this node has applied the meta index the leader
+// reached.
+func (c *Cluster) onMetaLeaderOnce(ctx context.Context, local func() error,
+	remote func(ctx context.Context, addr string) (metaReply, error)) error {
 	if c.metaR.State() == raft.Leader {
-		return c.handleMembership(ctx, method, body)
+		return local()
 	}
 	addr, _ := c.metaR.LeaderWithID()
 	if addr == "" {
-		return nil, errors.New("TRYAGAIN the cluster's meta group has no leader yet")
+		return errors.New("TRYAGAIN the cluster's meta group has no leader yet")
 	}
 	cctx, cancel := context.WithTimeout(ctx, 2*rpcTimeout)
 	defer cancel()
-	b, err := c.mux.Call(cctx, string(addr), method, body)
+	rep, err := remote(cctx, string(addr))
+	var bad *badReply
+	if errors.As(err, &bad) {
+		return nil // the change was made; its answer says nothing to wait for
+	}
 	if err != nil {
-		return nil, remoteErr(err)
+		return remoteErr(err)
 	}
-	var rep metaReply
-	if err := json.Unmarshal(b, &rep); err == nil {
-		for c.meta.applied.Load() < rep.Index && cctx.Err() == nil {
-			time.Sleep(time.Millisecond)
-		}
+	for c.meta.applied.Load() < rep.Index && cctx.Err() == nil {
+		time.Sleep(time.Millisecond)
 	}
-	return b, nil
+	return nil
 }
 
-// handleMembership runs meta.join and meta.leave on the meta leader.
+// handleMembership answers callMetaJoin and callMetaLeave on the meta
+// leader.
 func (c *Cluster) handleMembership(ctx context.Context, method string, body []byte) ([]byte, error) {
 	if c.metaR.State() != raft.Leader {
-		return nil, errors.New("TRYAGAIN this node no longer leads the meta group")
+		return nil, errNotMetaLeader
 	}
-	var cmd metaCmd
+	var rep metaReply
+	var err error
 	switch method {
-	case "meta.join":
+	case callMetaJoin:
 		var req joinReq
 		if err := json.Unmarshal(body, &req); err != nil {
 			return nil, err
 		}
-		if err := c.addMetaServer(req.Node); err != nil {
-			return nil, err
-		}
-		cmd = metaCmd{Op: "join", Node: &req.Node}
-	case "meta.leave":
+		rep, err = c.joinMeta(ctx, req)
+	case callMetaLeave:
 		var req leaveReq
 		if err := json.Unmarshal(body, &req); err != nil {
 			return nil, err
 		}
-		cmd = metaCmd{Op: "leave", ID: req.ID}
+		rep, err = c.leaveMeta(ctx, req)
 	}
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(rep)
+}
+
+// errNotMetaLeader refuses a membership change on a node that no longer
+// leads the meta group.
+var errNotMetaLeader = errors.New("TRYAGAIN this node no longer leads the meta group")
+
+// joinMeta adds req.Node to the meta group and records it, on the meta leader.
+func (c *Cluster) joinMeta(ctx context.Context, req joinReq) (metaReply, error) {
+	if c.metaR.State() != raft.Leader {
+		return metaReply{}, errNotMetaLeader
+	}
+	if err := c.addMetaServer(req.Node); err != nil {
+		return metaReply{}, err
+	}
+	return c.applyMembership(ctx, metaCmd{Op: "join", Node: &req.Node})
+}
+
+// leaveMeta records that node req.ID leaves, on the meta leader.
+func (c *Cluster) leaveMeta(ctx context.Context, req leaveReq) (metaReply, error) {
+	if c.metaR.State() != raft.Leader {
+		return metaReply{}, errNotMetaLeader
+	}
+	return c.applyMembership(ctx, metaCmd{Op: "leave", ID: req.ID})
+}
+
+// applyMembership applies a membership command through the meta group
+// and returns its result and the meta index after it.
+func (c *Cluster) applyMembership(ctx context.Context, cmd metaCmd) (metaReply, error) {
 	b, _ := json.Marshal(cmd)
 	res, err := c.metaApply(ctx, b)
 	if err == nil && res.Err != "" {
 		err = errors.New(res.Err)
 	}
 	if err != nil {
-		return nil, err
+		return metaReply{}, err
 	}
-	return json.Marshal(metaReply{Result: res, Index: c.meta.applied.Load()})
+	return metaReply{Result: res, Index: c.meta.applied.Load()}, nil
 }
 
 // addMetaServer adds n to the meta group: as a voter while it has fewer
@@ -483,8 +495,7 @@ func (c *Cluster) handOff(g *group, id, addr string) {
 	// Ask the target first: it must be up, take clients, not be stopping,
 	// and have applied the log to within a few entries. A status a peer
 	// sent before it died is no reason to stop serving a group.
-	body, _ := json.Marshal(readyReq{Group: int(g.id), Index: g.fsm.applied.Load()})
-	if _, err := c.mux.Call(ctx, addr, "expect", body); err != nil {
+	if err := c.rpc.expect(ctx, addr, readyReq{Group: int(g.id), Index: g.fsm.applied.Load()}); err != nil {
 		c.log.Info("not handing the group's lead over: the target cannot take it now", "group", g.id, "to", id, "err", err)
 		return
 	}
@@ -558,9 +569,9 @@ func (c *Cluster) appliedBy(id string, g *group) uint64 {
 const handOffTimeout = MaxHold - 500*time.Millisecond
 
 // awaitServed waits until node id (or, for "", whichever node raft says
-// leads g now) serves g, asking it (the "ready" call), and returns it.
+// leads g now) serves g, asking it (callReady), and returns it.
 func (c *Cluster) awaitServed(ctx context.Context, g *group, id string) (string, error) {
-	body, _ := json.Marshal(readyReq{Group: int(g.id)})
+	req := readyReq{Group: int(g.id)}
 	for {
 		to := id
 		if to == "" {
@@ -569,7 +580,7 @@ func (c *Cluster) awaitServed(ctx context.Context, g *group, id string) (string,
 		}
 		var err error
 		if addr := c.raftAddrOf(to); to != "" && to != c.cfg.NodeID && addr != "" {
-			if _, err = c.mux.Call(ctx, addr, "ready", body); err == nil {
+			if err = c.rpc.ready(ctx, addr, req); err == nil {
 				return to, nil
 			}
 		}
@@ -584,9 +595,9 @@ func (c *Cluster) awaitServed(ctx context.Context, g *group, id string) (string,
 	}
 }
 
-// readyReq is the body of the "ready" call, which returns once the callee
+// readyReq is the body of callReady, which returns once the callee
 // serves Group (or fails with ErrMoving at the caller's deadline), and of
-// "expect", which the callee accepts if it may take Group's lead now: it
+// callExpect, which the callee accepts if it may take Group's lead now: it
 // takes clients, is not stopping, and has applied Group's log to within
 // a few entries of Index, the caller's applied index (see expectLead).
 type readyReq struct {
@@ -594,7 +605,7 @@ type readyReq struct {
 	Index uint64 `json:"index,omitempty"`
 }
 
-// expectLead answers "expect": it refuses a lead this node cannot take now,
+// expectLead answers callExpect: it refuses a lead this node cannot take now,
 // and otherwise records that one is coming, so that taking it is not
 // counted as a takeover from a lost leader (noteTakeover).
 func (c *Cluster) expectLead(req readyReq) error {
@@ -613,7 +624,7 @@ func (c *Cluster) expectLead(req readyReq) error {
 	return nil
 }
 
-// awaitReady answers the "ready" call.
+// awaitReady answers callReady.
 func (c *Cluster) awaitReady(ctx context.Context, req readyReq) error {
 	deadline, ok := ctx.Deadline()
 	if !ok {

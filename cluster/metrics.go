@@ -227,40 +227,6 @@ func (n *Node) PersistenceInfo() []string {
 	return appendDiskInfo(out, n.cfg.Disk)
 }
 
-// PersistenceInfo returns the fields of INFO persistence of a cluster
-// node, as alternating names and values: the totals of the groups it
-// hosts, then one line per group (raft_group_<id>) with its role, term and
-// indexes.
-func (c *Cluster) PersistenceInfo() []string {
-	itoa := func(v int64) string { return strconv.FormatInt(v, 10) }
-	out := []string{
-		"loading", "0",
-		"aof_enabled", "0",
-		"rl_durable", "1",
-		"rl_cluster", "1",
-		"rl_consistency", c.cfg.Consistency.String(),
-		"rl_flush_interval_ms", itoa(c.cfg.FlushInterval.Milliseconds()),
-		"rl_log_status", logStatus(false, c.cfg.Storage.Space),
-	}
-	ls := c.cfg.Storage.LogStats()
-	out = c.metrics.appendLogInfo(out, &ls)
-	out = appendDiskInfo(out, c.cfg.Storage.Space)
-	for _, g := range c.hostedGroups() {
-		if g == nil {
-			continue
-		}
-		st := g.raft.Stats()
-		role := "follower"
-		if g.ready.Load() {
-			role = "leader"
-		}
-		out = append(out, "raft_group_"+strconv.Itoa(int(g.id)), "role="+role+",state="+st["state"]+",term="+st["term"]+
-			",applied="+strconv.FormatUint(g.fsm.applied.Load(), 10)+",commit="+st["commit_index"]+
-			",last_log="+st["last_log_index"]+",snapshot="+st["last_snapshot_index"]+",keys="+strconv.Itoa(g.store.Len()))
-	}
-	return out
-}
-
 // groupApplied exports rlserver_group_applied_index{group}: the index of
 // the last log entry each Raft group this node hosts has applied ("meta"
 // for the meta group). Every replica of a group applies the same log, so

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -12,7 +11,7 @@ import (
 )
 
 // Forwarding: a node answers a keyed command for a slot it does not serve
-// by asking the node that does (the internal call "key"), for clients
+// by asking the node that does (the internal call callKey), for clients
 // that do not follow MOVED — with --proxy, every RESP client; always, the
 // HTTP API (Forwarder). The serving node runs the command as its own
 // client's, and in strong mode answers once the change is committed, so a
@@ -61,7 +60,6 @@ const forwardTimeout = 3 * time.Second
 func (c *Cluster) forward(req keyReq) (keyReply, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), forwardTimeout)
 	defer cancel()
-	body, _ := json.Marshal(req)
 	slot := slots.Of(req.Key)
 	var last error
 	for {
@@ -73,10 +71,10 @@ func (c *Cluster) forward(req keyReq) (keyReply, error) {
 		if addr == "" {
 			last = c.routeErr(slot, gi)
 		} else {
-			b, err := c.mux.Call(ctx, addr, "key", body)
-			if err == nil {
-				var rep keyReply
-				return rep, json.Unmarshal(b, &rep)
+			rep, err := c.rpc.key(ctx, addr, req)
+			var bad *badReply
+			if err == nil || errors.As(err, &bad) {
+				return rep, err
 			}
 			last = remoteErr(err)
 			if !retriable(last) {
@@ -162,9 +160,6 @@ func (c *Cluster) runKey(ctx context.Context, req keyReq) (keyReply, error) {
 // with --proxy so does the RESP server.
 type Forwarder struct{ c *Cluster }
 
-// Forwarder returns the node's Forwarder.
-func (c *Cluster) Forwarder() Forwarder { return Forwarder{c} }
-
 // Check is Cluster.Check, forwarded if the slot is served elsewhere.
 func (f Forwarder) Check(key []byte, a engine.Algo, p engine.Params, cost, now int64) (engine.Result, error) {
 	r, err := f.c.check(key, a, p, cost, now)
@@ -215,11 +210,6 @@ func isRouting(err error) bool {
 type Executor interface {
 	ExecLocal(args [][]byte, proto int, now int64) values.Reply
 }
-
-// SetExecutor sets what runs forwarded commands of package values and
-// scripts; call it before the node serves. Without one they are answered
-// with an error.
-func (c *Cluster) SetExecutor(e Executor) { c.exec.Store(&e) }
 
 // runExec runs a forwarded "exec" on this node.
 func (c *Cluster) runExec(ctx context.Context, req keyReq) (keyReply, error) {

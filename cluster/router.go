@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"errors"
-	"sort"
 	"strconv"
 
 	"github.com/rlserver/rlserver/slots"
@@ -56,20 +55,6 @@ func (c *Cluster) serving(key []byte) (*group, error) {
 		g.serving.RUnlock()
 	}
 	return nil, c.routeErr(slot, gi)
-}
-
-// Route returns nil if this node serves slot now, else the error that
-// says where to go (MOVED), to retry (TRYAGAIN) or that the slot cannot
-// be served (CLUSTERDOWN).
-func (c *Cluster) Route(slot int) error {
-	if c.cfg.Proxy {
-		return nil // every key is served, by forwarding if need be
-	}
-	gi := c.groupOf(slot)
-	if g := c.replica(gi); g != nil && g.ready.Load() {
-		return nil
-	}
-	return c.routeErr(slot, gi)
 }
 
 // routeErr is Route's error for a slot this node does not serve.
@@ -156,45 +141,6 @@ type ViewGroup struct {
 	Voters     []string // cluster ids of its voters, preferred leader first
 }
 
-// View returns the cluster as this node sees it now.
-func (c *Cluster) View() View {
-	m := c.meta.current()
-	v := View{MyID: c.id, Epoch: c.meta.applied.Load(), OK: true}
-	names := map[string]bool{}
-	for id := range c.peerAddrs() {
-		names[id] = true
-	}
-	for id := range m.Nodes {
-		names[id] = true
-	}
-	sorted := make([]string, 0, len(names))
-	for id := range names {
-		sorted = append(sorted, id)
-	}
-	sort.Strings(sorted)
-	for _, name := range sorted {
-		n := m.Nodes[name]
-		me := name == c.cfg.NodeID
-		v.Nodes = append(v.Nodes, ViewNode{ID: clusterID(name), Name: name, RESP: n.RESP, HTTP: n.HTTP, Raft: n.Raft,
-			Connected: me || c.peer(name).connected(), Myself: me})
-	}
-	place := c.placement()
-	for g := 1; g <= c.numGroups(); g++ {
-		start, end := c.slotRange(g)
-		vg := ViewGroup{ID: g, Start: start, End: end}
-		if l := c.leaderOf(g); l != "" && m.Nodes[l].RESP != "" {
-			vg.Leader = clusterID(l)
-		} else {
-			v.OK = false
-		}
-		for _, id := range place[g] {
-			vg.Voters = append(vg.Voters, clusterID(id))
-		}
-		v.Groups = append(v.Groups, vg)
-	}
-	return v
-}
-
 // placement returns each group's voters: the meta group's record, or what
 // the initial peers imply before it has one.
 func (c *Cluster) placement() map[int][]string {
@@ -207,19 +153,3 @@ func (c *Cluster) placement() map[int][]string {
 	}
 	return placement(ids, c.numGroups())
 }
-
-// KeysInSlot returns the number of keys this node holds in slot, if it
-// serves the slot, else 0 (as a Redis master counts only its own slots).
-func (c *Cluster) KeysInSlot(slot int) int {
-	g := c.replica(c.groupOf(slot))
-	if g == nil || !g.ready.Load() {
-		return 0
-	}
-	return g.store.CountKeys(c.clock(), func(key []byte) bool { return slots.Of(key) == slot })
-}
-
-// RESPAddr returns the address clients reach this node at.
-func (c *Cluster) RESPAddr() string { return c.cfg.RESPAddr }
-
-// Groups returns the number of data groups.
-func (c *Cluster) Groups() int { return c.numGroups() }

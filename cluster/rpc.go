@@ -9,28 +9,53 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/rlserver/rlserver/cluster/pulse"
 	"github.com/rlserver/rlserver/cluster/transport"
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/shards"
 )
 
-// The nodes' internal RPCs, carried by the Raft listener (package
-// transport), with JSON bodies:
+// The nodes' internal calls, carried by the Raft listener (package
+// transport). Every call's name is one of the constants below, the only
+// place they are spelled; rpcClient (rpc_client.go) has one method per
+// call, and handleRPC answers them. Bodies are JSON but for callPulse's:
 //
-//	status      → nodeStatus: the groups this node hosts, who leads them,
-//	              their applied index (and, asked with {"digest": at},
-//	              the digest of their state at that time)
-//	meta.apply  a meta command → metaReply, applied by the meta leader
-//	charge      chargeReq → chargeReply: a group's part of RL.CHECKRULES
-//	refund      chargeReq: give a charge back (see CheckRules)
+//	status      statusReq (or no body) → nodeStatus: the groups this node
+//	            hosts, who leads them, their applied index (and, asked
+//	            with a digest time, the digest of their state then)
+//	key         keyReq → keyReply: a keyed command forwarded to the node
+//	            that serves its slot (proxy.go)
+//	expect      readyReq: a hand-over of the group's lead to the callee is
+//	            coming; refused if it cannot take it now (expectLead)
+//	ready       readyReq: returns once the callee serves the group
+//	            (awaitReady), or ErrMoving at the caller's deadline
 //	hotkeys     hotKeysReq → []hotKeyWire: the node's own hot keys
 //	            (see HotKeys)
+//	meta.apply  a metaCmd → metaReply, applied by the meta leader
+//	meta.join   joinReq → metaReply: add a node (Join), on the meta leader
+//	meta.leave  leaveReq → metaReply: remove a node (Leave), on the meta
+//	            leader
+//	charge      chargeReq → chargeReply: a group's part of RL.CHECKRULES
+//	refund      chargeReq: give a charge back (see CheckRules)
 //	raft.hb     a tick of the sender's raft heartbeats to this node
-//	            (binary, see pulse.go), answered whatever the node's
+//	            (binary, see package pulse), answered whatever the node's
 //	            lifecycle: its rafts run from start to stop
 //
 // A handler's refusal that the caller should pass to a client is an error
 // whose text is Redis's (MOVED, TRYAGAIN, CLUSTERDOWN).
+const (
+	callStatus    = "status"
+	callKey       = "key"
+	callExpect    = "expect"
+	callReady     = "ready"
+	callHotKeys   = "hotkeys"
+	callMetaApply = "meta.apply"
+	callMetaJoin  = "meta.join"
+	callMetaLeave = "meta.leave"
+	callCharge    = "charge"
+	callRefund    = "refund"
+	callPulse     = pulse.Method // "raft.hb", named by package pulse
+)
 
 // rpcTimeout bounds one internal call.
 const rpcTimeout = 2 * time.Second
@@ -39,15 +64,15 @@ const rpcTimeout = 2 * time.Second
 // while the node is open (lifecycle): never while its groups are being
 // made or stopped.
 func (c *Cluster) handleRPC(ctx context.Context, method string, body []byte) ([]byte, error) {
-	if method == pulseMethod { // raft's, served whenever a raft runs here
-		return c.pulse.answer(body)
+	if method == callPulse { // raft's, served whenever a raft runs here
+		return c.pulse.Answer(body)
 	}
 	if err := c.life.enter(); err != nil {
 		return nil, err
 	}
 	defer c.life.leave()
 	switch method {
-	case "status":
+	case callStatus:
 		var req statusReq
 		if len(body) > 0 {
 			if err := json.Unmarshal(body, &req); err != nil {
@@ -55,7 +80,7 @@ func (c *Cluster) handleRPC(ctx context.Context, method string, body []byte) ([]
 			}
 		}
 		return json.Marshal(c.status(req.Digest))
-	case "key":
+	case callKey:
 		var req keyReq
 		if err := json.Unmarshal(body, &req); err != nil {
 			return nil, err
@@ -65,23 +90,23 @@ func (c *Cluster) handleRPC(ctx context.Context, method string, body []byte) ([]
 			return nil, err
 		}
 		return json.Marshal(rep)
-	case "expect": // a hand-over of the group to this node is coming
+	case callExpect: // a hand-over of the group to this node is coming
 		var req readyReq
 		if err := json.Unmarshal(body, &req); err != nil {
 			return nil, err
 		}
 		return nil, c.expectLead(req)
-	case "ready":
+	case callReady:
 		var req readyReq
 		if err := json.Unmarshal(body, &req); err != nil {
 			return nil, err
 		}
 		return nil, c.awaitReady(ctx, req)
-	case "hotkeys":
+	case callHotKeys:
 		return c.hotKeysRPC(body)
-	case "meta.join", "meta.leave":
+	case callMetaJoin, callMetaLeave:
 		return c.handleMembership(ctx, method, body)
-	case "meta.apply":
+	case callMetaApply:
 		res, err := c.metaApply(ctx, body)
 		if err != nil {
 			return nil, err
@@ -90,14 +115,14 @@ func (c *Cluster) handleRPC(ctx context.Context, method string, body []byte) ([]
 			c.metaAnswered()
 		}
 		return json.Marshal(metaReply{Result: res, Index: c.meta.applied.Load()})
-	case "charge", "refund":
+	case callCharge, callRefund:
 		var req chargeReq
 		if err := json.Unmarshal(body, &req); err != nil {
 			return nil, err
 		}
 		var rep chargeReply
 		var err error
-		if method == "refund" {
+		if method == callRefund {
 			err = c.refundLocal(req)
 		} else {
 			rep, err = c.chargeLocal(ctx, req)
@@ -105,7 +130,7 @@ func (c *Cluster) handleRPC(ctx context.Context, method string, body []byte) ([]
 		if errors.Is(err, errNotServedHere) {
 			err = ErrTryAgain
 		}
-		if err != nil || method == "refund" {
+		if err != nil || method == callRefund {
 			return nil, err
 		}
 		return json.Marshal(rep)
@@ -195,13 +220,13 @@ func (c *Cluster) metaApply(ctx context.Context, cmd []byte) (metaResult, error)
 	}
 	cctx, cancel := context.WithTimeout(ctx, rpcTimeout)
 	defer cancel()
-	b, err := c.mux.Call(cctx, string(addr), "meta.apply", cmd)
+	rep, err := c.rpc.metaApply(cctx, string(addr), cmd)
+	var bad *badReply
+	if errors.As(err, &bad) {
+		return metaResult{}, bad
+	}
 	if err != nil {
 		return metaResult{}, remoteErr(err)
-	}
-	var rep metaReply
-	if err := json.Unmarshal(b, &rep); err != nil {
-		return metaResult{}, err
 	}
 	for c.meta.applied.Load() < rep.Index { // read our own write
 		select {
@@ -374,12 +399,8 @@ func (c *Cluster) heardMark(node string, mark uint64) {
 func (c *Cluster) pollOne(id, addr string) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.HeartbeatTimeout)
 	defer cancel()
-	b, err := c.mux.Call(ctx, addr, "status", nil)
+	s, err := c.rpc.status(ctx, addr, 0)
 	if err != nil {
-		return
-	}
-	var s nodeStatus
-	if json.Unmarshal(b, &s) != nil {
 		return
 	}
 	now := time.Now()
@@ -638,12 +659,11 @@ func (r Report) GroupOf(slot int) *ReportGroup {
 	return nil
 }
 
-// callPeers calls method with body on every member of addrs (by id) but
-// this node, all at once, each call bounded by timeout, and hands each
-// answer or error to each on the call's goroutine; it returns when every
-// call has.
-func (c *Cluster) callPeers(ctx context.Context, addrs map[string]string, method string, body []byte,
-	timeout time.Duration, each func(id string, b []byte, err error)) {
+// eachPeer runs call for every member of addrs (by id) but this node,
+// all at once, each with a context bounded by timeout, and returns when
+// every call has.
+func (c *Cluster) eachPeer(ctx context.Context, addrs map[string]string, timeout time.Duration,
+	call func(ctx context.Context, id, addr string)) {
 	var wg sync.WaitGroup
 	for id, addr := range addrs {
 		if id == c.cfg.NodeID {
@@ -652,72 +672,8 @@ func (c *Cluster) callPeers(ctx context.Context, addrs map[string]string, method
 		wg.Go(func() {
 			cctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
-			b, err := c.mux.Call(cctx, addr, method, body)
-			each(id, b, err)
+			call(cctx, id, addr)
 		})
 	}
 	wg.Wait()
-}
-
-// Report asks every member for its groups' status (with digests at
-// digestAt, if not 0) and puts the answers together.
-func (c *Cluster) Report(ctx context.Context, digestAt int64) Report {
-	addrs := c.peerAddrs()
-	var mu sync.Mutex
-	statuses := map[string]nodeStatus{c.cfg.NodeID: c.status(digestAt)}
-	errs := map[string]string{}
-	body, _ := json.Marshal(statusReq{Digest: digestAt})
-	c.callPeers(ctx, addrs, "status", body, rpcTimeout, func(id string, b []byte, err error) {
-		var s nodeStatus
-		if err == nil {
-			err = json.Unmarshal(b, &s)
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if err != nil {
-			errs[id] = err.Error()
-			return
-		}
-		statuses[id] = s
-	})
-	v := c.View()
-	r := Report{Node: c.cfg.NodeID, OK: v.OK, Rules: c.RuleCount()}
-	if len(errs) > 0 {
-		r.Errors = errs
-	}
-	names := map[string]string{} // cluster id → name
-	for _, n := range v.Nodes {
-		names[n.ID] = n.Name
-	}
-	leads := map[string]int{}
-	for _, g := range v.Groups {
-		rg := ReportGroup{ID: g.ID, Slots: [2]int{g.Start, g.End}, Leader: names[g.Leader]}
-		for _, id := range g.Voters {
-			name := names[id]
-			rg.Voters = append(rg.Voters, name)
-			for _, gs := range statuses[name].Groups {
-				if gs.ID == g.ID {
-					rg.Replicas = append(rg.Replicas, ReportReplica{Node: name, State: gs.State, Ready: gs.Ready,
-						Term: gs.Term, Applied: gs.Applied, Keys: gs.Keys, Digest: gs.Digest})
-					if gs.Ready {
-						leads[name]++
-					}
-				}
-			}
-		}
-		r.Groups = append(r.Groups, rg)
-	}
-	if _, id := c.metaR.LeaderWithID(); id != "" {
-		r.MetaLeader = names[string(id)]
-		if r.MetaLeader == "" {
-			r.MetaLeader = string(id)
-		}
-	}
-	for _, n := range v.Nodes {
-		r.Nodes = append(r.Nodes, ReportNode{Name: n.Name, ID: n.ID, RESP: n.RESP, HTTP: n.HTTP, Raft: n.Raft,
-			Connected: n.Connected, Leads: leads[n.Name], DiskLow: statuses[n.Name].DiskLow, Stopping: statuses[n.Name].Stopping})
-	}
-	r.Serving = r.OK && len(r.Errors) == 0 && r.ServedWithout("")
-	r.Balanced = r.IsBalanced()
-	return r
 }

@@ -22,70 +22,6 @@ import (
 // ruleTimeout bounds a rule change.
 const ruleTimeout = 5 * time.Second
 
-// SetRule stores r, replacing any rule with its id, through the meta
-// group, and reports whether the id was new.
-func (c *Cluster) SetRule(r rules.Rule) (bool, error) {
-	if _, err := rules.Compile(r, 0); err != nil {
-		return false, err
-	}
-	return c.ruleCmd(metaCmd{Op: "rule.set", Rule: &r})
-}
-
-// CreateRule is SetRule that fails with rules.ErrExists if the id is taken.
-func (c *Cluster) CreateRule(r rules.Rule) error {
-	if _, err := rules.Compile(r, 0); err != nil {
-		return err
-	}
-	_, err := c.ruleCmd(metaCmd{Op: "rule.create", Rule: &r})
-	return err
-}
-
-// DeleteRule removes the rule with the given id and reports whether it
-// existed.
-func (c *Cluster) DeleteRule(id string) (bool, error) {
-	return c.ruleCmd(metaCmd{Op: "rule.del", ID: id})
-}
-
-// ChangeRules makes ch (rules.Change: a --rules file's load) as one entry
-// of the meta group's log, so that every node applies all of it at once or
-// none of it. A change whose entry is larger than the nodes' internal
-// calls carry (transport.DefaultMaxFrame, less room for the envelope) is
-// refused.
-func (c *Cluster) ChangeRules(ch rules.Change) (rules.ChangeResult, error) {
-	if _, err := ch.Compile(); err != nil {
-		return rules.ChangeResult{}, err
-	}
-	res, err := c.metaCmd(metaCmd{Op: "rules.change", Change: &ch})
-	if err != nil {
-		return rules.ChangeResult{}, err
-	}
-	if res.Err != "" {
-		return rules.ChangeResult{}, errors.New(res.Err)
-	}
-	if res.Change == nil {
-		return rules.ChangeResult{}, errors.New("ERR the meta group does not know rule changes made as one: upgrade every node")
-	}
-	return *res.Change, nil
-}
-
-// CommitsRuleChanges reports that the rule and block changes of a cluster
-// are committed (in the meta group's log) by the time the calls that make
-// them return: the server's replies to them need not wait for the data
-// groups' commits, which know nothing of them.
-func (c *Cluster) CommitsRuleChanges() bool { return true }
-
-// Settle is commits.Settle for the HTTP API, whose only changes in a
-// cluster are rule and block changes: those are committed when their
-// calls return (see CommitsRuleChanges), so an answer after a change
-// waits for nothing more; an answer after a check waits as commits.Settle
-// says.
-func (c *Cluster) Settle(ctx context.Context, change bool) error {
-	if change {
-		return nil
-	}
-	return c.commits.Settle(ctx, false)
-}
-
 // maxMetaEntry bounds a meta command's size: it travels in one internal
 // call to the meta group's leader.
 const maxMetaEntry = transport.DefaultMaxFrame - 64<<10
@@ -150,42 +86,6 @@ func (c *Cluster) nextReq() string {
 	return fmt.Sprintf("%s:%s:%d", c.cfg.NodeID, c.reqPrefix, c.reqSeq.Add(1))
 }
 
-// Rule returns the rule with the given id.
-func (c *Cluster) Rule(id string) (rules.Rule, bool) {
-	r, ok := c.meta.current().Rules[id]
-	return r, ok
-}
-
-// Rules returns every rule in id order.
-func (c *Cluster) Rules() []rules.Rule { return sortedRules(c.meta.current()) }
-
-// RuleCount returns the number of rules.
-func (c *Cluster) RuleCount() int { return len(c.meta.current().Rules) }
-
-// CheckRules evaluates q against the rules: the counters of the matching
-// rules ("id:value") live in the groups of their slots, on this node or
-// others, and are charged with CheckAll, so the request is charged to
-// every rule or to none, and no rule ever admits more than its limit.
-//
-// If one of q's identifiers is blocked, q is denied by the block and
-// nothing is charged. A denial by a rule with a block is counted in the
-// counter "!id:value" (in its slot's group, like the rule's counters), and
-// on the rule's block.after-th the block is proposed to the meta group in
-// the background, from where it reaches every node.
-func (c *Cluster) CheckRules(q *rules.Query, now int64) error {
-	if err := shards.CheckRulesWith(c.meta.ruleSet(), c.meta.blockTable(), q, now, c.CheckAll); err != nil {
-		return err
-	}
-	if q.Blocked {
-		c.blockDenied.Add(1)
-		return nil
-	}
-	if !q.Allowed {
-		shards.DenialsToCount(q, func(e *rules.Eval) { c.countDenial(q, e, now) })
-	}
-	return nil
-}
-
 // countDenial counts one denial of e's identifier by e's rule, and on
 // the rule's block.after-th within block.within proposes the block.
 func (c *Cluster) countDenial(q *rules.Query, e *rules.Eval, now int64) {
@@ -215,81 +115,6 @@ func (c *Cluster) countDenial(q *rules.Query, e *rules.Eval, now int64) {
 // commits are not proposed (BlockStats.Dropped counts them) rather than
 // queued in goroutines without bound.
 const maxBlockProposals = 64
-
-// SetBlock blocks b.Identifier until b.Until through the meta group, so
-// that every node denies it.
-func (c *Cluster) SetBlock(b rules.Block, now int64) error {
-	_, err := c.ruleCmd(metaCmd{Op: "block.set", Block: &b, Max: c.cfg.MaxBlocks})
-	return err
-}
-
-// Unblock lifts the block of identifier through the meta group and
-// reports whether one was live.
-func (c *Cluster) Unblock(identifier string, now int64) (bool, error) {
-	return c.ruleCmd(metaCmd{Op: "block.del", ID: identifier})
-}
-
-// ActiveBlocks returns the blocks live at now, sorted by identifier, each
-// with its TTL.
-func (c *Cluster) ActiveBlocks(now int64) []rules.Block {
-	return c.meta.blockTable().Active(now)
-}
-
-// BlockStats returns the counts of blocks: those applied on this node by
-// source, the rules checks this node denied by a block, and those live
-// at now.
-func (c *Cluster) BlockStats(now int64) shards.BlockStats {
-	t := c.meta.blockTable()
-	return shards.BlockStats{Made: c.meta.blocksMadeCopy(), Denied: c.blockDenied.Load(), Active: t.Live(now),
-		Dropped: c.meta.blocksDropped.Load() + c.blocksShed.Load(), Bytes: t.Bytes()}
-}
-
-// NewestBlocks returns up to n of the blocks live at now, those made last
-// first, with their TTLs, and how many blocks are live.
-func (c *Cluster) NewestBlocks(n int, now int64) ([]rules.Block, int) {
-	t := c.meta.blockTable()
-	return t.Newest(n, now), t.Live(now)
-}
-
-// CheckAll is shards.Store.CheckAll across the cluster: the ops' counters
-// live in the groups of their slots, on this node or others. The groups
-// are charged one after the other, each all or nothing, the group of the
-// narrowest op (the smallest limit) first; if one denies, the charges
-// already made are given back (engine.Refund) and the request is denied.
-// So the request is charged to every op or to none, and no counter ever
-// admits more than its limit. The price: while a charge waits to be given
-// back, a concurrent request may be denied for it (under-admission, never
-// over-admission). Charging the narrowest first makes that rare: the wider
-// counters then see only the requests the narrowest admitted, and deny
-// (and so give back) only when they are spent themselves. With C requests
-// naming the same counters in flight at once, the charges that will be
-// given back are at most C-1, so a counter admits at least its limit less
-// (C-1) times the cost. A refund made after the charge's window has passed
-// gives nothing back (it no longer counts).
-//
-// It fills each op's Result for the groups it reached (a later group's
-// ops keep a zero Result when an earlier one denied); now is ignored in
-// favour of this node's clock, as for every charge. The ops' keys are
-// copied; ops must not share a key.
-func (c *Cluster) CheckAll(ops []shards.Op, cost, now int64) (bool, error) {
-	var done []chargeDone
-	for _, p := range c.partition(ops, cost) {
-		rep, err := c.charge(p.req)
-		if err != nil {
-			c.giveBack(done)
-			return false, err
-		}
-		for i, r := range rep.Results {
-			ops[p.ops[i]].Result = r
-		}
-		if !rep.Allowed {
-			c.giveBack(done)
-			return false, nil
-		}
-		done = append(done, chargeDone{req: p.req, results: rep.Results, at: rep.At})
-	}
-	return true, nil
-}
 
 // part is the counters of one group.
 type part struct {
@@ -359,10 +184,9 @@ func (c *Cluster) charge(req chargeReq) (chargeReply, error) {
 		if addr == "" {
 			return rep, c.routeErr(c.firstSlot(req.Group), req.Group)
 		}
-		body, _ := json.Marshal(req)
-		b, err := c.mux.Call(ctx, addr, "charge", body)
-		if err == nil {
-			err = json.Unmarshal(b, &rep)
+		rep, err = c.rpc.charge(ctx, addr, req)
+		var bad *badReply
+		if err == nil || errors.As(err, &bad) {
 			return rep, err
 		}
 		if attempt > 0 || ctx.Err() != nil {
@@ -381,9 +205,8 @@ func (c *Cluster) giveBack(done []chargeDone) {
 		}
 		if err := c.refundLocal(req); errors.Is(err, errNotServedHere) {
 			if addr := c.leaderRaftAddr(req.Group); addr != "" {
-				body, _ := json.Marshal(req)
 				ctx, cancel := context.WithTimeout(context.Background(), rpcTimeout)
-				_, err = c.mux.Call(ctx, addr, "refund", body)
+				err = c.rpc.refund(ctx, addr, req)
 				cancel()
 			}
 			if err != nil {
@@ -464,20 +287,4 @@ func (c *Cluster) leaderRaftAddr(g int) string {
 func (c *Cluster) firstSlot(g int) int {
 	s, _ := c.slotRange(g)
 	return s
-}
-
-// Blocks reports whether the command named name may wait on other nodes:
-// a rule check (whose counters other nodes may hold), a rule or membership
-// change (which the meta group's leader applies), RL.HOTKEYS (which asks
-// every node), and with Proxy every
-// keyed command. The server runs connections
-// that send them on goroutines of their own.
-func (c *Cluster) Blocks(name string) bool {
-	switch name {
-	case "rl.checkrules", "rl.rule.set", "rl.rule.del", "rl.block", "rl.unblock", "rl.cluster.join", "rl.cluster.leave", "rl.hotkeys":
-		return true
-	case "rl.check", "rl.peek", "rl.reset", "cl.throttle", "exec":
-		return c.cfg.Proxy // forwarded to another node
-	}
-	return false
 }

@@ -141,20 +141,9 @@ func (c *Cluster) noteTakeover(g *group) {
 	c.log.Info("took over a group whose leader was lost", "group", g.id, "from", *prev)
 }
 
-// expectFor is how long an announced hand-over ("expect") makes the lead
+// expectFor is how long an announced hand-over (callExpect) makes the lead
 // this node takes a planned one.
 const expectFor = 5 * time.Second
-
-// Takeover returns the number of groups this node has taken over from
-// lost leaders, and whether the last was within takeoverNudge: clients
-// may still send those slots to the lost node (see server.Nudger). A node
-// that forwards (Config.Proxy) never reports one as recent: it serves
-// every key wherever a client sends it, and its clients — redis-cli
-// without -c, a plain redis-py — take a MOVED for an error.
-func (c *Cluster) Takeover() (uint64, bool) {
-	at := c.takeoverAt.Load()
-	return c.takeovers.Load(), !c.cfg.Proxy && at != 0 && time.Since(time.Unix(0, at)) < takeoverNudge
-}
 
 // takeoverNudge is how long after a takeover clients are told of it.
 const takeoverNudge = 10 * time.Second

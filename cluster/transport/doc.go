@@ -5,7 +5,7 @@
 // polling, forwarding, and raft heartbeats).
 //
 // Raft heartbeats do not travel on the raft streams between nodes that
-// both know the "raft.hb" call: package cluster sends every group's
+// both know the "raft.hb" call: package cluster/pulse sends every group's
 // heartbeats to one node as one RPC per tick, body (uvarints, and bytes
 // as a uvarint length then the bytes):
 //

@@ -1,4 +1,4 @@
-package cluster
+package pulse
 
 import (
 	"sync"
@@ -7,7 +7,7 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// quietTransport is a group's raft transport (noPipeline over the node's
+// QuietTransport is a group's raft transport (NoPipeline over the node's
 // listener) with its heartbeats carried by the node's pulse, and with the
 // empty appends raft's replication sends every CommitTimeout answered here
 // while nothing changed.
@@ -22,10 +22,10 @@ import (
 // have to learn the commit index again). Anything else goes to the
 // follower: an append with entries, a new commit index, a newer term, a
 // follower whose heartbeats failed or are older than fresh.
-type quietTransport struct {
-	noPipeline
+type QuietTransport struct {
+	NoPipeline
 	group uint32
-	pulse *pulse
+	pulse *Pulse
 	fresh time.Duration
 
 	mu    sync.Mutex
@@ -46,29 +46,31 @@ type ackedIdle struct {
 	resp                              raft.AppendEntriesResponse
 }
 
-// newQuietTransport wraps trans, group's transport, over pulse p.
-func newQuietTransport(trans noPipeline, group uint32, p *pulse, fresh time.Duration) *quietTransport {
-	return &quietTransport{noPipeline: trans, group: group, pulse: p, fresh: fresh, acked: map[raft.ServerAddress]ackedIdle{}}
+// NewQuietTransport wraps trans, group's transport, over pulse p; fresh
+// is how recently a follower's node must have answered a tick for an idle
+// append to be answered in its stead (Fresh).
+func NewQuietTransport(trans NoPipeline, group uint32, p *Pulse, fresh time.Duration) *QuietTransport {
+	return &QuietTransport{NoPipeline: trans, group: group, pulse: p, fresh: fresh, acked: map[raft.ServerAddress]ackedIdle{}}
 }
 
 // AppendEntries sends a heartbeat with the pulse's next tick, answers an
 // empty append that repeats the last acknowledged one while the follower
 // is heard, and sends anything else itself.
-func (t *quietTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+func (t *QuietTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
 	if isHeartbeat(req) {
 		return t.pulse.heartbeat(t.group, target, req, resp, func() error {
-			return t.noPipeline.AppendEntries(id, target, req, resp)
+			return t.NoPipeline.AppendEntries(id, target, req, resp)
 		})
 	}
 	if len(req.Entries) > 0 {
-		return t.noPipeline.AppendEntries(id, target, req, resp)
+		return t.NoPipeline.AppendEntries(id, target, req, resp)
 	}
 	seen, heard := t.pulse.seen(target, t.group)
 	if a, ok := t.unchanged(target, req, seen, heard); ok {
 		*resp = a.resp
 		return nil
 	}
-	err := t.noPipeline.AppendEntries(id, target, req, resp)
+	err := t.NoPipeline.AppendEntries(id, target, req, resp)
 	t.note(target, req, resp, err, seen, heard)
 	return err
 }
@@ -76,7 +78,7 @@ func (t *quietTransport) AppendEntries(id raft.ServerID, target raft.ServerAddre
 // unchanged returns the acknowledgement of the empty append target last
 // acknowledged, if req repeats it and target's replica is heard with
 // nothing changed since.
-func (t *quietTransport) unchanged(target raft.ServerAddress, req *raft.AppendEntriesRequest, seen beatSeen, heard bool) (ackedIdle, bool) {
+func (t *QuietTransport) unchanged(target raft.ServerAddress, req *raft.AppendEntriesRequest, seen beatSeen, heard bool) (ackedIdle, bool) {
 	if now := t.pulse.now(); !heard || now.Sub(seen.heard) > t.fresh || now.Sub(seen.at) > quietStale*t.fresh {
 		return ackedIdle{}, false
 	}
@@ -94,7 +96,7 @@ func (t *quietTransport) unchanged(target raft.ServerAddress, req *raft.AppendEn
 // note remembers an empty append target acknowledged, if its replica's
 // epoch was known before it was sent and still is: a replica that
 // restarted meanwhile may not have had it.
-func (t *quietTransport) note(target raft.ServerAddress, req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse, err error, before beatSeen, heard bool) {
+func (t *QuietTransport) note(target raft.ServerAddress, req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse, err error, before beatSeen, heard bool) {
 	after, still := t.pulse.seen(target, t.group)
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -109,8 +111,8 @@ func (t *quietTransport) note(target raft.ServerAddress, req *raft.AppendEntries
 // SetHeartbeatHandler gives raft's heartbeat handler to the pulse (for the
 // ticks of nodes that coalesce) and to the raft transport (for the
 // heartbeats of nodes that do not).
-func (t *quietTransport) SetHeartbeatHandler(cb func(raft.RPC)) {
-	t.noPipeline.SetHeartbeatHandler(cb)
+func (t *QuietTransport) SetHeartbeatHandler(cb func(raft.RPC)) {
+	t.NoPipeline.SetHeartbeatHandler(cb)
 	epoch := t.pulse.serve(t.group, cb)
 	t.mu.Lock()
 	t.epoch = epoch
@@ -119,10 +121,41 @@ func (t *quietTransport) SetHeartbeatHandler(cb func(raft.RPC)) {
 
 // Close unregisters the group's heartbeat handler and closes the raft
 // transport (raft's Shutdown calls it).
-func (t *quietTransport) Close() error {
+func (t *QuietTransport) Close() error {
 	t.mu.Lock()
 	epoch := t.epoch
 	t.mu.Unlock()
 	t.pulse.unserve(t.group, epoch)
-	return t.noPipeline.Close()
+	return t.NoPipeline.Close()
+}
+
+// Period is how often, at most, the pulse sends one peer the heartbeats
+// waiting for it, for raft's heartbeat timeout heartbeat: raft's own
+// heartbeat interval at its longest (raft waits between a tenth and a
+// fifth of the heartbeat timeout between two heartbeats), so that a
+// follower hears its leader as often as before, in one message for all
+// the groups.
+func Period(heartbeat time.Duration) time.Duration { return heartbeat / 5 }
+
+// Fresh is how recently a follower's node must have answered a tick for
+// an idle append to be answered in its stead: a tick and a half (the
+// ticks go every period while any group leads there), 90 ms at the
+// defaults, well within the leader's lease (250 ms).
+func Fresh(heartbeat time.Duration) time.Duration { return 3 * Period(heartbeat) / 2 }
+
+// NoPipeline is raft's NetworkTransport without append pipelines: a leader
+// replicates with one AppendEntries round trip at a time (each carrying up
+// to MaxAppendEntries entries). raft v1.7's pipeline can deadlock: once its
+// decoder stops on a failed append (a follower that restarted and must be
+// sent older entries, a newer term), nothing reads the finished appends,
+// and a leader with a backlog to send fills the pipeline and blocks for
+// good — that follower is never replicated to again and the raft never
+// shuts down (seen under load: Close waited for it for minutes). Our
+// leaders send few, large entries (one per flush, or one in flight in
+// strong mode), which the pipeline does not speed up.
+type NoPipeline struct{ *raft.NetworkTransport }
+
+// AppendEntriesPipeline declines: raft then replicates without a pipeline.
+func (NoPipeline) AppendEntriesPipeline(raft.ServerID, raft.ServerAddress) (raft.AppendPipeline, error) {
+	return nil, raft.ErrPipelineReplicationNotSupported
 }

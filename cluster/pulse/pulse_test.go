@@ -1,4 +1,4 @@
-package cluster
+package pulse
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	"github.com/rlserver/rlserver/cluster/transport"
+	"github.com/rlserver/rlserver/internal/wire"
 )
 
 // The pulse's timing in these tests: a follower that hears nothing for
@@ -25,7 +26,7 @@ const (
 type pulseNode struct {
 	id    raft.ServerID
 	mux   *transport.Mux
-	pulse *pulse
+	pulse *Pulse
 	ticks atomic.Int64 // raft.hb calls this node made
 	rafts map[uint32]*raft.Raft
 	store map[uint32]*raft.InmemStore
@@ -53,10 +54,10 @@ func newPulseCluster(t *testing.T, n int, groups []uint32) *pulseCluster {
 			node.ticks.Add(1)
 			return m.Call(ctx, addr, method, body)
 		}
-		node.pulse = newPulse(string(node.id), call, pulsePeriod(pulseHB), pulseHB, time.Now)
-		t.Cleanup(node.pulse.stop)
+		node.pulse = New(string(node.id), call, Period(pulseHB), pulseHB, time.Now)
+		t.Cleanup(node.pulse.Stop)
 		m.Handle(func(_ context.Context, method string, body []byte) ([]byte, error) {
-			return node.pulse.answer(body)
+			return node.pulse.Answer(body)
 		})
 		pc.nodes = append(pc.nodes, node)
 		servers = append(servers, raft.Server{ID: node.id, Address: raft.ServerAddress(m.Advertise())})
@@ -80,9 +81,9 @@ func (pc *pulseCluster) start(t *testing.T, node *pulseNode, g uint32) {
 	conf.HeartbeatTimeout, conf.ElectionTimeout, conf.LeaderLeaseTimeout = pulseHB, pulseHB, pulseLease
 	conf.CommitTimeout = 20 * time.Millisecond
 	conf.Logger = hclog.NewNullLogger()
-	trans := newQuietTransport(noPipeline{raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+	trans := NewQuietTransport(NoPipeline{NetworkTransport: raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: node.mux.Stream(g), MaxPool: 3, Timeout: 2 * time.Second, Logger: hclog.NewNullLogger(),
-	})}, g, node.pulse, quietFresh(pulseHB))
+	})}, g, node.pulse, Fresh(pulseHB))
 	st := node.store[g]
 	r, err := raft.NewRaft(conf, &raft.MockFSM{}, st, st, raft.NewInmemSnapshotStore(), trans)
 	if err != nil {
@@ -149,7 +150,7 @@ func TestPulseKeepsFollowersWhileLeadersLive(t *testing.T) {
 	}
 	// Two peers, one tick each per period at most: 2*idle/period = 300;
 	// raft's own heartbeats, per group and follower, would be ~16*300.
-	limit := int64(2*idle/pulsePeriod(pulseHB)) * 3 / 2
+	limit := int64(2*idle/Period(pulseHB)) * 3 / 2
 	for i, node := range pc.nodes {
 		if n := node.ticks.Load() - ticks[i]; n > limit {
 			t.Errorf("%s sent %d ticks in %v, more than %d", node.id, n, idle, limit)
@@ -242,12 +243,12 @@ func TestRestartedFollowerLearnsCommitIndex(t *testing.T) {
 func TestBeatsWireRoundTrip(t *testing.T) {
 	req := &raft.AppendEntriesRequest{RPCHeader: raft.RPCHeader{ProtocolVersion: 3, ID: []byte("n1"), Addr: []byte("127.0.0.1:1")},
 		Term: 7, Leader: []byte("127.0.0.1:1")}
-	p := newPulse("n1", nil, time.Millisecond, time.Second, time.Now)
+	p := New("n1", nil, time.Millisecond, time.Second, time.Now)
 	var heard string
-	p.mark = func() uint64 { return 42 }
-	p.marked = func(node string, m uint64) { heard = fmt.Sprintf("%s=%d", node, m) }
+	p.Mark = func() uint64 { return 42 }
+	p.Marked = func(node string, m uint64) { heard = fmt.Sprintf("%s=%d", node, m) }
 	body := encodeBeats(p.appendMark(nil), []*beat{{group: 5, req: req}, {group: 0, req: req}})
-	d := decoder{b: body}
+	d := wire.Decoder{B: body}
 	p.readMark(&d)
 	got, err := decodeBeats(&d)
 	if err != nil || len(got) != 2 || got[0].group != 5 || got[1].group != 0 || heard != "n1=42" {
@@ -257,15 +258,27 @@ func TestBeatsWireRoundTrip(t *testing.T) {
 		t.Errorf("request %+v, want %+v", r, req)
 	}
 	for cut := range body {
-		d := decoder{b: body[:cut]}
+		d := wire.Decoder{B: body[:cut]}
 		p.readMark(&d)
 		if _, err := decodeBeats(&d); err == nil {
 			t.Errorf("a body cut to %d of %d bytes parsed", cut, len(body))
 		}
 	}
-	d = decoder{b: append(body, 0)}
+	d = wire.Decoder{B: append(body, 0)}
 	p.readMark(&d)
 	if _, err := decodeBeats(&d); err == nil {
 		t.Error("a body with a trailing byte parsed")
+	}
+}
+
+// waitUntil polls ok every 5 ms until it holds, failing the test after d.
+func waitUntil(t *testing.T, d time.Duration, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

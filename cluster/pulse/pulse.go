@@ -1,4 +1,25 @@
-package cluster
+// Package pulse carries a node's raft heartbeats to the other nodes,
+// coalesced: every heartbeat this node's group leaders send to one other
+// node travels in one internal call per tick (Method), and the receiving
+// node runs each through its group's raft heartbeat handler, in process.
+// An idle cluster then exchanges one small message per node pair per tick
+// instead of a raft RPC per group, per follower, every tenth of the
+// heartbeat timeout (see cluster/DESIGN.md, "Idle cost").
+//
+// Nothing is sent that raft did not ask for: a tick carries exactly the
+// heartbeats raft's replication goroutines are waiting on (each waits for
+// the tick's answer, as for a raft RPC), so a leader that steps down stops
+// sending them, and a follower's lastContact is refreshed only by a
+// leader that is alive and leading.
+//
+// QuietTransport (quiet.go) is a group's raft transport over the pulse:
+// it sends the heartbeats with the ticks and answers, while nothing
+// changed, the empty appends raft sends every CommitTimeout.
+//
+// The package knows nothing of package cluster: a Pulse makes its calls
+// through a Caller (transport.Mux.Call) and learns the node's status mark
+// through Mark and Marked.
+package pulse
 
 import (
 	"context"
@@ -11,23 +32,14 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/rlserver/rlserver/cluster/transport"
+	"github.com/rlserver/rlserver/internal/wire"
 )
 
-// The pulse: every raft heartbeat this node's group leaders send to one
-// other node travels in one internal call per tick ("raft.hb"), and the
-// receiving node runs each through its group's raft heartbeat handler, in
-// process. An idle cluster then exchanges one small message per node pair
-// per tick instead of a raft RPC per group, per follower, every tenth of
-// the heartbeat timeout (see DESIGN.md, "Idle cost").
-//
-// Nothing is sent that raft did not ask for: a tick carries exactly the
-// heartbeats raft's replication goroutines are waiting on (each waits for
-// the tick's answer, as for a raft RPC), so a leader that steps down stops
-// sending them, and a follower's lastContact is refreshed only by a
-// leader that is alive and leading.
+// Method is the internal call that carries a tick's heartbeats.
+const Method = "raft.hb"
 
-// pulseMethod is the internal call that carries a tick's heartbeats.
-const pulseMethod = "raft.hb"
+// MaxGroup is the largest group id a tick carries (cluster.MaxGroups).
+const MaxGroup = 1024
 
 // errNoReplica is a heartbeat's error when the node it went to has no
 // running replica of the group.
@@ -36,23 +48,24 @@ var errNoReplica = errors.New("cluster: no replica of the group on that node")
 // errPulseStopped is a heartbeat's error once the node is closing.
 var errPulseStopped = errors.New("cluster: heartbeats stopped")
 
-// caller makes one internal call (transport.Mux.Call).
-type caller func(ctx context.Context, addr, method string, body []byte) ([]byte, error)
+// Caller makes one internal call (transport.Mux.Call).
+type Caller func(ctx context.Context, addr, method string, body []byte) ([]byte, error)
 
-// pulse coalesces this node's raft heartbeats per peer node and serves the
+// Pulse coalesces this node's raft heartbeats per peer node and serves the
 // peers' ticks to this node's groups.
-type pulse struct {
-	call    caller
+type Pulse struct {
+	call    Caller
 	period  time.Duration // at most one tick per peer per period
 	timeout time.Duration // a tick's call waits this long for its answer
 	now     func() time.Time
 	done    chan struct{}
-	// self names this node in ticks and answers; mark, if set, returns
-	// this node's status mark, sent with them, and marked hears another
-	// node's (see Cluster.statusMark).
+	// self names this node in ticks and answers; Mark, if set, returns
+	// this node's status mark, sent with them, and Marked hears another
+	// node's (see cluster's Cluster.statusMark). Both are set before the
+	// first tick.
 	self   string
-	mark   func() uint64
-	marked func(node string, mark uint64)
+	Mark   func() uint64
+	Marked func(node string, mark uint64)
 
 	mu       sync.Mutex
 	stopped  bool
@@ -68,32 +81,32 @@ type beatHandler struct {
 	epoch uint64
 }
 
-// newPulse returns node self's pulse, which ticks at most every period
-// and makes its calls with call.
-func newPulse(self string, call caller, period, timeout time.Duration, now func() time.Time) *pulse {
-	return &pulse{self: self, call: call, period: period, timeout: timeout, now: now, done: make(chan struct{}),
+// New returns node self's pulse, which ticks at most every period, makes
+// its calls with call and waits timeout for a tick's answer.
+func New(self string, call Caller, period, timeout time.Duration, now func() time.Time) *Pulse {
+	return &Pulse{self: self, call: call, period: period, timeout: timeout, now: now, done: make(chan struct{}),
 		peers: map[raft.ServerAddress]*pulsePeer{}, handlers: map[uint32]beatHandler{}}
 }
 
 // appendMark appends this node's name and status mark (0: none).
-func (p *pulse) appendMark(out []byte) []byte {
+func (p *Pulse) appendMark(out []byte) []byte {
 	var m uint64
-	if p.mark != nil {
-		m = p.mark()
+	if p.Mark != nil {
+		m = p.Mark()
 	}
 	return binary.AppendUvarint(appendBytes(out, []byte(p.self)), m)
 }
 
 // readMark reads a node's name and status mark and passes them on.
-func (p *pulse) readMark(d *decoder) {
-	node, m := d.bytes(), d.uvarint()
-	if d.err == nil && m != 0 && p.marked != nil {
-		p.marked(string(node), m)
+func (p *Pulse) readMark(d *wire.Decoder) {
+	node, m := d.Bytes(), d.Uvarint()
+	if !d.Bad && m != 0 && p.Marked != nil {
+		p.Marked(string(node), m)
 	}
 }
 
-// stop ends the ticks: heartbeats waiting and to come fail.
-func (p *pulse) stop() {
+// Stop ends the ticks: heartbeats waiting and to come fail.
+func (p *Pulse) Stop() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.stopped {
@@ -104,7 +117,7 @@ func (p *pulse) stop() {
 
 // serve registers group's heartbeat handler and returns its epoch; a nil
 // fn unregisters it.
-func (p *pulse) serve(group uint32, fn func(raft.RPC)) uint64 {
+func (p *Pulse) serve(group uint32, fn func(raft.RPC)) uint64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if fn == nil {
@@ -117,7 +130,7 @@ func (p *pulse) serve(group uint32, fn func(raft.RPC)) uint64 {
 }
 
 // unserve unregisters group's handler if it is still the one of epoch.
-func (p *pulse) unserve(group uint32, epoch uint64) {
+func (p *Pulse) unserve(group uint32, epoch uint64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if h, ok := p.handlers[group]; ok && h.epoch == epoch {
@@ -125,7 +138,7 @@ func (p *pulse) unserve(group uint32, epoch uint64) {
 	}
 }
 
-func (p *pulse) handler(group uint32) (beatHandler, bool) {
+func (p *Pulse) handler(group uint32) (beatHandler, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	h, ok := p.handlers[group]
@@ -140,7 +153,7 @@ func randomEpoch() uint64 {
 }
 
 // peer returns the tick state of the node at addr, starting its loop.
-func (p *pulse) peer(addr raft.ServerAddress) (*pulsePeer, error) {
+func (p *Pulse) peer(addr raft.ServerAddress) (*pulsePeer, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.stopped {
@@ -191,7 +204,7 @@ type beatSeen struct {
 }
 
 // seen returns group's last heartbeat answer from the node at addr.
-func (p *pulse) seen(addr raft.ServerAddress, group uint32) (beatSeen, bool) {
+func (p *Pulse) seen(addr raft.ServerAddress, group uint32) (beatSeen, bool) {
 	p.mu.Lock()
 	pp := p.peers[addr]
 	p.mu.Unlock()
@@ -209,7 +222,7 @@ func (p *pulse) seen(addr raft.ServerAddress, group uint32) (beatSeen, bool) {
 // the next tick and fills resp with that node's answer. A node that does
 // not know the call (an older version) gets it by fallback, the group's
 // own raft transport.
-func (p *pulse) heartbeat(group uint32, addr raft.ServerAddress, req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse, fallback func() error) error {
+func (p *Pulse) heartbeat(group uint32, addr raft.ServerAddress, req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse, fallback func() error) error {
 	pp, err := p.peer(addr)
 	if err != nil {
 		return err
@@ -241,7 +254,7 @@ func (p *pulse) heartbeat(group uint32, addr raft.ServerAddress, req *raft.Appen
 // run sends pp's ticks: whenever heartbeats wait, at most one call per
 // period, carrying all of them; a tick does not wait for the previous
 // one's answer.
-func (p *pulse) run(pp *pulsePeer) {
+func (p *Pulse) run(pp *pulsePeer) {
 	var last time.Time
 	var pace *time.Timer
 	for {
@@ -288,12 +301,12 @@ const ticksInFlight = 4
 
 // tick makes one call carrying batch, sent at sent, and answers each of
 // its heartbeats.
-func (p *pulse) tick(pp *pulsePeer, batch []*beat, sent time.Time) {
+func (p *Pulse) tick(pp *pulsePeer, batch []*beat, sent time.Time) {
 	ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
-	reply, err := p.call(ctx, string(pp.addr), pulseMethod, encodeBeats(p.appendMark(nil), batch))
+	reply, err := p.call(ctx, string(pp.addr), Method, encodeBeats(p.appendMark(nil), batch))
 	cancel()
 	if err == nil {
-		d := decoder{b: reply}
+		d := wire.Decoder{B: reply}
 		p.readMark(&d)
 		err = decodeAnswers(&d, batch)
 	}
@@ -321,10 +334,10 @@ func (p *pulse) tick(pp *pulsePeer, batch []*beat, sent time.Time) {
 	}
 }
 
-// answer runs one peer's tick (the body of a raft.hb call) through this
+// Answer runs one peer's tick (the body of a Method call) through this
 // node's groups' heartbeat handlers and returns their answers.
-func (p *pulse) answer(body []byte) ([]byte, error) {
-	d := decoder{b: body}
+func (p *Pulse) Answer(body []byte) ([]byte, error) {
+	d := wire.Decoder{B: body}
 	p.readMark(&d)
 	beats, err := decodeBeats(&d)
 	if err != nil {
@@ -340,7 +353,7 @@ func (p *pulse) answer(body []byte) ([]byte, error) {
 
 // answerOne runs heartbeat b through its group's handler and appends the
 // answer: 0 (no replica here) or 1, epoch, term, last log, flags.
-func (p *pulse) answerOne(out []byte, b beatIn) []byte {
+func (p *Pulse) answerOne(out []byte, b beatIn) []byte {
 	h, ok := p.handler(b.group)
 	if !ok {
 		return append(out, 0)
@@ -409,26 +422,26 @@ func appendBytes(out, b []byte) []byte {
 }
 
 // maxBeats bounds the heartbeats of one tick: one per group.
-const maxBeats = maxGroups + 1
+const maxBeats = MaxGroup + 1
 
 // decodeBeats parses a tick's heartbeats, the rest of its body.
-func decodeBeats(d *decoder) ([]beatIn, error) {
-	n := d.uvarint()
+func decodeBeats(d *wire.Decoder) ([]beatIn, error) {
+	n := d.Uvarint()
 	if n > maxBeats {
 		return nil, fmt.Errorf("%w: %d heartbeats", errBadBeats, n)
 	}
 	out := make([]beatIn, 0, n)
 	for range n {
-		group, proto, term := d.uvarint(), d.uvarint(), d.uvarint()
-		id, addr, leader := d.bytes(), d.bytes(), d.bytes()
-		if d.err != nil || group > maxGroups || proto > 1<<16 {
+		group, proto, term := d.Uvarint(), d.Uvarint(), d.Uvarint()
+		id, addr, leader := clip(d.Bytes()), clip(d.Bytes()), clip(d.Bytes())
+		if d.Bad || group > MaxGroup || proto > 1<<16 {
 			return nil, errBadBeats
 		}
 		out = append(out, beatIn{group: uint32(group), req: &raft.AppendEntriesRequest{
 			RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersion(proto), ID: id, Addr: addr},
 			Term:      term, Leader: leader}})
 	}
-	if d.err != nil || len(d.b) > 0 {
+	if d.Bad || len(d.B) > 0 {
 		return nil, errBadBeats
 	}
 	return out, nil
@@ -436,62 +449,26 @@ func decodeBeats(d *decoder) ([]beatIn, error) {
 
 // decodeAnswers parses a tick's reply into its heartbeats: each gets its
 // response and epoch, or errNoReplica.
-func decodeAnswers(d *decoder, batch []*beat) error {
-	if n := d.uvarint(); n != uint64(len(batch)) || d.err != nil {
+func decodeAnswers(d *wire.Decoder, batch []*beat) error {
+	if n := d.Uvarint(); n != uint64(len(batch)) || d.Bad {
 		return errBadBeats
 	}
 	for _, b := range batch {
-		if d.byte() != 1 {
+		if d.Byte() != 1 {
 			b.err = errNoReplica
 			continue
 		}
-		b.epoch = d.uvarint()
-		b.resp.Term, b.resp.LastLog = d.uvarint(), d.uvarint()
-		flags := d.byte()
+		b.epoch = d.Uvarint()
+		b.resp.Term, b.resp.LastLog = d.Uvarint(), d.Uvarint()
+		flags := d.Byte()
 		b.resp.Success, b.resp.NoRetryBackoff = flags&1 != 0, flags&2 != 0
 	}
-	if d.err != nil || len(d.b) > 0 {
+	if d.Bad || len(d.B) > 0 {
 		return errBadBeats
 	}
 	return nil
 }
 
-// decoder reads uvarints and length-prefixed bytes, remembering the first
-// failure.
-type decoder struct {
-	b   []byte
-	err error
-}
-
-func (d *decoder) uvarint() uint64 {
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.err = errBadBeats
-		d.b = nil
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *decoder) byte() byte {
-	if len(d.b) == 0 {
-		d.err = errBadBeats
-		return 0
-	}
-	v := d.b[0]
-	d.b = d.b[1:]
-	return v
-}
-
-func (d *decoder) bytes() []byte {
-	n := d.uvarint()
-	if n > uint64(len(d.b)) {
-		d.err = errBadBeats
-		d.b = nil
-		return nil
-	}
-	v := d.b[:n:n]
-	d.b = d.b[n:]
-	return v
-}
+// clip returns b with its capacity cut to its length, so that appending
+// to a field decoded from a tick never writes over the bytes after it.
+func clip(b []byte) []byte { return b[:len(b):len(b)] }
