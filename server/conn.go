@@ -420,18 +420,28 @@ type Prefetcher interface {
 }
 
 // prefetch hands the keys of the batch's RL.CHECK, RL.PEEK and CL.THROTTLE
-// requests to the limiter's Prefetch, when there are at least two: a
-// pipelined batch's lookups then overlap their cache misses instead of
-// waiting for them one after another.
+// requests, and the first key of its scripts (EVAL, EVALSHA and their _RO
+// forms: a limiter library's script names its one key first), to the
+// limiter's Prefetch, when there are at least two: a pipelined batch's
+// lookups then overlap their cache misses instead of waiting for them one
+// after another.
 func (s *Server) prefetch(c *conn) {
 	if s.prefetcher == nil || len(c.batch) < 2 {
 		return
 	}
 	keys := c.keys[:0]
 	for _, args := range c.batch {
-		if len(args) > 1 && len(args[0]) >= 7 && (equalFold(args[0], "RL.CHECK") ||
-			equalFold(args[0], "CL.THROTTLE") || equalFold(args[0], "RL.PEEK")) {
+		if len(args) < 2 || len(args[0]) < 4 {
+			continue
+		}
+		switch {
+		case len(args[0]) >= 7 && (equalFold(args[0], "RL.CHECK") ||
+			equalFold(args[0], "CL.THROTTLE") || equalFold(args[0], "RL.PEEK")):
 			keys = append(keys, args[1])
+		case len(args) > 3 && len(args[2]) > 0 && args[2][0] >= '1' && args[2][0] <= '9' &&
+			(equalFold(args[0], "EVALSHA") || equalFold(args[0], "EVAL") ||
+				equalFold(args[0], "EVALSHA_RO") || equalFold(args[0], "EVAL_RO")):
+			keys = append(keys, args[3])
 		}
 	}
 	if len(keys) > 1 {
