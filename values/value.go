@@ -49,7 +49,7 @@ const valueOverhead = 64
 // contents, so that a command on it that follows soon finds them in the
 // CPU's caches (shards.Store.Prefetch). The result is meaningless.
 func (v *Value) Prefetch() uint64 {
-	n := uint64(v.kind)
+	n := uint64(v.kind) + uint64(v.str.n) // kind and str.n: both of the header's cache lines
 	if len(v.str.b) > 0 {
 		n += uint64(v.str.b[0])
 	}
