@@ -152,7 +152,9 @@ func (s *Server) evalInto(er *evalRun, tx *shards.Tx, proto int, args [][]byte, 
 	case s.cl != nil && len(req.Keys) == 0:
 		er.run(nil) // a cluster node's keys live in many stores: none for a keyless run
 	default:
-		if err := t.Transact(shards.TxPlan{Keys: req.Keys, All: er.every, Script: true}, er.onTx); err != nil {
+		// A native-only run is bounded, as a command is: it does not mark
+		// its shards as held by a script (see shards.TxPlan).
+		if err := t.Transact(shards.TxPlan{Keys: req.Keys, All: er.every, Script: !er.nativeOnly}, er.onTx); err != nil {
 			return values.Reply{}, err
 		}
 	}
