@@ -30,20 +30,11 @@ import (
 // already listed in this collection (its state, written last, is the
 // truth).
 //
-//	recValCmd:  uvarint key length | key | varint T-base | uvarint argc
-//	            | (uvarint length | argument) × argc
-//	recValCmds: uvarint key length | key | varint T-base | count byte n
-//	            | (uvarint argc | (uvarint length | argument) × (argc-1)) × n
+//	recValCmd: uvarint key length | key | varint T-base | uvarint argc
+//	           | (uvarint length | argument) × argc
 //
 // T is the command's time and base the shard's journal base (recBase).
-// recValCmds is what is written: the n commands (1 to 255) that one
-// keyspace ran on the key in a row (a script's ZADD then PEXPIRE), at one
-// time, with each command's key argument (argument 1, the record's key)
-// left out. recValCmd, one command with its key twice, is still read.
-const (
-	recValCmd  = 11
-	recValCmds = 12
-)
+const recValCmd = 11
 
 // effect is the command a Keys runs (Keys.Exec), to be journaled as a
 // change of its key.
@@ -52,15 +43,11 @@ type effect struct {
 	key  []byte
 	ok   bool // a write command of one key: its change may be its effect
 	done bool // journaled already (a command that Puts its key twice)
-	// The last record the keyspace wrote, at jbuf[tailStart:tailEnd] of
-	// shard tailSh: while it is still the shard's last record, a later
-	// state of its key replaces it (noteValueState), and a later command
-	// on its key at the same time joins it if it is a recValCmds (whose
-	// count byte is at tailCount; 0 for a state record) of tailNow.
+	// The last record noteValueState wrote for the keyspace, at
+	// jbuf[tailStart:tailEnd] of shard tailSh: a later state of the same
+	// key replaces it while it is still the shard's last record.
 	tailSh             *shard
 	tailStart, tailEnd int
-	tailCount          int
-	tailNow            int64
 }
 
 // set makes args, a call of cmd, the command being run.
@@ -100,73 +87,14 @@ func (sh *shard) noteEffect(key []byte, e *effect, now int64) {
 		sh.jbase, sh.based = sh.clock, true
 		sh.jbuf = appendBase(sh.jbuf, sh.jbase)
 	}
-	if e.tailSh == sh && e.tailEnd == len(sh.jbuf) && e.tailCount > 0 && e.tailNow == now &&
-		sh.jbuf[e.tailCount] < 255 && recordOf(sh.jbuf[e.tailStart:], key) {
-		sh.jbuf[e.tailCount]++ // the keyspace's last record is of this key: one more command in it
-	} else {
-		e.tailSh, e.tailStart, e.tailNow = sh, len(sh.jbuf), now
-		sh.jbuf = appendKey(append(sh.jbuf, recValCmds), key)
-		sh.jbuf = binary.AppendVarint(sh.jbuf, now-sh.jbase)
-		e.tailCount = len(sh.jbuf)
-		sh.jbuf = append(sh.jbuf, 1)
-		sh.nrec++
-	}
+	sh.jbuf = appendKey(append(sh.jbuf, recValCmd), key)
+	sh.jbuf = binary.AppendVarint(sh.jbuf, now-sh.jbase)
 	sh.jbuf = binary.AppendUvarint(sh.jbuf, uint64(len(e.args)))
-	for i, a := range e.args {
-		if i != 1 { // the key, which the record names
-			sh.jbuf = appendKey(sh.jbuf, a)
-		}
+	for _, a := range e.args {
+		sh.jbuf = appendKey(sh.jbuf, a)
 	}
-	e.tailEnd = len(sh.jbuf)
+	sh.nrec++
 	sh.lazy = len(sh.jbuf) > maxEager
-}
-
-// applyValCmds replays the recValCmds record at the front of b, whose
-// time is relative to base, and returns its length.
-func (s *Store) applyValCmds(b []byte, base int64) (int, error) {
-	key, off, err := field(b, 1)
-	if err != nil {
-		return 0, err
-	}
-	rel, m := binary.Varint(b[off:])
-	if m <= 0 || off+m >= len(b) {
-		return 0, errors.New("bad time")
-	}
-	off += m
-	n := int(b[off])
-	off++
-	if n == 0 {
-		return 0, errors.New("no commands")
-	}
-	cmds := make([][][]byte, n)
-	for c := range cmds {
-		argc, m := binary.Uvarint(b[off:])
-		if m <= 0 || argc < 2 || argc > uint64(len(b)) {
-			return 0, errors.New("bad argument count")
-		}
-		off += m
-		args := make([][]byte, argc)
-		args[1] = key
-		for i := range args {
-			if i == 1 {
-				continue
-			}
-			if args[i], off, err = field(b, off); err != nil {
-				return 0, err
-			}
-		}
-		cmds[c] = args
-	}
-	h := xxhash.Sum64(key)
-	sh := &s.shards[h&s.mask]
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	now := base + rel // see applyValCmd
-	sh.tick(now)
-	for _, args := range cmds {
-		values.Exec(&replayKeys{sh: sh, now: now}, now, 2, args)
-	}
-	return off, nil
 }
 
 // applyValCmd replays the recValCmd record at the front of b, whose time

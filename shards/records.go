@@ -30,8 +30,6 @@ import (
 //	             epoch, 0 for never) | the value (values.AppendValue)
 //	recValCmd:   a command of package values that changed one key, replayed
 //	             (see effects.go)
-//	recValCmds:  the commands one keyspace ran on one key in a row, at one
-//	             time, replayed (see effects.go)
 //
 // recSetRel is recSet for the algorithms other than the log, with T taken
 // from the base: the journal's records are written while checks run, when
@@ -202,8 +200,6 @@ func (s *Store) applyRecord(b []byte, now, base int64) (int, error) {
 		return s.applyValSet(b, now)
 	case recValCmd:
 		return s.applyValCmd(b, base)
-	case recValCmds:
-		return s.applyValCmds(b, base)
 	case recFlushAll:
 		s.clearKeys()
 		return 1, nil

@@ -154,7 +154,7 @@ func (sh *shard) noteValueState(key []byte, ve *valEntry, eff *effect) {
 	sh.lazy = len(sh.jbuf) > maxEager
 	ve.stated = sh.jepoch + 1
 	if eff != nil {
-		eff.tailSh, eff.tailStart, eff.tailEnd, eff.tailCount = sh, start, len(sh.jbuf), 0
+		eff.tailSh, eff.tailStart, eff.tailEnd = sh, start, len(sh.jbuf)
 	}
 }
 

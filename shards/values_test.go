@@ -1,7 +1,6 @@
 package shards
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"strings"
@@ -486,45 +485,5 @@ func TestReplayedCommandRunsAtItsTime(t *testing.T) {
 	}
 	if a, b := show(vexec(t, leader, now, "TYPE", "j")), show(vexec(t, replica, now, "TYPE", "j")); a != b {
 		t.Fatalf("TYPE j: leader %s, replica %s", a, b)
-	}
-}
-
-// TestScriptCommandsShareARecord: the commands a run makes on its key, a
-// sliding log's ZADD then PEXPIRE, are one record that names the key once,
-// and the replica replays both.
-func TestScriptCommandsShareARecord(t *testing.T) {
-	now := int64(1_800_000_000) * sec
-	leader := New(4)
-	leader.EnableJournal()
-	replica := New(4)
-	key := "log:key:000000012345"
-	leader.Transact(TxPlan{Keys: [][]byte{[]byte(key)}, Script: true}, func(tx *Tx) {
-		k := tx.Keys(now)
-		for _, c := range [][]string{
-			{"ZREMRANGEBYSCORE", key, "-inf", "1795892439752764"},
-			{"ZADD", key, "1795892499752764", "1795892499752764-1"},
-			{"PEXPIRE", key, "60000"},
-		} {
-			args := make([][]byte, len(c))
-			for i, a := range c {
-				args[i] = []byte(a)
-			}
-			if r := k.Exec(2, args); r.Kind == values.Error {
-				t.Fatalf("%v: %s", c, show(r))
-			}
-		}
-	})
-	recs, n := leader.AppendChanges(nil)
-	if n != 1 || bytes.Count(recs, []byte(key)) != 1 {
-		t.Fatalf("ZADD and PEXPIRE in one run wrote %d records of %d bytes naming the key %d times, want one naming it once",
-			n, len(recs), bytes.Count(recs, []byte(key)))
-	}
-	if _, err := replica.ApplyRecords(recs, now); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range [][]string{{"ZRANGE", key, "0", "-1", "WITHSCORES"}, {"PTTL", key}} {
-		if a, b := show(vexec(t, leader, now, c...)), show(vexec(t, replica, now, c...)); a != b {
-			t.Fatalf("%v: leader %s, replica %s", c, a, b)
-		}
 	}
 }
