@@ -42,6 +42,23 @@ type Request struct {
 	// lock it holds), opaque to the engine: BusyTags and Config.OnBusy
 	// give it back while the run is busy.
 	Tag any
+	// NativeOnly runs the script only if a native handler takes it on
+	// itself, which is bounded work: a script without one, or a run its
+	// handler would hand to the interpreter (Exec.Interpret, before it has
+	// changed anything), is not run, and Run returns Declined. For a
+	// caller that must not wait long (a server's event loop), which then
+	// runs the request again elsewhere without it.
+	NativeOnly bool
+}
+
+// Declined is what Run returns for a NativeOnly request that it did not
+// run. Test it with IsDeclined.
+var Declined = values.Reply{Kind: values.Error, Str: []byte("ERR script declined: it needs the interpreter")}
+
+// IsDeclined reports whether r is Declined (the same reply, not an equal
+// one).
+func IsDeclined(r values.Reply) bool {
+	return r.Kind == values.Error && len(r.Str) > 0 && &r.Str[0] == &Declined.Str[0]
 }
 
 // Runner runs one script. A compiled Lua body and a native handler

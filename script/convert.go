@@ -164,6 +164,11 @@ func (st *state) tableReply(t *lua.LTable, top int) values.Reply {
 		return st.setReply(s, top+1)
 	}
 	var elems []values.Reply
+	if n := t.MaxN(); n > 0 {
+		// One allocation for a usual reply; not more than 256 ahead of
+		// the elements, since the array ends at its first nil.
+		elems = make([]values.Reply, 0, min(n, 256))
+	}
 	for j := 1; ; j++ {
 		v := t.RawGetInt(j)
 		if v == lua.LNil {

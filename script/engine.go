@@ -158,6 +158,11 @@ func (e *Engine) Register(sha string, r Runner) {
 // read without a lock (Register replaces the map).
 func (e *Engine) nativeFor(sha string) *nativeEntry { return (*e.native.Load())[sha] }
 
+// HasNative reports whether a native handler is registered for sha, the
+// lower-case hex sha1 of a script (an EVALSHA's argument as the libraries
+// send it; another case reports false).
+func (e *Engine) HasNative(sha []byte) bool { return (*e.native.Load())[string(sha)] != nil }
+
 // Stats counts the runs each path served since New: the interpreter, and
 // each native handler registered now, by name. For INFO and metrics.
 type Stats struct {

@@ -85,13 +85,15 @@ func (e *Engine) Run(s *Script, req Request, c Caller) values.Reply {
 	x.readOnly = req.ReadOnly || s.flags&FlagNoWrites != 0
 	x.rec.tag, x.rec.sha, x.rec.busy = req.Tag, s.sha, false
 	x.rec.state.Store(runClean)
-	x.run, x.script, x.declined = &x.rec, s, false
+	x.run, x.script, x.declined, x.native = &x.rec, s, false, req.NativeOnly
 	var reply values.Reply
 	if n := e.nativeFor(s.sha); n != nil {
 		reply = n.r.Run(x)
 		if !x.declined {
 			n.runs.Add(1)
 		}
+	} else if req.NativeOnly {
+		reply = Declined
 	} else {
 		e.interpreted.Add(1)
 		x.rec.start = e.cfg.Now() // the time limit's start: a native run, which has none, does not read the clock

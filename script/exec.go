@@ -34,6 +34,7 @@ type Exec struct {
 	scratch  []byte   // Scratch's buffer
 	script   *Script  // the compiled body: Interpret runs it
 	declined bool     // a native handler handed the run to Interpret
+	native   bool     // Request.NativeOnly: Interpret declines the run
 }
 
 // Interpret runs the script's body in the interpreter for this run and
@@ -42,8 +43,14 @@ type Exec struct {
 // not plain numbers, a value of another type, a command's error), so that
 // the script's own path answers them, errors and all. Stats counts the run
 // as interpreted.
+//
+// For a Request.NativeOnly run it runs nothing and returns Declined,
+// which the handler returns.
 func (x *Exec) Interpret() values.Reply {
 	x.declined = true
+	if x.native {
+		return Declined
+	}
 	x.script.e.interpreted.Add(1)
 	x.run.start = x.script.e.cfg.Now()
 	return x.script.Run(x)

@@ -65,6 +65,11 @@ type conn struct {
 	// be held while its slot moves; held: it was (see dispatchTop).
 	mayHold bool
 	held    bool
+	// declined: the request run last is a script that ran on an event loop
+	// (nativeOnLoop) and needs the interpreter, which may run long: it
+	// answered nothing, and runs again on the connection's own goroutine
+	// (see dispatchTop).
+	declined bool
 	// nudged is the last takeover this connection was told of (Nudger).
 	nudged uint64
 
@@ -289,15 +294,17 @@ type Blocking interface {
 // one. A command sent inside MULTI is only queued.
 //
 // A script may run for seconds (until SCRIPT KILL), so the EVAL family
-// always may wait: its connection is served by a goroutine of its own
-// from its first script on, and never holds an event loop.
-func (s *Server) mayBlock(c *conn, name []byte) bool {
-	cmd := s.lookup(name)
+// may wait: its connection is served by a goroutine of its own from its
+// first script on, and never holds an event loop. The exception is an
+// EVALSHA that a native handler runs (nativeOnLoop), which is bounded work
+// as a command is.
+func (s *Server) mayBlock(c *conn, args [][]byte) bool {
+	cmd := s.lookup(args[0])
 	if cmd == nil {
 		return false
 	}
 	if c.multi == nil {
-		return s.blocks(cmd)
+		return s.blocks(cmd) && !s.nativeOnLoop(cmd, args)
 	}
 	if cmd.name != "exec" {
 		return false
@@ -308,6 +315,18 @@ func (s *Server) mayBlock(c *conn, name []byte) bool {
 		}
 	}
 	return false
+}
+
+// nativeOnLoop reports whether cmd with args is an EVALSHA or EVALSHA_RO
+// of a script a native handler runs (package script/native: the limiter
+// libraries' scripts), on a single node: it runs on an event loop as a
+// command does. A run its handler would hand to the interpreter declines
+// there, before it has changed anything (script.Request.NativeOnly), and
+// the connection moves to a goroutine of its own to run it again (see
+// dispatchTop).
+func (s *Server) nativeOnLoop(cmd *command, args [][]byte) bool {
+	return s.cl == nil && len(args) > 1 && (cmd.name == "evalsha" || cmd.name == "evalsha_ro") &&
+		s.scripts.HasNative(args[1]) && !s.proxying()
 }
 
 // blocks reports whether cmd may wait: a script, or what the Limiter says
@@ -354,7 +373,7 @@ func (s *Server) runBatch(c *conn) error {
 		// event loop: the requests from it on run again on the
 		// connection's own goroutine, after the replies before it have
 		// gone out.
-		if (c.lp != nil && s.mayBlock(c, args[0])) || s.dispatchTop(c, args, now) {
+		if (c.lp != nil && s.mayBlock(c, args)) || s.dispatchTop(c, args, now) {
 			pos := begin
 			if i > 0 {
 				pos = c.ends[i-1]
@@ -420,18 +439,28 @@ type Prefetcher interface {
 }
 
 // prefetch hands the keys of the batch's RL.CHECK, RL.PEEK and CL.THROTTLE
-// requests to the limiter's Prefetch, when there are at least two: a
-// pipelined batch's lookups then overlap their cache misses instead of
-// waiting for them one after another.
+// requests, and the first key of its scripts (EVAL, EVALSHA and their _RO
+// forms: a limiter library's script names its one key first), to the
+// limiter's Prefetch, when there are at least two: a pipelined batch's
+// lookups then overlap their cache misses instead of waiting for them one
+// after another.
 func (s *Server) prefetch(c *conn) {
 	if s.prefetcher == nil || len(c.batch) < 2 {
 		return
 	}
 	keys := c.keys[:0]
 	for _, args := range c.batch {
-		if len(args) > 1 && len(args[0]) >= 7 && (equalFold(args[0], "RL.CHECK") ||
-			equalFold(args[0], "CL.THROTTLE") || equalFold(args[0], "RL.PEEK")) {
+		if len(args) < 2 || len(args[0]) < 4 {
+			continue
+		}
+		switch {
+		case len(args[0]) >= 7 && (equalFold(args[0], "RL.CHECK") ||
+			equalFold(args[0], "CL.THROTTLE") || equalFold(args[0], "RL.PEEK")):
 			keys = append(keys, args[1])
+		case len(args) > 3 && len(args[2]) > 0 && args[2][0] >= '1' && args[2][0] <= '9' &&
+			(equalFold(args[0], "EVALSHA") || equalFold(args[0], "EVAL") ||
+				equalFold(args[0], "EVALSHA_RO") || equalFold(args[0], "EVAL_RO")):
+			keys = append(keys, args[3])
 		}
 	}
 	if len(keys) > 1 {

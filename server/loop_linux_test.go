@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"context"
+	"crypto/sha1"
 	"fmt"
 	"io"
 	"net"
@@ -10,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rlserver/rlserver/internal/libscripts"
 )
 
 // TestLoopHandsOverAClientThatDoesNotRead: a client that pipelines far
@@ -161,4 +164,66 @@ func TestShutdownClosesLoopConnections(t *testing.T) {
 	if n := s.ConnCount(); n != 0 {
 		t.Fatalf("%d connections left after Shutdown", n)
 	}
+}
+
+// TestLoopRunsNativeScripts: an EVALSHA of a limiter library's script runs
+// on the event loop, as a command does, and answers as on a connection of
+// its own goroutine; one whose arguments its native handler leaves to the
+// interpreter (a count that is not a number) answers nothing on the loop
+// and runs again, in order, on the goroutine the connection then moves to.
+func TestLoopRunsNativeScripts(t *testing.T) {
+	incr := libText(t, libscripts.Ulule, "incr")
+	sha := fmt.Sprintf("%x", sha1.Sum([]byte(incr)))
+	native := resp("EVALSHA", sha, "1", "k", "1", "60000") + resp("EVALSHA", sha, "1", "j", "2", "60000")
+	odd := resp("EVALSHA", sha, "1", "k", "x", "60000")
+	run := func(loops int, reqs ...string) (string, *Server) {
+		s, addr := startServer(t, Config{Clock: fakeClock(), IOLoops: loops})
+		c := dialRaw(t, addr)
+		c.roundTrip(resp("SCRIPT", "LOAD", incr), "$40\r\n"+sha+"\r\n")
+		var got []string
+		for _, req := range reqs {
+			got = append(got, c.untilPong(req+resp("PING")))
+		}
+		return strings.Join(got, " | "), s
+	}
+	// The same requests on a goroutine per connection give the replies
+	// wanted.
+	reqs := []string{native, native, native + odd + native, native}
+	want, _ := run(-1, reqs...)
+	if !strings.Contains(want, "-ERR") {
+		t.Fatalf("the interpreter's run of odd arguments answered no error: %q", want)
+	}
+	got, s := run(1, reqs[:2]...)
+	if handedOver(s) {
+		t.Fatal("a native EVALSHA moved its connection off the event loop")
+	}
+	if w := strings.Join(strings.Split(want, " | ")[:2], " | "); got != w {
+		t.Fatalf("on the loop: %q, want %q", got, w)
+	}
+	got, s = run(1, reqs...)
+	if !handedOver(s) {
+		t.Fatal("a run that needs the interpreter stayed on the event loop")
+	}
+	if got != want {
+		t.Fatalf("on the loop, then off it: %q, want %q", got, want)
+	}
+}
+
+// untilPong sends req, which ends with a PING, and returns what comes back
+// up to its PONG.
+func (c *rawConn) untilPong(req string) string {
+	c.t.Helper()
+	c.nc.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(c.nc, req); err != nil {
+		c.t.Fatal(err)
+	}
+	var b strings.Builder
+	for !strings.HasSuffix(b.String(), "+PONG\r\n") {
+		line, err := c.rd.ReadString('\n')
+		if err != nil {
+			c.t.Fatalf("after %q: %v", b.String(), err)
+		}
+		b.WriteString(line)
+	}
+	return strings.TrimSuffix(b.String(), "+PONG\r\n")
 }

@@ -48,7 +48,13 @@ func scriptCommands() []*command {
 func cmdEval(s *Server, c *conn, args [][]byte, now int64) {
 	er := s.getEvalRun(true)
 	defer s.putEvalRun(er) // after the reply, which may be in er's arena, is written
+	// On an event loop (nativeOnLoop) only a native handler may run it.
+	er.nativeOnly = c.lp != nil && c.tx == nil
 	r, err := s.evalInto(er, c.tx, c.proto, args, now)
+	if er.nativeOnly && err == nil && script.IsDeclined(r) {
+		c.declined = true // answered off the loop (dispatchTop)
+		return
+	}
 	if err != nil && c.tx == nil && s.proxying() && !errors.Is(err, shards.ErrBusy) {
 		if keys := s.lookup(args[0]).keysOf(args, nil); len(keys) > 0 {
 			r, err = s.forwardExec(keys[0], args, c.proto, now)
@@ -72,17 +78,18 @@ func cmdScript(s *Server, c *conn, args [][]byte, now int64) {
 // for cmdEval, an arena for the reply of a native handler (script.ReplyArena),
 // which is valid until the run goes back to the pool.
 type evalRun struct {
-	s      *Server
-	req    script.Request
-	sc     *script.Script
-	every  bool
-	now    int64
-	reply  values.Reply
-	ran    bool
-	keys   shards.Keys
-	caller scriptCaller
-	onTx   func(t *shards.Tx) // er.inTx
-	arena  replyArena
+	s          *Server
+	nativeOnly bool // script.Request.NativeOnly: cmdEval on an event loop
+	req        script.Request
+	sc         *script.Script
+	every      bool
+	now        int64
+	reply      values.Reply
+	ran        bool
+	keys       shards.Keys
+	caller     scriptCaller
+	onTx       func(t *shards.Tx) // er.inTx
+	arena      replyArena
 }
 
 // replyArena is the memory a run lends its reply (script.ReplyArena).
@@ -105,7 +112,7 @@ func (s *Server) getEvalRun(arena bool) *evalRun {
 }
 
 func (s *Server) putEvalRun(er *evalRun) {
-	er.req, er.sc, er.reply, er.caller = script.Request{}, nil, values.Reply{}, scriptCaller{}
+	er.req, er.sc, er.reply, er.caller, er.nativeOnly = script.Request{}, nil, values.Reply{}, scriptCaller{}, false
 	clear(er.arena.elems[:er.arena.nelems])
 	s.evalRuns.Put(er)
 }
@@ -131,7 +138,7 @@ func (s *Server) evalInto(er *evalRun, tx *shards.Tx, proto int, args [][]byte, 
 			return values.ErrorReply(msg), nil
 		}
 	}
-	req.RESP = proto
+	req.RESP, req.NativeOnly = proto, er.nativeOnly
 	sc, bad := s.scripts.Script(&req) // compiled before any lock is taken
 	if bad != nil {
 		return *bad, nil
@@ -145,7 +152,9 @@ func (s *Server) evalInto(er *evalRun, tx *shards.Tx, proto int, args [][]byte, 
 	case s.cl != nil && len(req.Keys) == 0:
 		er.run(nil) // a cluster node's keys live in many stores: none for a keyless run
 	default:
-		if err := t.Transact(shards.TxPlan{Keys: req.Keys, All: er.every, Script: true}, er.onTx); err != nil {
+		// A native-only run is bounded, as a command is: it does not mark
+		// its shards as held by a script (see shards.TxPlan).
+		if err := t.Transact(shards.TxPlan{Keys: req.Keys, All: er.every, Script: !er.nativeOnly}, er.onTx); err != nil {
 			return values.Reply{}, err
 		}
 	}

@@ -19,6 +19,11 @@ import (
 // copy is the leader's by induction, and evictions reach it as deletions
 // recorded before the command.
 //
+// A small string (a counter, a timestamp: what the limiter libraries'
+// scripts keep) is journaled as its state instead, at once (recValSet,
+// noteValueState): its record is smaller than the command's, and a
+// script's second change of the key replaces the record of its first.
+//
 // The other changes are journaled as state (recValSet, listed lazily): a
 // command that writes several keys (RENAME, MSET), a change while the
 // shard's journal is lazy (its eager records are bounded), and a key
@@ -38,6 +43,11 @@ type effect struct {
 	key  []byte
 	ok   bool // a write command of one key: its change may be its effect
 	done bool // journaled already (a command that Puts its key twice)
+	// The last record noteValueState wrote for the keyspace, at
+	// jbuf[tailStart:tailEnd] of shard tailSh: a later state of the same
+	// key replaces it while it is still the shard's last record.
+	tailSh             *shard
+	tailStart, tailEnd int
 }
 
 // set makes args, a call of cmd, the command being run.
@@ -53,10 +63,14 @@ func (e *effect) set(cmd *values.Command, args [][]byte) {
 func (e *effect) clear() { e.args, e.key, e.ok = nil, nil, false }
 
 // covers reports whether the change of key's value ve can be journaled as
-// the command: a one-key write on that key, the shard's journal eager and
-// the key not listed already. Call with mu held.
+// the command: a one-key write on that key, the shard's journal eager, the
+// key not listed already, and not journaled as its state since the last
+// collection (a replica applies a state record at the collection's time,
+// when the state may have expired, so a command replayed after it at its
+// own earlier time could find no value where the leader had one). Call
+// with mu held.
 func (e *effect) covers(sh *shard, key []byte, ve *valEntry) bool {
-	return e != nil && e.ok && !sh.lazy && !ve.dirty && bytes.Equal(key, e.key)
+	return e != nil && e.ok && !sh.lazy && !ve.dirty && ve.stated != sh.jepoch+1 && bytes.Equal(key, e.key)
 }
 
 // noteEffect journals the command of e, which changed key at now, unless
@@ -110,7 +124,13 @@ func (s *Store) applyValCmd(b []byte, base int64) (int, error) {
 	sh := &s.shards[h&s.mask]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	now := sh.tick(base + rel)
+	// The command runs at its own time, even if the shard's clock has
+	// passed it: a state record before it in the same collection (a
+	// limiter key's, or a small value's: see noteValueState) is applied at
+	// the collection's time, which moves the clock, and the keys the
+	// command finds must be those that were live when it ran.
+	now := base + rel
+	sh.tick(now)
 	values.Exec(&replayKeys{sh: sh, now: now}, now, 2, args)
 	return off, nil
 }

@@ -195,6 +195,7 @@ func (sh *shard) collect(dst []byte) ([]byte, int) {
 	dst = append(dst, sh.jbuf...)
 	n := sh.nrec
 	sh.jbuf, sh.nrec, sh.lazy, sh.based = trim(sh.jbuf), 0, false, false
+	sh.jepoch++
 	for b := sh.jkeys; len(b) > 0; {
 		l, m := uvarint(b)
 		key := b[m : m+int(l)]

@@ -3,6 +3,7 @@ package shards
 import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/values"
 )
 
 // maxPrefetch bounds the keys one Prefetch call looks at.
@@ -18,7 +19,9 @@ const maxPrefetch = 32
 // locks of the keys' shards (in index order, as CheckAll does), issues
 // every slot load, then every record load, then every ring load, with no
 // locked instruction in between to serialise them, and releases the
-// locks. Only the first maxPrefetch keys are read. The result is
+// locks. A key that holds a Redis value (a script's counter) is found in
+// its shard's map, then its entry, then the value, each pass one load per
+// key. Only the first maxPrefetch keys are read. The result is
 // meaningless; it exists so that the loads are not optimised away.
 //
 //go:noinline
@@ -71,6 +74,7 @@ func (s *Store) Prefetch(keys [][]byte) uint64 {
 		}
 		sink += sh.hot.prefetch(hashes[i])
 	}
+	sink += s.prefetchValues(keys[:n], hashes[:n], held[:n])
 	var recs [maxPrefetch][]byte
 	for i := 0; i < n; i++ {
 		if !held[i] {
@@ -143,4 +147,39 @@ func (t *table) prefetchRecord(tag uint32) []byte {
 		}
 	}
 	return nil
+}
+
+// prefetchValues reads the map slots, entries and values of the keys that
+// hold Redis values, among keys whose shards are held (locked), one pass
+// per level so that the keys' misses of a level overlap. hashes are the
+// keys' hashes.
+func (s *Store) prefetchValues(keys [][]byte, hashes []uint64, held []bool) uint64 {
+	var ves [maxPrefetch]*valEntry
+	found := false
+	for i, key := range keys {
+		if !held[i] {
+			continue
+		}
+		if sh := &s.shards[hashes[i]&s.mask]; len(sh.vals) > 0 {
+			ves[i] = sh.vals[string(key)]
+			found = found || ves[i] != nil
+		}
+	}
+	if !found {
+		return 0
+	}
+	var vs [maxPrefetch]*values.Value
+	var sink uint64
+	for i := range keys {
+		if ve := ves[i]; ve != nil {
+			vs[i] = ve.v
+			sink += uint64(ve.exp)
+		}
+	}
+	for i := range keys {
+		if v := vs[i]; v != nil {
+			sink += v.Prefetch()
+		}
+	}
+	return sink
 }

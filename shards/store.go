@@ -62,9 +62,12 @@ type shard struct {
 	nrec    int         // records in jbuf
 	lazy    bool        // jbuf is full: record by listing keys
 	jkeys   []byte      // the keys listed since the last collection
-	evicted int64       // keys evicted (see evict)
-	lim     *limits     // the Store's memory bound (see room)
-	rng     uint64      // xorshift state for choosing victims
+	// jepoch counts the collections; a value journaled as its state since
+	// the last one has stated == jepoch+1 (see noteValueState).
+	jepoch  uint32
+	evicted int64   // keys evicted (see evict)
+	lim     *limits // the Store's memory bound (see room)
+	rng     uint64  // xorshift state for choosing victims
 	hot     hotSketch
 	// scripts counts the script transactions holding or about to hold
 	// the shard, busy says one has run past its time limit (busy.go).

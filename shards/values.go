@@ -40,6 +40,9 @@ type valEntry struct {
 	exp   int64 // ns since the epoch the key expires at; 0 for never
 	size  int64 // the bytes accounted for it: key, value and overhead
 	dirty bool  // listed in the shard's journal since it was last collected
+	// stated is the shard's jepoch+1 when the value was journaled as its
+	// state since the last collection (noteValueState).
+	stated uint32
 }
 
 // valOverhead is what a value costs beyond its key and its own Size: the
@@ -91,13 +94,7 @@ func (sh *shard) putValue(key []byte, tag uint32, v *values.Value, exp, now int6
 		sh.remove(key, e)
 	}
 	ve := sh.setValue(key, tag, v, exp, now)
-	switch {
-	case !sh.journal:
-	case eff.covers(sh, key, ve):
-		sh.noteEffect(key, eff, now)
-	default:
-		sh.noteValue(key, ve)
-	}
+	sh.journalValue(key, ve, eff, now)
 }
 
 // replaceValue is putValue for a key that holds the live value ve (in
@@ -108,13 +105,66 @@ func (sh *shard) replaceValue(key []byte, ve *valEntry, v *values.Value, exp, no
 	size := int64(len(key)) + v.Size() + valOverhead
 	sh.valBytes += size - ve.size
 	ve.size = size
+	sh.journalValue(key, ve, eff, now)
+}
+
+// journalValue journals the change of key's value ve, made at now by
+// eff's command (nil, or not a one-key write, for any other change): a
+// small string as its state, eagerly (see noteValueState); else as the
+// command if eff covers it (see effects.go); else by listing the key.
+// Call with mu held.
+func (sh *shard) journalValue(key []byte, ve *valEntry, eff *effect, now int64) {
 	switch {
 	case !sh.journal:
+	case !sh.lazy && !ve.dirty && ve.v.Kind() == values.KindString && ve.v.Size() <= maxStatedValue:
+		sh.noteValueState(key, ve, eff)
 	case eff.covers(sh, key, ve):
 		sh.noteEffect(key, eff, now)
 	default:
 		sh.noteValue(key, ve)
 	}
+}
+
+// maxStatedValue is the largest Value.Size of a string journaled as its
+// state (a string of up to 64 bytes): its recValSet record, about 40
+// bytes for a counter, is smaller than the record of the command that
+// wrote it (INCRBY key n: the key twice and the command's name), and it
+// is encoded while the value is in the CPU's caches, as a limiter key's
+// recSetRel is.
+const maxStatedValue = 128
+
+// noteValueState records key's value ve as its state (recValSet), eagerly,
+// and marks it so, so that its later changes until the next collection
+// are not journaled as commands (see effect.covers).
+// The record replaces the previous one that eff's keyspace wrote for the
+// key if that is still the shard's last record: a script that changes its
+// key twice (INCRBY then PEXPIRE) costs one record, as a check does.
+// Call with mu held.
+func (sh *shard) noteValueState(key []byte, ve *valEntry, eff *effect) {
+	if sh.empty() {
+		sh.note.changed()
+	}
+	if eff != nil && eff.tailSh == sh && eff.tailEnd == len(sh.jbuf) && recordOf(sh.jbuf[eff.tailStart:], key) {
+		sh.jbuf = sh.jbuf[:eff.tailStart]
+		sh.nrec--
+	}
+	start := len(sh.jbuf)
+	sh.jbuf = appendValSet(sh.jbuf, key, ve)
+	sh.nrec++
+	sh.lazy = len(sh.jbuf) > maxEager
+	ve.stated = sh.jepoch + 1
+	if eff != nil {
+		eff.tailSh, eff.tailStart, eff.tailEnd = sh, start, len(sh.jbuf)
+	}
+}
+
+// recordOf reports whether rec, a record, is one of key.
+func recordOf(rec, key []byte) bool {
+	if len(rec) < 2 {
+		return false
+	}
+	l, m := uvarint(rec[1:])
+	return m > 0 && l == uint64(len(key)) && 1+m+len(key) <= len(rec) && string(rec[1+m:1+m+len(key)]) == string(key)
 }
 
 // setValue stores v with expiry exp as key's value, dropping the key's

@@ -375,3 +375,115 @@ func TestValuesReplicaMatchesRandomCommands(t *testing.T) {
 		}
 	}
 }
+
+// TestSmallValuesAreJournaledAsState: a script's INCRBY then PEXPIRE of a
+// counter, in one transaction, is one record of the counter's state, not
+// two records of the commands; a later SET of the same key in another
+// transaction is a record of its own; and the replica ends with the same
+// values and expiries.
+func TestSmallValuesAreJournaledAsState(t *testing.T) {
+	now := int64(1_800_000_000) * sec
+	leader := New(4)
+	leader.EnableJournal()
+	replica := New(4)
+	key := []byte("limiter:key:000000012345")
+	run := func(cmds ...[]string) {
+		leader.Transact(TxPlan{Keys: [][]byte{key}, Script: true}, func(tx *Tx) {
+			k := tx.Keys(now)
+			for _, c := range cmds {
+				args := make([][]byte, len(c))
+				for i, a := range c {
+					args[i] = []byte(a)
+				}
+				if r := k.Exec(2, args); r.Kind == values.Error {
+					t.Fatalf("%v: %s", c, show(r))
+				}
+			}
+		})
+	}
+	k := string(key)
+	run([]string{"incrby", k, "1"}, []string{"pexpire", k, "60000"})
+	recs, n := leader.AppendChanges(nil)
+	if n != 1 || len(recs) > 48 {
+		t.Fatalf("INCRBY and PEXPIRE in one run wrote %d records of %d bytes, want one of at most 48", n, len(recs))
+	}
+	if _, err := replica.ApplyRecords(recs, now); err != nil {
+		t.Fatal(err)
+	}
+	run([]string{"incrby", k, "1"}, []string{"pttl", k})
+	run([]string{"set", k, "1.5", "EX", "7"})
+	recs, n = leader.AppendChanges(nil)
+	if n != 2 {
+		t.Fatalf("two runs that each changed the key wrote %d records, want 2", n)
+	}
+	if _, err := replica.ApplyRecords(recs, now); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range [][]string{{"GET", k}, {"PTTL", k}} {
+		if a, b := show(vexec(t, leader, now, c...)), show(vexec(t, replica, now, c...)); a != b {
+			t.Fatalf("%v: leader %s, replica %s", c, a, b)
+		}
+	}
+}
+
+// TestValuesReplicaMatchesRandomScripts: transactions of several random
+// commands each, as scripts run them (one keyspace, so that a key's state
+// record may replace the one an earlier command of the run wrote, and a
+// command may follow a state record with a record of itself), leave the
+// replica with the leader's state.
+func TestValuesReplicaMatchesRandomScripts(t *testing.T) {
+	rng := newRand(t)
+	leader := New(4)
+	leader.EnableJournal()
+	replica := New(16)
+	gen := redisfuzz.New(rng.Uint64())
+	now := int64(1_800_000_000) * sec
+	for round := 0; round < 60; round++ {
+		for run := rng.IntN(60); run > 0; run-- {
+			now += rng.Int64N(3e6)
+			leader.Transact(TxPlan{All: true, Script: true}, func(tx *Tx) {
+				k := tx.Keys(now)
+				for c := 1 + rng.IntN(5); c > 0; c-- {
+					cmd := gen.Next()
+					if name := strings.ToLower(string(cmd[0])); name == "flushall" || values.Lookup(cmd[0]) == nil {
+						continue
+					}
+					k.Exec(2, cmd)
+				}
+			})
+		}
+		recs, _ := leader.AppendChanges(nil)
+		if _, err := replica.ApplyRecords(recs, now); err != nil {
+			t.Fatal(err)
+		}
+		if a, b := leader.Digest(now), replica.Digest(now); a != b {
+			t.Fatalf("round %d: the replica's digest differs after %d bytes of records", round, len(recs))
+		}
+	}
+}
+
+// TestReplayedCommandRunsAtItsTime: a command journaled as itself is
+// replayed at the time it ran, even after a state record of the same
+// collection (applied at the collection's time) moved the replica's
+// clock past the command's keys' expiry.
+func TestReplayedCommandRunsAtItsTime(t *testing.T) {
+	const ms = sec / 1000
+	t0 := int64(1_800_000_000) * sec
+	leader := New(1)
+	leader.EnableJournal()
+	replica := New(1)
+	vexec(t, leader, t0, "RPUSH", "j", "a")
+	vexec(t, leader, t0, "PEXPIRE", "j", "100")
+	if _, err := leader.Check([]byte("l"), engine.Fixed, engine.Params{Limit: 5, Window: sec}, 1, t0+ms); err != nil {
+		t.Fatal(err)
+	}
+	vexec(t, leader, t0+2*ms, "RPUSH", "j", "b")
+	recs, _ := leader.AppendChanges(nil)
+	now := t0 + sec // j has expired
+	if _, err := replica.ApplyRecords(recs, now); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := show(vexec(t, leader, now, "TYPE", "j")), show(vexec(t, replica, now, "TYPE", "j")); a != b {
+		t.Fatalf("TYPE j: leader %s, replica %s", a, b)
+	}
+}
