@@ -74,11 +74,26 @@ func newGroup(id uint32, store *shards.Store, logs raft.LogStore, snaps raft.Sna
 	return &group{
 		id: id, store: store, logs: logs, snaps: snaps, log: log,
 		fsm:    &fsm{store: store},
-		notify: make(chan bool, 1),
+		notify: make(chan bool, notifyDepth),
 		dirty:  make(chan struct{}, 1),
 		stop:   make(chan struct{}),
 	}
 }
+
+// notifyDepth is the buffer of a group's notify channel. Raft sends on it
+// from its main loop, and waits while it is full: on leaving the lead, in
+// runLeader's deferred function. The watcher, its only reader, may itself
+// wait on raft meanwhile — handOff on a leadership transfer, stepUp on a
+// barrier — and a transfer queued just after the leader loop ended is
+// answered (ErrNotLeader) only once the main loop is past that send. With
+// a buffer of one, an earlier notification not yet read made that a
+// deadlock: the watcher waited on the transfer, raft on the watcher, and
+// every RPC to the group waited on raft (seen twice on a loaded machine,
+// TestClusterRoutesAndConverges hung in Close for 23 minutes with 20,000
+// goroutines in raft's handleCommand). Raft can change the lead only a few
+// times before such a wait ends; the watcher reads every notification as a
+// mere wake-up, so a deeper buffer costs nothing.
+const notifyDepth = 16
 
 // startRaft creates the group's raft instance with conf over the group's
 // storage and trans. A group of a cluster hears of its leadership changes
