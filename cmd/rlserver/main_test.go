@@ -105,12 +105,10 @@ func buildBinary(t testing.TB) string {
 
 // Every test of this package but TestLong… (make test-long runs those, one
 // at a time) says first how it may share the machine: parallel or alone
-// (TestEveryTestSaysHowItShares). make test runs the package twice:
-// RLSERVER_TEST_SHARE=alone runs only the tests that call alone, one at a
-// time, with nothing else on the machine; RLSERVER_TEST_SHARE=shared only
-// those that call parallel, two at a time, beside the other packages'
-// tests. Unset, go test runs them all: the alone ones one at a time
-// first, then the parallel ones.
+// (TestEveryTestSaysHowItShares). go test runs the alone ones one at a
+// time first, then the parallel ones two at a time (make test does so, in
+// a pass of its own). RLSERVER_TEST_SHARE=alone runs only the alone ones,
+// =shared only the parallel ones.
 const shareEnv = "RLSERVER_TEST_SHARE"
 
 // parallel marks t as a test that may run beside others: it checks
