@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	"github.com/rlserver/rlserver/cluster/transport"
+	"github.com/rlserver/rlserver/internal/testutil"
 	"github.com/rlserver/rlserver/internal/wire"
 )
 
@@ -108,7 +109,7 @@ func everyNode(*pulseNode) bool { return true }
 // waitLeaders waits until every group has a leader among the nodes up.
 func (pc *pulseCluster) waitLeaders(t *testing.T, d time.Duration, up func(*pulseNode) bool) {
 	t.Helper()
-	waitUntil(t, d, "a leader in every group", func() bool {
+	testutil.WaitFor(t, d, "a leader in every group", func() bool {
 		for _, g := range pc.groups {
 			if pc.leader(g, up) == nil {
 				return false
@@ -184,7 +185,7 @@ func TestQuiescedGroupsElectWhenLeaderNodeDies(t *testing.T) {
 	alive := func(n *pulseNode) bool { return n != victim }
 	pc.waitLeaders(t, 10*time.Second, alive)
 	elected := time.Since(start)
-	waitUntil(t, 10*time.Second, "the cut-off leaders to step down", func() bool {
+	testutil.WaitFor(t, 10*time.Second, "the cut-off leaders to step down", func() bool {
 		for _, g := range led {
 			if victim.rafts[g].State() == raft.Leader {
 				return false
@@ -225,7 +226,7 @@ func TestRestartedFollowerLearnsCommitIndex(t *testing.T) {
 			follower = node
 		}
 	}
-	waitUntil(t, 5*time.Second, "the follower to apply the entries", func() bool {
+	testutil.WaitFor(t, 5*time.Second, "the follower to apply the entries", func() bool {
 		return follower.rafts[g].AppliedIndex() >= want
 	})
 	time.Sleep(10 * pulseHB) // idle: the leader's empty appends are answered locally
@@ -233,7 +234,7 @@ func TestRestartedFollowerLearnsCommitIndex(t *testing.T) {
 		t.Fatalf("shutdown: %v", err)
 	}
 	pc.start(t, follower, g)
-	waitUntil(t, 20*pulseHB, fmt.Sprintf("the restarted follower to apply up to %d", want), func() bool {
+	testutil.WaitFor(t, 20*pulseHB, fmt.Sprintf("the restarted follower to apply up to %d", want), func() bool {
 		return follower.rafts[g].AppliedIndex() >= want
 	})
 }
@@ -268,17 +269,5 @@ func TestBeatsWireRoundTrip(t *testing.T) {
 	p.readMark(&d)
 	if _, err := decodeBeats(&d); err == nil {
 		t.Error("a body with a trailing byte parsed")
-	}
-}
-
-// waitUntil polls ok every 5 ms until it holds, failing the test after d.
-func waitUntil(t *testing.T, d time.Duration, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }

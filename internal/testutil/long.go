@@ -24,12 +24,3 @@ func LongOnly(t testing.TB) {
 		t.Skipf("a long scenario: make test-long runs it (%s=1)", LongEnv)
 	}
 }
-
-// Scale returns short in `make test` and long in `make test-long`: how many
-// rounds of a scenario to run.
-func Scale(short, long int) int {
-	if Long() {
-		return long
-	}
-	return short
-}
