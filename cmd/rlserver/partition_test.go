@@ -199,42 +199,49 @@ type imageBuild struct {
 	err  error
 }
 
-// do builds the image on the first call, in a build context of its own
-// holding the static binary, the Dockerfile and .dockerignore, and returns
-// its tag, or why it could not be built.
+// do builds the image on the first call (buildTestImage) and returns its
+// tag, or why it could not be built.
 func (b *imageBuild) do() (string, error) {
 	b.once.Do(func() {
-		bin, err := staticBuild.do()
 		tag := fmt.Sprintf("rlserver-test:run-%08x", rand.Uint32())
-		var ctxDir string
-		if err == nil {
-			ctxDir, err = os.MkdirTemp(binDir, "image-")
-		}
-		if err == nil {
-			err = os.MkdirAll(filepath.Join(ctxDir, "bin", "data"), 0o755) // the image's empty /data
-		}
-		if err == nil {
-			err = os.Link(bin, filepath.Join(ctxDir, "bin", "rlserver"))
-		}
-		for _, f := range []string{"Dockerfile", ".dockerignore"} {
-			var data []byte
-			if err == nil {
-				data, err = os.ReadFile(filepath.Join("..", "..", f))
-			}
-			if err == nil {
-				err = os.WriteFile(filepath.Join(ctxDir, f), data, 0o644)
-			}
-		}
-		if err == nil {
-			_, err = dockerRun("build", "-q", "--label", "rlserver-test=run", "-t", tag, ctxDir)
-		}
-		if err != nil {
+		if err := buildTestImage(tag); err != nil {
 			b.err = fmt.Errorf("building the test image: %v", err)
 			return
 		}
 		b.tag = tag
 	})
 	return b.tag, b.err
+}
+
+// buildTestImage builds our image as tag, in a build context of its own
+// under binDir holding the static binary, the Dockerfile and
+// .dockerignore.
+func buildTestImage(tag string) error {
+	bin, err := staticBuild.do()
+	if err != nil {
+		return err
+	}
+	ctxDir, err := os.MkdirTemp(binDir, "image-")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(ctxDir, "bin", "data"), 0o755); err != nil { // the image's empty /data
+		return err
+	}
+	if err := os.Link(bin, filepath.Join(ctxDir, "bin", "rlserver")); err != nil {
+		return err
+	}
+	for _, f := range []string{"Dockerfile", ".dockerignore"} {
+		data, err := os.ReadFile(filepath.Join("..", "..", f))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(ctxDir, f), data, 0o644); err != nil {
+			return err
+		}
+	}
+	_, err = dockerRun("build", "-q", "--label", "rlserver-test=run", "-t", tag, ctxDir)
+	return err
 }
 
 // get is do for a test: a failed build fails it.

@@ -186,13 +186,20 @@ func TestClusterScriptsAndValues(t *testing.T) {
 	// one reloads the slots often (see clusterClient).
 	c2 := clusterClient(t, without(procs, victim))
 	deadline := time.Now().Add(20 * time.Second)
-	for i := 0; i < keys; i++ {
-		key := fmt.Sprint("log:", i)
-		n, err := c2.ZCard(ctx, key).Result()
+	// reach retries cmd, a read (it charges nothing if retried), while it
+	// fails and the deadline has not passed: until the client reaches the
+	// key's group.
+	reach := func(cmd func() *redis.IntCmd) (int64, error) {
+		n, err := cmd().Result()
 		for err != nil && time.Now().Before(deadline) {
 			time.Sleep(20 * time.Millisecond)
-			n, err = c2.ZCard(ctx, key).Result()
+			n, err = cmd().Result()
 		}
+		return n, err
+	}
+	for i := 0; i < keys; i++ {
+		key := fmt.Sprint("log:", i)
+		n, err := reach(func() *redis.IntCmd { return c2.ZCard(ctx, key) })
 		if err != nil || n != 3 {
 			t.Fatalf("after kill -9: ZCARD %s = %d %v, want 3: a script's write was forgotten", key, n, err)
 		}
@@ -210,11 +217,7 @@ func TestClusterScriptsAndValues(t *testing.T) {
 	// the client reaches each (a read, which charges nothing if retried).
 	for i := 0; i < 30; i++ {
 		key := fmt.Sprint("rate:rate:", i)
-		n, err := c2.Exists(ctx, key).Result()
-		for err != nil && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-			n, err = c2.Exists(ctx, key).Result()
-		}
+		n, err := reach(func() *redis.IntCmd { return c2.Exists(ctx, key) })
 		if err != nil || n != 1 {
 			t.Fatalf("after kill -9: EXISTS %s = %d %v, want 1: redis_rate's state was forgotten", key, n, err)
 		}
