@@ -1,38 +1,27 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/rlserver/rlserver/internal/testutil"
 )
 
-// TestEveryTestSaysHowItShares: make test runs this package's tests in two
-// passes, those that call alone(t) and those that call parallel(t) (see
-// shareEnv); a test that calls neither first would run in neither.
+// TestEveryTestSaysHowItShares: go test runs this package's alone(t)
+// tests one at a time, then its parallel(t) ones two at a time (see
+// shareEnv); a test that says neither first would run beside others
+// whatever it measures, and RLSERVER_TEST_SHARE would run it in neither
+// kind.
 func TestEveryTestSaysHowItShares(t *testing.T) {
 	parallel(t)
-	fn := regexp.MustCompile(`(?m)^func (Test\w*)\(t \*testing\.T\) \{\n(.*)\n`)
-	files, err := filepath.Glob("*_test.go")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no test files: %v", err)
-	}
 	seen := 0
-	for _, f := range files {
-		src, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
+	for _, f := range testutil.TestFuncs(t, ".") {
+		if strings.HasPrefix(f.Name, "TestLong") || f.Name == "TestMain" {
+			continue
 		}
-		for _, m := range fn.FindAllStringSubmatch(string(src), -1) {
-			name, first := m[1], strings.TrimSpace(m[2])
-			if strings.HasPrefix(name, "TestLong") || name == "TestMain" {
-				continue
-			}
-			seen++
-			if first != "parallel(t)" && first != "alone(t)" {
-				t.Errorf("%s: %s starts with %q, not parallel(t) or alone(t): make test would not run it", f, name, first)
-			}
+		seen++
+		if first := f.First(); first != "parallel(t)" && first != "alone(t)" {
+			t.Errorf("%s: %s starts with %q, not parallel(t) or alone(t)", f.File, f.Name, first)
 		}
 	}
 	if seen < 50 {

@@ -1,6 +1,8 @@
 // Package testutil holds the helpers that tests of several packages share:
-// waiting for a condition with a deadline, free local ports, and the window
-// that keeps fixed-window counts from rolling over mid-test. It imports
+// waiting for a condition with a deadline, free local ports, the window
+// that keeps fixed-window counts from rolling over mid-test, the long
+// scenarios' switch (Long, LongOnly), and the test functions of the tree
+// for the tests that check how tests are written (TestFuncs). It imports
 // nothing of the project's but internal/redistest, so that any package's
 // tests (not those of redistest itself) can use it.
 package testutil
