@@ -126,7 +126,8 @@ type Cluster struct {
 	// metaAnswered, a test's hook, is called by the meta leader after it
 	// applied another node's meta command and before it answers: a test
 	// stalls it there, as a SIGSTOP of the leader after the commit does.
-	metaAnswered func()
+	// It is set while the node runs, so it is loaded atomically.
+	metaAnswered atomic.Pointer[func()]
 	// groups holds this node's replica of each data group, by id (nil for
 	// a group it does not host; [0] is unused). Replicas come and go as
 	// groups move between nodes, so readers load them atomically.

@@ -68,11 +68,12 @@ func TestMetaCommandCommittedIsSuccess(t *testing.T) {
 	var stalls atomic.Int32
 	release := make(chan struct{})
 	defer close(release)
-	tc.nodes[leader].metaAnswered = func() {
+	stall := func() {
 		if stalls.Add(1) == 1 {
 			<-release // the first answer never comes in time
 		}
 	}
+	tc.nodes[leader].metaAnswered.Store(&stall)
 	r := rules.Rule{ID: "stall", Target: "/x", Tier: "*", KeyType: "user", Algo: "fixed", Limit: 5, Window: "1m"}
 	added, err := tc.nodes[asker].SetRule(r)
 	if err != nil || !added {

@@ -111,8 +111,8 @@ func (c *Cluster) handleRPC(ctx context.Context, method string, body []byte) ([]
 		if err != nil {
 			return nil, err
 		}
-		if c.metaAnswered != nil {
-			c.metaAnswered()
+		if hook := c.metaAnswered.Load(); hook != nil {
+			(*hook)()
 		}
 		return json.Marshal(metaReply{Result: res, Index: c.meta.applied.Load()})
 	case callCharge, callRefund:
