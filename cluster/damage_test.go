@@ -22,6 +22,7 @@ import (
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/internal/logbuf"
 	"github.com/rlserver/rlserver/internal/testseed"
+	"github.com/rlserver/rlserver/internal/testutil"
 	"github.com/rlserver/rlserver/raftlog"
 	"github.com/rlserver/rlserver/shards"
 )
@@ -469,18 +470,26 @@ func newRecordReader[N ~uint64](f io.Reader, newReader func(io.Reader, N) *recor
 // flushes, every crash image opens without ErrDamaged, and a node starts
 // on some of them. (The mark only ever claims what is durable: a WAL once
 // it exists, an index once it is synced, a counter once the database
-// holds it.)
+// holds it.) 30 crashes, which take in a snapshot, a flush and three node
+// starts; TestLongCrashIsNotDamage (make test-long) makes 100.
 func TestCrashIsNotDamage(t *testing.T) {
+	crashIsNotDamage(t, 30)
+}
+
+// TestLongCrashIsNotDamage is TestCrashIsNotDamage with 100 crashes, four
+// rounds of snapshots and flushes.
+func TestLongCrashIsNotDamage(t *testing.T) {
+	testutil.LongOnly(t)
+	crashIsNotDamage(t, 100)
+}
+
+func crashIsNotDamage(t *testing.T, steps int) {
 	rng := testseed.Rand(t)
 	fs, clock := vfs.NewCrashableMem(), newClock()
 	disk, n := openStorageNode(t, "/data", StorageOptions{FS: fs, MarkInterval: time.Millisecond}, clock)
 	var keys [][]byte
 	for i := 0; i < 200; i++ {
 		keys = append(keys, fmt.Appendf(nil, "%04d:%s", i, strings.Repeat("c", 1000)))
-	}
-	steps := 60
-	if testing.Short() {
-		steps = 20
 	}
 	for i := 0; i < steps; i++ {
 		for j := 0; j < 100; j++ {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlserver/rlserver/internal/testutil"
 	"github.com/rlserver/rlserver/shards"
 )
 
@@ -17,8 +18,21 @@ import (
 // trip, requests split across writes with pauses, and batches larger than
 // the read buffer, all get every reply: the connection loop that waits
 // for the netpoller after a read that emptied the socket never misses
-// bytes that arrived meanwhile.
+// bytes that arrived meanwhile. 16 connections of 120 round trips each;
+// TestLongRoundTripsNeverStall (make test-long) does 1,200 each.
 func TestRoundTripsNeverStall(t *testing.T) {
+	roundTripsNeverStall(t, 120)
+}
+
+// TestLongRoundTripsNeverStall is TestRoundTripsNeverStall ten times as
+// long: a missed wakeup is a matter of timing, and more round trips give
+// it more chances to show.
+func TestLongRoundTripsNeverStall(t *testing.T) {
+	testutil.LongOnly(t)
+	roundTripsNeverStall(t, 1200)
+}
+
+func roundTripsNeverStall(t *testing.T, rounds int) {
 	_, addr := startServer(t, Config{Clock: fakeClock()})
 	var wg sync.WaitGroup
 	errs := make(chan error, 64)
@@ -26,7 +40,7 @@ func TestRoundTripsNeverStall(t *testing.T) {
 		wg.Add(1)
 		go func(g int) {
 			defer wg.Done()
-			errs <- roundTrips(addr, g)
+			errs <- roundTrips(addr, g, rounds)
 		}(g)
 	}
 	wg.Wait()
@@ -38,16 +52,16 @@ func TestRoundTripsNeverStall(t *testing.T) {
 	}
 }
 
-func roundTrips(addr string, g int) error {
+func roundTrips(addr string, g, rounds int) error {
 	nc, err := net.Dial("tcp", addr)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
 	rd := bufio.NewReader(nc)
-	for i := 0; i < 300; i++ {
+	for i := 0; i < rounds; i++ {
 		// A deadline per round trip: a stall is one that never completes,
-		// while all 300 together may take long on a busy machine.
+		// while all of them together may take long on a busy machine.
 		nc.SetDeadline(time.Now().Add(10 * time.Second))
 		msg := fmt.Sprintf("m%d-%d", g, i)
 		req := resp("ECHO", msg)
