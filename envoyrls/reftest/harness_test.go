@@ -149,7 +149,10 @@ func startPair(t *testing.T, domain, yaml string, o opts) *pair {
 		"RUNTIME_SUBDIRECTORY=ratelimit", "RUNTIME_WATCH_ROOT=false",
 		"HOST=127.0.0.1", "PORT="+strconv.Itoa(httpRef), "GRPC_HOST=127.0.0.1", "GRPC_PORT="+strconv.Itoa(grpcRef),
 		"DEBUG_HOST=127.0.0.1", "DEBUG_PORT="+strconv.Itoa(debugRef),
-		"USE_PROMETHEUS=true", "PROMETHEUS_ADDR=127.0.0.1:"+strconv.Itoa(promRef))
+		"USE_PROMETHEUS=true", "PROMETHEUS_ADDR=127.0.0.1:"+strconv.Itoa(promRef),
+		// Its counters reach its exporter when its stats are flushed, every
+		// 10 s by default: TestMetricsNames waited up to that for them.
+		"STATS_FLUSH_INTERVAL=500ms")
 	cmd.Env = append(cmd.Env, o.env...)
 	p.ref = &side{name: "envoyproxy/ratelimit", httpURL: fmt.Sprintf("http://127.0.0.1:%d", httpRef),
 		metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", promRef), log: &bytes.Buffer{}}
@@ -328,9 +331,10 @@ func abs(d time.Duration) time.Duration {
 	return d
 }
 
-// awayFromBoundary waits, if needed, so that the next few seconds stay in
-// one minute (and so one hour): both services count fixed windows on the
-// wall clock.
+// awayFromBoundary waits, if needed, so that the next need stays in one
+// minute (and so one hour): both services count fixed windows on the wall
+// clock. Tests call it once their pair has started, so that need covers
+// their steps and not the start.
 func awayFromBoundary(t *testing.T, need time.Duration) {
 	now := time.Now()
 	into := time.Duration(now.UnixNano() % int64(time.Minute))

@@ -51,8 +51,8 @@ descriptors:
     shadow_mode: true
     rate_limit: {unit: minute, requests_per_unit: 1}
 ` + probe
-	awayFromBoundary(t, 20*time.Second)
 	p := startPair(t, "met", yaml, opts{})
+	awayFromBoundary(t, 10*time.Second)
 	var steps []step
 	for i := 0; i < 7; i++ {
 		steps = append(steps, step{"a", req("met", desc("a", "1")), nil})
@@ -67,10 +67,16 @@ descriptors:
 		"ratelimit_service_response_time_seconds"}
 	var ref []string
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		// The reference's stats reach its exporter when they are flushed.
+		// The reference's stats reach its exporter when they are flushed,
+		// every half second (STATS_FLUSH_INTERVAL): until every step has
+		// been counted, a scrape may hold only some of them.
 		ref = scrape(t, p.ref, prefixes...)
-		if j := strings.Join(ref, "\n"); strings.Contains(j, `ratelimit_service_rate_limit_total_hits{domain="met",key1="a"} 7`) &&
-			strings.Contains(j, "ratelimit_service_total_requests") {
+		j := strings.Join(ref, "\n")
+		all := strings.Contains(j, "ratelimit_service_total_requests")
+		for _, hits := range []string{`key1="a"} 7`, `key1="s"} 3`, `key1="t_acme",key2="u"} 3`} {
+			all = all && strings.Contains(j, `ratelimit_service_rate_limit_total_hits{domain="met",`+hits)
+		}
+		if all {
 			break
 		}
 	}

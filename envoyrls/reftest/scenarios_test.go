@@ -57,8 +57,8 @@ descriptors:
   - key: weekly
     rate_limit: {unit: week, requests_per_unit: 2}
 ` + probe
-	awayFromBoundary(t, 10*time.Second)
 	p := startPair(t, "agree", yaml, opts{})
+	awayFromBoundary(t, 5*time.Second)
 	var steps []step
 	for i := 0; i < 4; i++ {
 		steps = append(steps, step{"per value a", req("agree", desc("remote_address", "a")), nil})
@@ -110,8 +110,8 @@ descriptors:
     shadow_mode: true
     rate_limit: {unit: minute, requests_per_unit: 2}
 ` + probe
-	awayFromBoundary(t, 10*time.Second)
 	p := startPair(t, "over", yaml, opts{})
+	awayFromBoundary(t, 5*time.Second)
 	two := req("over", desc("a", "1"), desc("b", "1"))
 	p.run(
 		step{"two, 1st", two, nil}, step{"two, 2nd", two, nil}, step{"two, 3rd: b over", two, nil},
@@ -139,8 +139,8 @@ descriptors:
   - key: b
     rate_limit: {unit: minute, requests_per_unit: 2}
 ` + probe
-	awayFromBoundary(t, 10*time.Second)
 	p := startPair(t, "stop", yaml, opts{env: []string{"STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=true"}})
+	awayFromBoundary(t, 5*time.Second)
 	two := req("stop", desc("a", "1"), desc("b", "1"))
 	p.run(
 		step{"two, 1st", two, nil}, step{"two, 2nd", two, nil}, step{"two, 3rd: b over", two, nil},
@@ -167,8 +167,8 @@ descriptors:
       - key: a
         rate_limit: {unit: minute, requests_per_unit: 10}
 ` + probe
-	awayFromBoundary(t, 10*time.Second)
 	p := startPair(t, "twice", yaml, opts{})
+	awayFromBoundary(t, 5*time.Second)
 	r := req("twice", desc("a", "1"), desc("a", "1"))
 	p.run(step{"twice 1", r, nil}, step{"twice 2", r, nil}, step{"twice 3", r, nil},
 		step{"flattened alike", req("twice", desc("u", "bob_a_x"), desc("u", "bob", "a", "x")), nil},
@@ -184,8 +184,8 @@ descriptors:
     rate_limit: {unit: minute, requests_per_unit: 10}
 ` + probe
 	awayFromHourStart(t)
-	awayFromBoundary(t, 10*time.Second)
 	p := startPair(t, "ovr", yaml, opts{})
+	awayFromBoundary(t, 5*time.Second)
 	ov := func(rpu uint32, unit typev3.RateLimitUnit) *rlpb.RateLimitDescriptor {
 		d := desc("a", "1")
 		d.Limit = &rlpb.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: rpu, Unit: unit}
@@ -213,8 +213,8 @@ descriptors:
   - key: a
     rate_limit: {unit: minute, requests_per_unit: 2}
 ` + probe
-	awayFromBoundary(t, 10*time.Second)
 	p := startPair(t, "errs", yaml, opts{})
+	awayFromBoundary(t, 5*time.Second)
 	p.run(step{"no entries", req("errs", desc()), nil},
 		step{"no entries beside a", req("errs", desc(), desc("a", "1")), nil},
 		step{"empty domain", req("", desc("a", "1")), nil},
@@ -252,8 +252,8 @@ descriptors:
       requests_per_unit: 7
       requests_per_unit: 9
 ` + probe
-	awayFromBoundary(t, 10*time.Second)
 	p := startPair(t, "nums", yaml, opts{})
+	awayFromBoundary(t, 5*time.Second)
 	p.run(step{"octal", req("nums", desc("octal", "x")), nil},
 		step{"hex", req("nums", desc("hex", "x")), nil},
 		step{"underscores", req("nums", desc("under", "x")), nil},
@@ -279,8 +279,8 @@ descriptors:
 ` + probe
 	v2 := strings.Replace(strings.Replace(v1, "unit: minute", "unit: hour", 1), "requests_per_unit: 1000", "requests_per_unit: 999", 1)
 	awayFromHourStart(t)
-	awayFromBoundary(t, 20*time.Second)
 	p := startPair(t, "rel", v1, opts{})
+	awayFromBoundary(t, 10*time.Second)
 	a := req("rel", desc("a", "1"))
 	p.run(step{"minute 1", a, nil}, step{"minute 2", a, nil}, step{"minute 3", a, nil}, step{"minute 4", a, nil})
 	p.write(v2)
@@ -297,8 +297,8 @@ descriptors:
   - key: a
     rate_limit: {unit: second, requests_per_unit: 2}
 ` + probe
-	awayFromBoundary(t, 10*time.Second)
 	p := startPair(t, "roll", yaml, opts{})
+	awayFromBoundary(t, 5*time.Second)
 	a := req("roll", desc("a", "1"))
 	for round := 0; round < 2; round++ {
 		// Start early in a second, so that the round's requests share it.
