@@ -12,8 +12,9 @@
 #                            floods in every mode), with RLSERVER_TEST_LONG=1
 #
 # Passes: go vet; the race tests of every package but cmd/rlserver; those
-# of cmd/rlserver (alone(t) ones one at a time, then parallel(t) ones two
-# at a time); the server's tests of its connection path again with a
+# of cmd/rlserver that need the machine to themselves (alone(t)), one at a
+# time; then side by side, cmd/rlserver's others (parallel(t)), two at a
+# time, and the server's tests of its connection path again with a
 # goroutine per connection instead of the event loops.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -48,6 +49,33 @@ pass() { # pass NAME COMMAND...: runs COMMAND, its output to the terminal and to
   fi
 }
 
+# together NAME FUNC [NAME FUNC]...: runs the FUNCs side by side, each
+# one's output to $out/NAME, and prints each one's output and outcome when
+# it has ended, in the order given.
+together() {
+  local names=() pids=() i
+  while [ $# -ge 2 ]; do
+    echo "== $1: $2, beside the others of this step"
+    (
+      s=$SECONDS
+      "$2" >"$out/$1" 2>&1
+      rc=$?
+      echo $((SECONDS - s)) >"$out/$1.secs"
+      exit $rc
+    ) &
+    pids+=($!)
+    names+=("$1")
+    shift 2
+  done
+  for i in "${!pids[@]}"; do
+    local name=${names[$i]} result=ok
+    wait "${pids[$i]}" || result=FAILED
+    cat "$out/$name"
+    echo "== $name: $result in $(cat "$out/$name.secs") s"
+    [ $result = ok ] || failed+=("$name")
+  done
+}
+
 # Each go test runs with -json through internal/testjson, which prints what
 # go test would and notes every test's time: the suite's timing table
 # (slowest first) is $out/times.txt, or TEST_TIMES if set.
@@ -65,23 +93,27 @@ if [ "$mode" = "--long" ]; then
   pass long gotest -race -count=1 -timeout 60m -run '^TestLong' $long_pkgs
 else
   pass vet "$GO" vet ./...
-  # Every package's race tests but cmd/rlserver's, two packages at a time;
-  # then cmd/rlserver's: those that must have the machine to themselves
-  # (alone(t): they measure time, CPU or memory, or that clients see no
-  # error while nodes come and go) one at a time, then the others
-  # (parallel(t)) two at a time. Run beside the other packages, its
-  # processes starved the in-process clusters of package cluster into
-  # timeouts (a forwarded check's peer unreachable, a lead lost).
+  # Every package's race tests but cmd/rlserver's, two packages at a time.
   pass race gotest -race -count=1 -timeout 30m $("$GO" list ./... | grep -v '/cmd/rlserver$')
-  pass race-cmd gotest -race -count=1 -timeout 40m ./cmd/rlserver
-  # The server's tests of its connection path (the files below: the front
-  # door, raw and hostile protocol, the real clients) again with a goroutine
-  # per connection instead of the event loops; its other tests (commands,
-  # cluster routing, scripts) run the same code either way.
+  # cmd/rlserver's tests that must have the machine to themselves (alone(t):
+  # they measure time, CPU or memory, or that clients see no error while
+  # nodes come and go), one at a time, with nothing else running.
+  alone() { RLSERVER_TEST_SHARE=alone gotest -race -count=1 -timeout 40m ./cmd/rlserver; }
+  pass race-cmd-alone alone
+  # Then two passes side by side, both of behaviour only: cmd/rlserver's
+  # other tests (parallel(t)), two at a time, and the server's tests of its
+  # connection path (the files below: the front door, raw and hostile
+  # protocol, the real clients) again with a goroutine per connection
+  # instead of the event loops (its other tests, commands, cluster routing,
+  # scripts, run the same code either way). cmd/rlserver's processes beside
+  # the other packages' race tests starved package cluster's in-process
+  # clusters into timeouts (a forwarded check's peer unreachable, a lead
+  # lost): that pass runs on its own.
   conn_files="frontdoor raw rawio hostile badinput multibulk resp goredis rediscli redispy serve args"
   conn_tests=$(for f in $conn_files; do grep -ho '^func Test[A-Za-z0-9_]*' "server/${f}_test.go"; done | sed 's/^func //' | paste -sd'|')
+  shared() { RLSERVER_TEST_SHARE=shared gotest -race -count=1 -timeout 40m ./cmd/rlserver; }
   goroutines() { RLSERVER_TEST_IOLOOPS=-1 gotest -race -count=1 -timeout 10m -run "^($conn_tests)\$" ./server; }
-  pass race-goroutines goroutines
+  together race-cmd-shared shared race-goroutines goroutines
 fi
 stop_hogs
 

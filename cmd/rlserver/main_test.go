@@ -106,9 +106,10 @@ func buildBinary(t testing.TB) string {
 // Every test of this package but TestLong… (make test-long runs those, one
 // at a time) says first how it may share the machine: parallel or alone
 // (TestEveryTestSaysHowItShares). go test runs the alone ones one at a
-// time first, then the parallel ones two at a time (make test does so, in
-// a pass of its own). RLSERVER_TEST_SHARE=alone runs only the alone ones,
-// =shared only the parallel ones.
+// time first, then the parallel ones two at a time. RLSERVER_TEST_SHARE=
+// alone runs only the alone ones, =shared only the parallel ones: make
+// test runs the alone ones in a pass of their own, with nothing else on
+// the machine, and the parallel ones beside its other behaviour-only pass.
 const shareEnv = "RLSERVER_TEST_SHARE"
 
 // parallel marks t as a test that may run beside others: it checks
