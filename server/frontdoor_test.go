@@ -857,18 +857,43 @@ func TestRepliesOfABatchAreBounded(t *testing.T) {
 	if held := heapInUse() - before; held > 12<<20 {
 		t.Fatalf("4 clients that do not read their replies make the server hold %d MB", held>>20)
 	}
-	// Every reply arrives, in order, once the client reads.
+	// Every reply arrives, in order, once the client reads: each is the
+	// same bytes as the reply to one COMMAND DOCS on a connection of its
+	// own, read as RESP.
+	want := oneReply(t, addr, "COMMAND DOCS\r\n")
 	rd := bufio.NewReaderSize(conns[0], 1<<20)
 	conns[0].SetReadDeadline(time.Now().Add(60 * time.Second))
+	got := make([]byte, len(want))
 	for i := 0; i < 8000; i++ {
-		line, err := rd.ReadString('\n')
-		if err != nil || !strings.HasPrefix(line, "*") {
-			t.Fatalf("reply %d: %q, %v", i, line, err)
-		}
-		if err := skipArray(rd, line); err != nil {
-			t.Fatalf("reply %d: %v", i, err)
+		if _, err := io.ReadFull(rd, got); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("reply %d: %.80q…, %v; want %.80q…", i, got, err, want)
 		}
 	}
+}
+
+// oneReply sends req on a new connection to addr and returns the bytes of
+// its reply, an array read as RESP.
+func oneReply(t *testing.T, addr, req string) []byte {
+	t.Helper()
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := io.WriteString(nc, req); err != nil {
+		t.Fatal(err)
+	}
+	var raw bytes.Buffer
+	rd := bufio.NewReader(io.TeeReader(nc, &raw))
+	line, err := rd.ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "*") {
+		t.Fatalf("%q: reply %q, %v", req, line, err)
+	}
+	if err := skipArray(rd, line); err != nil {
+		t.Fatalf("%q: %v", req, err)
+	}
+	return raw.Bytes()[:raw.Len()-rd.Buffered()]
 }
 
 // skipArray reads the rest of a RESP array (or map) whose header is head.
