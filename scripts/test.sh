@@ -95,9 +95,9 @@ else
   pass vet "$GO" vet ./...
   # Every package's race tests but cmd/rlserver's, three packages at a
   # time: some of them wait on real processes (redis-server, Caddy, nginx,
-  # Chromium, the reference rate limit service) more than they compute,
-  # and two at a time left the two cores idle a quarter of the pass (on
-  # the 2-core machine: 259 s, where two at a time took 286-302 s).
+  # Chromium, the reference rate limit service) more than they compute:
+  # two at a time, the test binaries used 383 s of CPU in 548 s of their
+  # time on the 2-core machine, and the pass took 286-302 s (259 s so).
   pass race gotest -race -count=1 -timeout 30m -p 3 $("$GO" list ./... | grep -v '/cmd/rlserver$')
   # cmd/rlserver's tests that must have the machine to themselves (alone(t):
   # they measure time, CPU or memory, or that clients see no error while
