@@ -345,7 +345,9 @@ func TestRunsDoNotLeak(t *testing.T) {
 }
 
 func TestLargeBodies(t *testing.T) {
-	const size = 10 << 20
+	// 4 MiB: the refused bodies exceed the token limit (DefaultMemoryLimit
+	// / bytesPerToken, 262,144) five to sixteen times over.
+	const size = 4 << 20
 	e := New(Config{})
 	mem := newMemCaller()
 	for _, c := range []struct {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"runtime"
@@ -854,7 +855,17 @@ func TestRepliesOfABatchAreBounded(t *testing.T) {
 		writeAsync(nc, req)
 	}
 	time.Sleep(2 * time.Second) // the server runs what it can and waits for the clients to read
-	if held := heapInUse() - before; held > 12<<20 {
+	// What the server holds for the clients stays; what an earlier test's
+	// goroutines still allocate while they wind down (once, beside other
+	// work, 12 MB, where this test alone measures 4.4 MB) comes and goes:
+	// the least of five samples.
+	held := int64(math.MaxInt64)
+	for i := 0; i < 5; i++ {
+		held = min(held, heapInUse()-before)
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("the server holds %d KiB for the 4 clients", held>>10)
+	if held > 12<<20 {
 		t.Fatalf("4 clients that do not read their replies make the server hold %d MB", held>>20)
 	}
 	// Every reply arrives, in order, once the client reads: each is the
