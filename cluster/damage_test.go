@@ -327,6 +327,7 @@ func TestDamagedDirectory(t *testing.T) {
 	s := seedDirectory(t)
 	for _, tc := range damageCases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each case its own copy; they wait on Pebble's syncs
 			dir := copyDir(t, s.dir)
 			p := s.pathsOf(t, dir)
 			tc.spoil(p)(t)
