@@ -297,15 +297,21 @@ const kill9Window = 3 * time.Second
 // clients (after some checks, so that its applier has had changes to
 // write and gone quiet since): under idleNodeCPUBound; its applier and
 // disk guard sleep while nothing changes, and raft's lease check runs
-// twice a second. The five processes are measured over the same 10 s,
+// twice a second. The five processes are measured over the same 5 s,
 // each its own CPU (/proc/<pid>/stat): idle, they do not disturb each
-// other's figure, and one window takes the time of one. The figures are
-// logged (the closing note of issue 17 quotes them).
+// other's figure, and one window takes the time of one. A new cluster
+// settles over its first half minute (leads balanced, first snapshots:
+// on the 2-core machine each node used 8-9 % of a core in its first 5 s,
+// 6-7 % 10 to 15 s in, 4-6 % 35 to 40 s in), so the window opens 10 s
+// after it formed. The figures are logged (the closing note of issue 17
+// quotes them).
 func TestIdleCPU(t *testing.T) {
 	alone(t)
 	bin := buildBinary(t)
 	var idle []idleProc
-	for i, p := range clusterProcsN(t, bin, 3, 16) {
+	cluster := clusterProcsN(t, bin, 3, 16)
+	formed := time.Now()
+	for i, p := range cluster {
 		idle = append(idle, idleProc{p, fmt.Sprintf("cluster node n%d", i+1), idleCPUBound})
 	}
 	for _, mode := range []string{"fast", "strong"} {
@@ -315,9 +321,8 @@ func TestIdleCPU(t *testing.T) {
 		}
 		idle = append(idle, idleProc{p, "the single " + mode + " node", idleNodeCPUBound})
 	}
-	// The cluster's balancer and first snapshots settle, and the single
-	// nodes' disk guard pollers go quiet after a second.
-	time.Sleep(2 * time.Second)
+	// The single nodes' disk guard pollers go quiet after a second.
+	time.Sleep(max(time.Until(formed.Add(10*time.Second)), 2*time.Second))
 	assertIdleCPU(t, idle)
 }
 
@@ -329,11 +334,11 @@ type idleProc struct {
 	bound float64
 }
 
-// assertIdleCPU measures each process's CPU (/proc/<pid>/stat) over 10 s
+// assertIdleCPU measures each process's CPU (/proc/<pid>/stat) over 5 s
 // and fails the test for each that used more than its bound of one core.
 func assertIdleCPU(t *testing.T, procs []idleProc) {
 	t.Helper()
-	const window = 10 * time.Second
+	const window = 5 * time.Second
 	before := make([]time.Duration, len(procs))
 	for i, ip := range procs {
 		before[i] = nodes.CPUOf(ip.p.cmd.Process.Pid)
