@@ -90,7 +90,10 @@ if [ "$mode" = "--long" ]; then
   export RLSERVER_TEST_LONG=1
   # Only the packages that hold such tests, so as not to build every other.
   long_pkgs=$(grep -rl --include='*_test.go' '^func TestLong' . | xargs -n1 dirname | sort -u)
-  pass long gotest -race -count=1 -timeout 60m -run '^TestLong' $long_pkgs
+  # One package at a time: cmd/rlserver's long scenarios are alone ones
+  # (restarts that clients must not see, a memory bound), and package
+  # server's long round trips load both cores for a minute and more.
+  pass long gotest -race -count=1 -timeout 60m -p 1 -run '^TestLong' $long_pkgs
 else
   pass vet "$GO" vet ./...
   # Every package's race tests but cmd/rlserver's, three packages at a
