@@ -870,8 +870,12 @@ func TestRepliesOfABatchAreBounded(t *testing.T) {
 	}
 	// Every reply arrives, in order, once the client reads: each is the
 	// same bytes as the reply to one COMMAND DOCS on a connection of its
-	// own, read as RESP.
-	want := oneReply(t, addr, "COMMAND DOCS\r\n")
+	// own, read as RESP (exchange).
+	one := exchange(t, addr, "COMMAND DOCS\r\n")[0]
+	if !strings.HasPrefix(one, "*") {
+		t.Fatalf("COMMAND DOCS answered %.80q", one)
+	}
+	want := []byte(one)
 	rd := bufio.NewReaderSize(conns[0], 1<<20)
 	conns[0].SetReadDeadline(time.Now().Add(60 * time.Second))
 	got := make([]byte, len(want))
@@ -880,60 +884,4 @@ func TestRepliesOfABatchAreBounded(t *testing.T) {
 			t.Fatalf("reply %d: %.80q…, %v; want %.80q…", i, got, err, want)
 		}
 	}
-}
-
-// oneReply sends req on a new connection to addr and returns the bytes of
-// its reply, an array read as RESP.
-func oneReply(t *testing.T, addr, req string) []byte {
-	t.Helper()
-	nc, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	nc.SetDeadline(time.Now().Add(30 * time.Second))
-	if _, err := io.WriteString(nc, req); err != nil {
-		t.Fatal(err)
-	}
-	var raw bytes.Buffer
-	rd := bufio.NewReader(io.TeeReader(nc, &raw))
-	line, err := rd.ReadString('\n')
-	if err != nil || !strings.HasPrefix(line, "*") {
-		t.Fatalf("%q: reply %q, %v", req, line, err)
-	}
-	if err := skipArray(rd, line); err != nil {
-		t.Fatalf("%q: %v", req, err)
-	}
-	return raw.Bytes()[:raw.Len()-rd.Buffered()]
-}
-
-// skipArray reads the rest of a RESP array (or map) whose header is head.
-func skipArray(rd *bufio.Reader, head string) error {
-	n, err := strconv.Atoi(strings.TrimSpace(head[1:]))
-	if err != nil {
-		return err
-	}
-	if head[0] == '%' {
-		n *= 2
-	}
-	for i := 0; i < n; i++ {
-		line, err := rd.ReadString('\n')
-		if err != nil {
-			return err
-		}
-		switch line[0] {
-		case '*', '%', '~':
-			if err := skipArray(rd, line); err != nil {
-				return err
-			}
-		case '$':
-			size, _ := strconv.Atoi(strings.TrimSpace(line[1:]))
-			if size >= 0 {
-				if _, err := rd.Discard(size + 2); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	return nil
 }
