@@ -116,15 +116,19 @@ type pair struct {
 	yamlPath  string
 }
 
-// opts are a pair's extras: environment variables given to both, and
-// flags to rlserver.
+// opts are a pair's extras: environment variables given to both, flags
+// to rlserver, and how long the test's steps need to stay in one minute
+// (0: 5 s; see awayFromBoundary).
 type opts struct {
-	env  []string
-	args []string
+	env   []string
+	args  []string
+	steps time.Duration
 }
 
 // startPair starts redis-server, the reference on it and rlserver, both
-// on the domain's YAML, and waits until both answer for domain.
+// on the domain's YAML, waits until both answer for domain, and then, if
+// needed, for a minute boundary (awayFromBoundary), so that the test's
+// steps stay in one minute.
 func startPair(t *testing.T, domain, yaml string, o opts) *pair {
 	t.Helper()
 	refPath, oursPath := binaries(t)
@@ -172,6 +176,10 @@ func startPair(t *testing.T, domain, yaml string, o opts) *pair {
 	for _, s := range []*side{p.ref, p.ours} {
 		p.waitLoaded(s, domain)
 	}
+	if o.steps == 0 {
+		o.steps = 5 * time.Second
+	}
+	awayFromBoundary(t, o.steps)
 	return p
 }
 
@@ -333,8 +341,8 @@ func abs(d time.Duration) time.Duration {
 
 // awayFromBoundary waits, if needed, so that the next need stays in one
 // minute (and so one hour): both services count fixed windows on the wall
-// clock. Tests call it once their pair has started, so that need covers
-// their steps and not the start.
+// clock. startPair calls it once the pair has started, so that need
+// covers a test's steps and not the start.
 func awayFromBoundary(t *testing.T, need time.Duration) {
 	now := time.Now()
 	into := time.Duration(now.UnixNano() % int64(time.Minute))

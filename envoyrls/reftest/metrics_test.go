@@ -51,8 +51,7 @@ descriptors:
     shadow_mode: true
     rate_limit: {unit: minute, requests_per_unit: 1}
 ` + probe
-	p := startPair(t, "met", yaml, opts{})
-	awayFromBoundary(t, 10*time.Second)
+	p := startPair(t, "met", yaml, opts{steps: 10 * time.Second})
 	var steps []step
 	for i := 0; i < 7; i++ {
 		steps = append(steps, step{"a", req("met", desc("a", "1")), nil})

@@ -58,7 +58,6 @@ descriptors:
     rate_limit: {unit: week, requests_per_unit: 2}
 ` + probe
 	p := startPair(t, "agree", yaml, opts{})
-	awayFromBoundary(t, 5*time.Second)
 	var steps []step
 	for i := 0; i < 4; i++ {
 		steps = append(steps, step{"per value a", req("agree", desc("remote_address", "a")), nil})
@@ -111,7 +110,6 @@ descriptors:
     rate_limit: {unit: minute, requests_per_unit: 2}
 ` + probe
 	p := startPair(t, "over", yaml, opts{})
-	awayFromBoundary(t, 5*time.Second)
 	two := req("over", desc("a", "1"), desc("b", "1"))
 	p.run(
 		step{"two, 1st", two, nil}, step{"two, 2nd", two, nil}, step{"two, 3rd: b over", two, nil},
@@ -140,7 +138,6 @@ descriptors:
     rate_limit: {unit: minute, requests_per_unit: 2}
 ` + probe
 	p := startPair(t, "stop", yaml, opts{env: []string{"STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=true"}})
-	awayFromBoundary(t, 5*time.Second)
 	two := req("stop", desc("a", "1"), desc("b", "1"))
 	p.run(
 		step{"two, 1st", two, nil}, step{"two, 2nd", two, nil}, step{"two, 3rd: b over", two, nil},
@@ -168,7 +165,6 @@ descriptors:
         rate_limit: {unit: minute, requests_per_unit: 10}
 ` + probe
 	p := startPair(t, "twice", yaml, opts{})
-	awayFromBoundary(t, 5*time.Second)
 	r := req("twice", desc("a", "1"), desc("a", "1"))
 	p.run(step{"twice 1", r, nil}, step{"twice 2", r, nil}, step{"twice 3", r, nil},
 		step{"flattened alike", req("twice", desc("u", "bob_a_x"), desc("u", "bob", "a", "x")), nil},
@@ -185,7 +181,6 @@ descriptors:
 ` + probe
 	awayFromHourStart(t)
 	p := startPair(t, "ovr", yaml, opts{})
-	awayFromBoundary(t, 5*time.Second)
 	ov := func(rpu uint32, unit typev3.RateLimitUnit) *rlpb.RateLimitDescriptor {
 		d := desc("a", "1")
 		d.Limit = &rlpb.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: rpu, Unit: unit}
@@ -214,7 +209,6 @@ descriptors:
     rate_limit: {unit: minute, requests_per_unit: 2}
 ` + probe
 	p := startPair(t, "errs", yaml, opts{})
-	awayFromBoundary(t, 5*time.Second)
 	p.run(step{"no entries", req("errs", desc()), nil},
 		step{"no entries beside a", req("errs", desc(), desc("a", "1")), nil},
 		step{"empty domain", req("", desc("a", "1")), nil},
@@ -253,7 +247,6 @@ descriptors:
       requests_per_unit: 9
 ` + probe
 	p := startPair(t, "nums", yaml, opts{})
-	awayFromBoundary(t, 5*time.Second)
 	p.run(step{"octal", req("nums", desc("octal", "x")), nil},
 		step{"hex", req("nums", desc("hex", "x")), nil},
 		step{"underscores", req("nums", desc("under", "x")), nil},
@@ -279,8 +272,7 @@ descriptors:
 ` + probe
 	v2 := strings.Replace(strings.Replace(v1, "unit: minute", "unit: hour", 1), "requests_per_unit: 1000", "requests_per_unit: 999", 1)
 	awayFromHourStart(t)
-	p := startPair(t, "rel", v1, opts{})
-	awayFromBoundary(t, 10*time.Second)
+	p := startPair(t, "rel", v1, opts{steps: 10 * time.Second})
 	a := req("rel", desc("a", "1"))
 	p.run(step{"minute 1", a, nil}, step{"minute 2", a, nil}, step{"minute 3", a, nil}, step{"minute 4", a, nil})
 	p.write(v2)
@@ -298,7 +290,6 @@ descriptors:
     rate_limit: {unit: second, requests_per_unit: 2}
 ` + probe
 	p := startPair(t, "roll", yaml, opts{})
-	awayFromBoundary(t, 5*time.Second)
 	a := req("roll", desc("a", "1"))
 	for round := 0; round < 2; round++ {
 		// Start early in a second, so that the round's requests share it.
