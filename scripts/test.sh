@@ -41,11 +41,16 @@ pass() { # pass NAME COMMAND...: runs COMMAND, its output to the terminal and to
   local name=$1 start=$SECONDS
   shift
   echo "== $name: $*"
-  if "$@" 2>&1 | tee "$out/$name"; then
-    echo "== $name: ok in $((SECONDS - start)) s"
+  "$@" 2>&1 | tee "$out/$name"
+  ended "$name" $? $((SECONDS - start))
+}
+
+ended() { # ended NAME STATUS SECONDS: says how pass NAME ended, and notes a failure
+  if [ "$2" -eq 0 ]; then
+    echo "== $1: ok in $3 s"
   else
-    echo "== $name: FAILED in $((SECONDS - start)) s"
-    failed+=("$name")
+    echo "== $1: FAILED in $3 s"
+    failed+=("$1")
   fi
 }
 
@@ -68,11 +73,10 @@ together() {
     shift 2
   done
   for i in "${!pids[@]}"; do
-    local name=${names[$i]} result=ok
-    wait "${pids[$i]}" || result=FAILED
-    cat "$out/$name"
-    echo "== $name: $result in $(cat "$out/$name.secs") s"
-    [ $result = ok ] || failed+=("$name")
+    wait "${pids[$i]}"
+    local status=$?
+    cat "$out/${names[$i]}"
+    ended "${names[$i]}" $status "$(cat "$out/${names[$i]}.secs")"
   done
 }
 
