@@ -40,6 +40,58 @@ type loadResult struct {
 type loadError struct {
 	at  time.Time
 	err string
+	// trail is what each node the client tried answered, for go-redis's
+	// ClusterClient (see attemptHook): which node a failed check went to,
+	// and when, says why it failed.
+	trail []attempt
+}
+
+// attempt is one node's answer to one try of a command.
+type attempt struct {
+	at, end time.Time
+	addr    string
+	cmd     string // RL.CHECK, or what the client sent for itself (CLUSTER SLOTS, COMMAND)
+	err     string
+}
+
+// trailKey is the context key of a command's *[]attempt.
+type trailKey struct{}
+
+// attemptHook records, in the trail of the command's context, every
+// call of a node's client by the ClusterClient: the node's address,
+// when, and its error (its own retries on one connection pool are inside
+// one attempt).
+type attemptHook struct{ addr string }
+
+func (h attemptHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h attemptHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		start := time.Now()
+		err := next(ctx, cmd)
+		if tr, ok := ctx.Value(trailKey{}).(*[]attempt); ok {
+			a := attempt{at: start, end: time.Now(), addr: h.addr, cmd: cmd.FullName(), err: "ok"}
+			if err != nil {
+				a.err = err.Error()
+			}
+			*tr = append(*tr, a)
+		}
+		return err
+	}
+}
+
+func (h attemptHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// describe prints e and its trail, times relative to since.
+func (e loadError) describe(since time.Time) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s", e.err)
+	for _, a := range e.trail {
+		fmt.Fprintf(&b, "; %v-%v %s to %s: %s", a.at.Sub(since).Round(time.Millisecond), a.end.Sub(since).Round(time.Millisecond), a.cmd, a.addr, a.err)
+	}
+	return b.String()
 }
 
 // loadLimit is the limit of the load's keys: one no test reaches.
@@ -63,6 +115,7 @@ type goLoad struct {
 func startGoLoad(t *testing.T, name string, addrs []string, workers, keys int, pause time.Duration) *goLoad {
 	l := &goLoad{name: name, client: redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs}),
 		stopCh: make(chan struct{}), acked: map[string]int64{}}
+	l.client.OnNewNode(func(rdb *redis.Client) { rdb.AddHook(attemptHook{rdb.Options().Addr}) })
 	t.Cleanup(func() { l.client.Close() })
 	for w := 0; w < workers; w++ {
 		l.wg.Add(1)
@@ -75,11 +128,13 @@ func startGoLoad(t *testing.T, name string, addrs []string, workers, keys int, p
 				default:
 				}
 				key := fmt.Sprintf("%s:%d:%d", name, w, i%(keys/workers))
-				v, err := l.client.Do(context.Background(), "RL.CHECK", key, "fixed", loadLimit, testutil.NoRollover).Slice()
+				var trail []attempt
+				ctx := context.WithValue(context.Background(), trailKey{}, &trail)
+				v, err := l.client.Do(ctx, "RL.CHECK", key, "fixed", loadLimit, testutil.NoRollover).Slice()
 				l.checks.Add(1)
 				l.mu.Lock()
 				if err != nil {
-					l.errs = append(l.errs, loadError{time.Now(), err.Error()})
+					l.errs = append(l.errs, loadError{time.Now(), err.Error(), trail})
 				} else if v[0] == int64(1) {
 					l.acked[key]++
 				}
@@ -169,7 +224,7 @@ func (l *pyLoad) stop() loadResult {
 	r := loadResult{name: l.name, acked: out.Acked, checks: out.Checks}
 	for _, e := range out.Errors {
 		at, _ := e[0].(float64)
-		r.errs = append(r.errs, loadError{time.Unix(0, int64(at*1e9)), fmt.Sprint(e[1])})
+		r.errs = append(r.errs, loadError{at: time.Unix(0, int64(at*1e9)), err: fmt.Sprint(e[1])})
 	}
 	return r
 }

@@ -54,24 +54,36 @@ func testContainerRestarts(t *testing.T, cycles int) {
 	ph := &phases{}
 	kills := 0
 	var kinds []string
+	steps := map[string]string{} // a phase's steps, for its errors' report
+	spans := map[string][2]time.Time{}
+	stoppedNode := map[string]*partNode{}
 	for cycle := 0; cycle < cycles; cycle++ {
 		nd := nodes[cycle%len(nodes)]
 		kind := "stop"
 		if cycle%2 == 0 {
 			kind, kills = "kill", kills+1
 		}
-		ph.begin(fmt.Sprintf("docker %s %s (%d)", kind, nd.name, cycle+1))
+		phase := fmt.Sprintf("docker %s %s (%d)", kind, nd.name, cycle+1)
+		ph.begin(phase)
+		began := time.Now()
 		kinds = append(kinds, kind)
 		mustDocker(t, kind, nd.container)
+		stopped := time.Since(began)
 		code := mustDocker(t, "wait", nd.container)
 		if kind == "stop" && code != "0" {
 			t.Fatalf("%s exited %s after docker stop (SIGTERM), want 0\n%s", nd.name, code, containerLogs(nd))
 		}
+		exited := time.Since(began)
 		mustDocker(t, "start", nd.container)
+		started := time.Since(began)
 		testutil.WaitFor(t, 30*time.Second, nd.name+" serving again after docker "+kind, func() bool {
 			r, err := partReport(nd, "")
 			return err == nil && r.Serving && len(r.Errors) == 0
 		})
+		spans[phase], stoppedNode[phase] = [2]time.Time{began, time.Now()}, nd
+		steps[phase] = fmt.Sprintf("docker %s returned %v into it, wait %v, start %v, serving %v", kind,
+			stopped.Round(time.Millisecond), exited.Round(time.Millisecond), started.Round(time.Millisecond),
+			time.Since(began).Round(time.Millisecond))
 		// A kill's errors (EOF from docker's proxy on the pooled
 		// connections, TRYAGAIN in the election) must end before the next
 		// phase begins, or a stop would be blamed for them.
@@ -97,10 +109,15 @@ func testContainerRestarts(t *testing.T, cycles int) {
 		os.WriteFile(filepath.Join(dump, "errors.txt"), []byte(b.String()), 0o644)
 	}
 	stopErrs := 0
+	logged := map[string]bool{}
 	for _, e := range res.errs {
 		if name, into := ph.into(e.at); strings.HasPrefix(name, "docker stop") {
 			if stopErrs++; stopErrs <= 5 {
-				t.Errorf("an error %v into %s: %s", into.Round(time.Millisecond), name, e.err)
+				t.Errorf("an error %v into %s (%s): %s", into.Round(time.Millisecond), name, steps[name], e.describe(e.at.Add(-into)))
+			}
+			if !logged[name] && stoppedNode[name] != nil {
+				logged[name] = true
+				t.Logf("%s's log during %s:\n%s", stoppedNode[name].name, name, logBetween(containerLogs(stoppedNode[name]), spans[name]))
 			}
 		}
 	}
@@ -108,6 +125,23 @@ func testContainerRestarts(t *testing.T, cycles int) {
 	t.Logf("%d restarts in containers (%d docker kill, %d docker stop): %d checks, %d admissions acknowledged and counted "+
 		"(%d more charged); errors: %d after a kill, %d after a stop", len(kinds), kills, len(kinds)-kills, res.checks, acked,
 		extra, len(res.errs)-stopErrs, stopErrs)
+}
+
+// logBetween returns the lines of a node's log whose time= lies within
+// span (and a second after it), at most 80 of them.
+func logBetween(logs string, span [2]time.Time) string {
+	var out []string
+	for _, line := range strings.Split(logs, "\n") {
+		ts, _, ok := strings.Cut(strings.TrimPrefix(line, "time="), " ")
+		at, err := time.Parse(time.RFC3339Nano, ts)
+		if !ok || err != nil || at.Before(span[0]) || at.After(span[1].Add(time.Second)) {
+			continue
+		}
+		if out = append(out, line); len(out) == 80 {
+			break
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // startComposeNodes starts n containers as docker-compose.yml does: node
