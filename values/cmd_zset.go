@@ -141,8 +141,8 @@ const (
 // existing member's score as the flags allow, and returns what it did and
 // the resulting score; ok is false when INCR made the score NaN.
 func (z *zset) addOne(member []byte, score float64, f zaddFlags) (out int, newScore float64, ok bool) {
-	x := z.lookup(member)
-	if x == nil {
+	cur, in := z.score(member)
+	if !in {
 		if f.xx {
 			return zNop, 0, true
 		}
@@ -152,7 +152,6 @@ func (z *zset) addOne(member []byte, score float64, f zaddFlags) (out int, newSc
 	if f.nx {
 		return zNop, 0, true
 	}
-	cur := x.score
 	if f.incr {
 		if score += cur; math.IsNaN(score) {
 			return zNop, 0, false
@@ -164,7 +163,7 @@ func (z *zset) addOne(member []byte, score float64, f zaddFlags) (out int, newSc
 	if score == cur {
 		return zSame, score, true
 	}
-	z.setScore(x, score)
+	z.update(member, score)
 	return zUpdated, score, true
 }
 
@@ -190,8 +189,7 @@ func cmdZRem(c call) Reply {
 	z := e.Value.zset
 	n := int64(0)
 	for _, m := range c.args[2:] {
-		if x := z.lookup(m); x != nil {
-			z.remove(x)
+		if z.remove(m) {
 			n++
 			if z.len() == 0 {
 				break
@@ -225,8 +223,8 @@ func cmdZScore(c call) Reply {
 	case z == nil:
 		return replyNil
 	}
-	if x := z.lookup(c.args[2]); x != nil {
-		return DoubleReply(c.resp, x.score)
+	if score, ok := z.score(c.args[2]); ok {
+		return DoubleReply(c.resp, score)
 	}
 	return replyNil
 }
@@ -243,8 +241,8 @@ func cmdZMScore(c call) Reply {
 		if z == nil {
 			continue
 		}
-		if x := z.lookup(m); x != nil {
-			out[i] = DoubleReply(c.resp, x.score)
+		if score, ok := z.score(m); ok {
+			out[i] = DoubleReply(c.resp, score)
 		}
 	}
 	return ArrayReply(out...)
@@ -264,11 +262,10 @@ func (c call) zrank(rev bool) Reply {
 	case z == nil:
 		return replyNil
 	}
-	x := z.lookup(c.args[2])
-	if x == nil {
+	r := z.rank(c.args[2])
+	if r == 0 {
 		return replyNil
 	}
-	r := z.sl.rank(x)
 	if rev {
 		return IntReply(int64(z.len() - r))
 	}

@@ -102,11 +102,11 @@ func appendHash(dst []byte, h *hashVal) []byte {
 func appendZSet(dst []byte, z *zset) []byte {
 	dst = append(dst, boolFlag(z.lp))
 	dst = binary.AppendUvarint(dst, uint64(z.len()))
-	for x := z.sl.first(); x != nil; x = x.lv[0].next {
-		dst = binary.AppendUvarint(dst, uint64(len(x.member)))
-		dst = append(dst, x.member...)
-		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(x.score))
-	}
+	z.each(func(member string, score float64) {
+		dst = binary.AppendUvarint(dst, uint64(len(member)))
+		dst = append(dst, member...)
+		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(score))
+	})
 	return dst
 }
 
@@ -225,12 +225,15 @@ func decodeZSet(d *wire.Decoder) (*zset, error) {
 	if err != nil {
 		return nil, err
 	}
-	z.lp = lp
+	if !lp {
+		z.toSkiplist()
+	}
 	n, err := count(d, 9)
 	if err != nil {
 		return nil, err
 	}
-	for range n {
+	var last zent // the member before, which m must follow
+	for i := range n {
 		m := d.Bytes()
 		if len(d.B) < 8 {
 			d.Fail()
@@ -240,16 +243,17 @@ func decodeZSet(d *wire.Decoder) (*zset, error) {
 		}
 		score := math.Float64frombits(binary.LittleEndian.Uint64(d.B))
 		d.B = d.B[8:]
-		last := z.sl.tail
+		_, twice := z.score(m)
 		switch {
-		case math.IsNaN(score) || (last != nil && !zless(last.score, last.member, score, string(m))):
+		case math.IsNaN(score) || (i > 0 && !zless(last.score, last.member, score, string(m))):
 			return nil, fmt.Errorf("%w: zset member %q out of order", ErrCorrupt, m)
-		case z.lookup(m) != nil:
+		case twice:
 			return nil, fmt.Errorf("%w: zset member %q twice", ErrCorrupt, m)
 		case lp && score == 0 && math.Signbit(score):
 			return nil, fmt.Errorf("%w: listpack zset holds -0", ErrCorrupt)
 		}
 		z.add(m, score)
+		last = zent{string(m), score}
 	}
 	if lp != z.lp {
 		return nil, fmt.Errorf("%w: zset marked listpack is too large", ErrCorrupt)

@@ -19,8 +19,10 @@
 // cmd_hash.go, cmd_zset.go with zrange.go, and cmd_keys.go for commands
 // on keys of any type; table.go lists them with the fields COMMAND gives.
 // The values themselves are in str.go, list.go (a ring buffer), hash.go,
-// zset.go and skiplist.go (a skiplist with spans and a member map, for
-// O(log n) inserts, deletes, ranks and ranges by score); codec.go encodes
+// zset.go and skiplist.go (a sorted set Redis would hold as a listpack is
+// a slice in order, with no object per member; a larger one a skiplist
+// with spans and a member map, for O(log n) inserts, deletes, ranks and
+// ranges by score); codec.go encodes
 // them for the journal and snapshots. parse.go and ldouble.go reproduce
 // how Redis reads numbers (its own integer parser, C's strtod and
 // strtold) and computes INCRBYFLOAT in x87 long double; glob.go matches

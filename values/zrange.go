@@ -121,72 +121,114 @@ func (c call) zrangeGeneric(by, dir int) Reply {
 	case z == nil:
 		return replyEmpty
 	}
-	var nodes []*znode
+	var ents []zent
 	switch o.by {
 	case zByRank:
-		nodes = z.byRanks(start, end, o.dir == zReverse)
+		ents = z.byRanks(start, end, o.dir == zReverse)
 	case zByScore:
-		nodes = z.byScores(&sr, o)
+		ents = z.byScores(&sr, o)
 	default:
-		nodes = z.byLex(&lr, o)
+		ents = z.byLex(&lr, o)
 	}
-	return rangeReply(nodes, o.withScores, c.resp)
+	return rangeReply(ents, o.withScores, c.resp)
 }
 
-// byRanks returns the nodes of ranks start to end (0-based, negative from
-// the end, counted from the top when rev).
-func (z *zset) byRanks(start, end int64, rev bool) []*znode {
+// byRanks returns the members of ranks start to end (0-based, negative
+// from the end, counted from the top when rev).
+func (z *zset) byRanks(start, end int64, rev bool) []zent {
 	s, t, ok := rankRange(start, end, z.len())
 	if !ok {
 		return nil
 	}
-	nodes := make([]*znode, 0, t-s+1)
+	if z.lp && !rev {
+		return z.ents[s : t+1]
+	}
+	ents := make([]zent, 0, t-s+1)
 	if rev {
-		for x := z.sl.byRank(z.len() - s); len(nodes) < cap(nodes); x = x.backward {
-			nodes = append(nodes, x)
+		for c := z.cursor(z.len() - s); len(ents) < cap(ents); c.step(true) {
+			ents = append(ents, c.ent())
 		}
-		return nodes
+		return ents
 	}
-	for x := z.sl.byRank(s + 1); len(nodes) < cap(nodes); x = x.lv[0].next {
-		nodes = append(nodes, x)
+	for c := z.cursor(s + 1); len(ents) < cap(ents); c.step(false) {
+		ents = append(ents, c.ent())
 	}
-	return nodes
+	return ents
 }
 
-// walk collects nodes from x on (backward if rev), first skipping offset
-// of them, at most limit (negative for all) and while in says so.
-func walk(x *znode, rev bool, offset, limit int64, in func(*znode) bool) []*znode {
-	step := func(x *znode) *znode {
-		if rev {
-			return x.backward
-		}
-		return x.lv[0].next
+// zcursor is a position in a set, by 1-based rank (0 or len+1 past its
+// ends), with the skiplist form's node of that rank.
+type zcursor struct {
+	z    *zset
+	rank int
+	x    *znode
+}
+
+// cursor returns a cursor at rank.
+func (z *zset) cursor(rank int) zcursor {
+	c := zcursor{z: z, rank: rank}
+	if !z.lp && c.ok() {
+		c.x = z.sl.byRank(rank)
 	}
-	if offset < 0 {
+	return c
+}
+
+func (c *zcursor) ok() bool { return c.rank >= 1 && c.rank <= c.z.len() }
+
+func (c *zcursor) ent() zent {
+	if c.z.lp {
+		return c.z.ents[c.rank-1]
+	}
+	return zent{c.x.member, c.x.score}
+}
+
+// step moves to the next member (the previous one when rev).
+func (c *zcursor) step(rev bool) {
+	if rev {
+		c.rank--
+	} else {
+		c.rank++
+	}
+	if c.x != nil {
+		if rev {
+			c.x = c.x.backward
+		} else {
+			c.x = c.x.lv[0].next
+		}
+	}
+}
+
+// walk collects members from rank on (backward if rev), first skipping
+// offset of them, at most limit (negative for all) and while in says so.
+func (z *zset) walk(rank int, rev bool, offset, limit int64, in func(zent) bool) []zent {
+	if offset < 0 || rank == 0 {
 		return nil // Redis skips "offset" nodes counting down: to the end
 	}
-	for ; x != nil && offset > 0; offset-- {
-		x = step(x)
+	c := z.cursor(rank)
+	for ; c.ok() && offset > 0; offset-- {
+		c.step(rev)
 	}
-	var nodes []*znode
-	for ; x != nil && limit != 0 && in(x); x = step(x) {
-		nodes = append(nodes, x)
+	var ents []zent
+	for ; c.ok() && limit != 0; c.step(rev) {
+		e := c.ent()
+		if !in(e) {
+			break
+		}
+		ents = append(ents, e)
 		limit--
 	}
-	return nodes
+	return ents
 }
 
-// byScores returns the nodes in r, in o's direction, offset and limit.
-func (z *zset) byScores(r *scoreRange, o zrangeOpts) []*znode {
+// byScores returns the members in r, in o's direction, offset and limit.
+func (z *zset) byScores(r *scoreRange, o zrangeOpts) []zent {
 	if o.offset > 0 && o.offset >= int64(z.len()) {
 		return nil
 	}
 	if o.dir == zReverse {
-		x, _ := z.lastIn(r)
-		return walk(x, true, o.offset, o.limit, func(n *znode) bool { return r.aboveMin(n.score) })
+		return z.walk(z.lastIn(r), true, o.offset, o.limit, func(e zent) bool { return r.aboveMin(e.score) })
 	}
-	x, _ := z.firstIn(r)
-	return walk(x, false, o.offset, o.limit, func(n *znode) bool { return r.belowMax(n.score) })
+	return z.walk(z.firstIn(r), false, o.offset, o.limit, func(e zent) bool { return r.belowMax(e.score) })
 }
 
 // lexBound is one end of a lex range: a member, or (inf -1) "-" below
@@ -282,61 +324,68 @@ func (r *lexRange) belowMax(m string) bool {
 // members are scanned in order for the first one past the range's edge,
 // as Redis scans a listpack (its answer for a larger set depends on its
 // skiplist's random shape). Either way the answer is deterministic.
-func (z *zset) byLex(r *lexRange, o zrangeOpts) []*znode {
+func (z *zset) byLex(r *lexRange, o zrangeOpts) []zent {
 	if o.offset > 0 && o.offset >= int64(z.len()) {
 		return nil
 	}
 	cmp := cmpBounds(r.min, r.max)
 	if cmp > 0 || (cmp == 0 && (r.minex || r.maxex)) || z.len() == 0 ||
-		!r.aboveMin(z.sl.tail.member) || !r.belowMax(z.sl.first().member) {
+		!r.aboveMin(z.at(z.len()).member) || !r.belowMax(z.at(1).member) {
 		return nil
 	}
-	above := func(n *znode) bool { return r.aboveMin(n.member) }
-	below := func(n *znode) bool { return r.belowMax(n.member) }
+	above := func(e zent) bool { return r.aboveMin(e.member) }
+	below := func(e zent) bool { return r.belowMax(e.member) }
 	if o.dir == zReverse {
-		x := z.lexEdge(below, true)
-		if x == nil || !above(x) {
+		rank := z.lexEdge(below, true)
+		if rank == 0 || !above(z.at(rank)) {
 			return nil
 		}
-		return walk(x, true, o.offset, o.limit, above)
+		return z.walk(rank, true, o.offset, o.limit, above)
 	}
-	x := z.lexEdge(above, false)
-	if x == nil || !below(x) {
+	rank := z.lexEdge(above, false)
+	if rank == 0 || !below(z.at(rank)) {
 		return nil
 	}
-	return walk(x, false, o.offset, o.limit, below)
+	return z.walk(rank, false, o.offset, o.limit, below)
 }
 
-// lexEdge finds the first member for which ok holds (the last, from the
-// top, when rev).
-func (z *zset) lexEdge(ok func(*znode) bool, rev bool) *znode {
-	oneScore := z.sl.first().score == z.sl.tail.score
-	switch {
-	case oneScore && rev:
-		return z.sl.lastWhile(ok)
-	case oneScore:
-		x, _ := z.sl.firstFrom(func(n *znode) bool { return !ok(n) })
-		return x
-	case rev:
-		for x := z.sl.tail; x != nil; x = x.backward {
-			if ok(x) {
-				return x
+// lexEdge finds the rank of the first member for which ok holds (the last,
+// from the top, when rev), 0 if none.
+func (z *zset) lexEdge(ok func(zent) bool, rev bool) int {
+	n := z.len()
+	if !z.lp && z.sl.first().score == z.sl.tail.score { // one score: lex order, found in O(log n)
+		node := func(x *znode) zent { return zent{x.member, x.score} }
+		if rev {
+			if x := z.sl.lastWhile(func(x *znode) bool { return ok(node(x)) }); x != nil {
+				return z.sl.rank(x)
+			}
+			return 0
+		}
+		if x, rank := z.sl.firstFrom(func(x *znode) bool { return !ok(node(x)) }); x != nil {
+			return rank
+		}
+		return 0
+	}
+	if rev {
+		for c := z.cursor(n); c.ok(); c.step(true) {
+			if ok(c.ent()) {
+				return c.rank
 			}
 		}
-		return nil
+		return 0
 	}
-	for x := z.sl.first(); x != nil; x = x.lv[0].next {
-		if ok(x) {
-			return x
+	for c := z.cursor(1); c.ok(); c.step(false) {
+		if ok(c.ent()) {
+			return c.rank
 		}
 	}
-	return nil
+	return 0
 }
 
 // rangeReply lists nodes' members, each followed by its score with
 // withScores: flat in RESP2, as [member, score] pairs in RESP3. The
 // members' bytes are copied into one buffer.
-func rangeReply(nodes []*znode, withScores bool, resp int) Reply {
+func rangeReply(nodes []zent, withScores bool, resp int) Reply {
 	if len(nodes) == 0 {
 		return replyEmpty
 	}
@@ -345,7 +394,7 @@ func rangeReply(nodes []*znode, withScores bool, resp int) Reply {
 		size += len(x.member)
 	}
 	buf := make([]byte, 0, size)
-	member := func(x *znode) Reply {
+	member := func(x zent) Reply {
 		start := len(buf)
 		buf = append(buf, x.member...)
 		return BulkReply(buf[start:len(buf):len(buf)])

@@ -27,18 +27,42 @@ func (m zmodel) sort() {
 // TestZSetAgainstModel runs random inserts, score changes, deletes and
 // range deletions on a zset and on a sorted slice, and compares ranks,
 // ranges and counts after each, and the skiplist's invariants.
+// Both of its forms are compared: the listpack while the set has at most
+// 128 members (rounds 0, 3, ...), the skiplist from the start (rounds 1,
+// 4, ...), and a listpack of 128 members that the next add turns into a
+// skiplist (rounds 2, 5, ...).
 func TestZSetAgainstModel(t *testing.T) {
 	rnd := testseed.Rand(t)
-	for round := range 10 {
+	steps := map[bool]int{} // by form: lp or not
+	for round := range 12 {
 		z := newZSetVal()
 		var m zmodel
+		switch round % 3 {
+		case 1:
+			z.toSkiplist()
+		case 2:
+			for i := range zsetListpackEntries {
+				member := "m" + strconv.Itoa(2*i)
+				z.add([]byte(member), float64(rnd.IntN(40)))
+				score, _ := z.score([]byte(member))
+				m = append(m, znode{member: member, score: score})
+			}
+			m.sort()
+			if !z.lp {
+				t.Fatalf("a set of %d members left the listpack", z.len())
+			}
+		}
 		for step := range 400 {
 			zsetStep(t, rnd, z, &m)
 			if err := z.verify(); err != nil {
 				t.Fatalf("round %d step %d: %v", round, step, err)
 			}
 			compareZSet(t, rnd, z, m)
+			steps[z.lp]++
 		}
+	}
+	if steps[true] < 500 || steps[false] < 500 {
+		t.Fatalf("steps compared by form (listpack: true): %v, want both forms well covered", steps)
 	}
 }
 
@@ -51,10 +75,12 @@ func zsetStep(t *testing.T, rnd *rand.Rand, z *zset, m *zmodel) {
 		z.add([]byte(member), score)
 		*m = append(*m, znode{member: member, score: score})
 	case op < 5:
-		z.setScore(z.lookup([]byte(member)), score)
+		z.update([]byte(member), score)
 		(*m)[i].score = score
 	case op < 8 && i >= 0:
-		z.remove(z.lookup([]byte(member)))
+		if !z.remove([]byte(member)) {
+			t.Fatalf("remove %q: not found", member)
+		}
 		*m = slices.Delete(*m, i, i+1)
 	case op == 8:
 		r := scoreRange{min: score, max: score + float64(rnd.IntN(4)), minex: rnd.IntN(2) == 0}
@@ -82,9 +108,9 @@ func compareZSet(t *testing.T, rnd *rand.Rand, z *zset, m zmodel) {
 		t.Fatalf("len %d, model %d", z.len(), len(m))
 	}
 	for r, n := range m {
-		x := z.lookup([]byte(n.member))
-		if x == nil || x.score != n.score || z.sl.rank(x) != r+1 || z.sl.byRank(r+1) != x {
-			t.Fatalf("member %q of rank %d: node %+v", n.member, r+1, x)
+		score, ok := z.score([]byte(n.member))
+		if !ok || score != n.score || z.rank([]byte(n.member)) != r+1 || z.at(r+1) != (zent{n.member, n.score}) {
+			t.Fatalf("member %q of rank %d: score %v (%v), rank %d, at %+v", n.member, r+1, score, ok, z.rank([]byte(n.member)), z.at(r+1))
 		}
 	}
 	r := scoreRange{min: float64(rnd.IntN(40)), max: float64(rnd.IntN(40)), minex: rnd.IntN(2) == 0, maxex: rnd.IntN(2) == 0}
@@ -97,9 +123,8 @@ func compareZSet(t *testing.T, rnd *rand.Rand, z *zset, m zmodel) {
 	if got := z.count(&r); got != len(in) {
 		t.Fatalf("count %+v = %d, want %d", r, got, len(in))
 	}
-	first, _ := z.firstIn(&r)
-	last, _ := z.lastIn(&r)
-	if len(in) == 0 && (first != nil || last != nil) || len(in) > 0 && (first == nil || last == nil || first.member != in[0] || last.member != in[len(in)-1]) {
-		t.Fatalf("range %+v: first %v last %v, want %v", r, first, last, in)
+	first, last := z.firstIn(&r), z.lastIn(&r)
+	if len(in) == 0 && (first != 0 || last != 0) || len(in) > 0 && (first == 0 || last == 0 || z.at(first).member != in[0] || z.at(last).member != in[len(in)-1]) {
+		t.Fatalf("range %+v: first %d last %d, want %v", r, first, last, in)
 	}
 }
