@@ -38,8 +38,12 @@ type loadResult struct {
 
 // loadError is an error that reached the application.
 type loadError struct {
-	at  time.Time
-	err string
+	at time.Time // when the error reached the application
+	// start is when the application sent the check (go-redis only; zero
+	// for redis-py): a check can retry for seconds, from one phase of a
+	// test into the next.
+	start time.Time
+	err   string
 	// trail is what each node the client tried answered, for go-redis's
 	// ClusterClient (see attemptHook): which node a failed check went to,
 	// and when, says why it failed.
@@ -108,13 +112,16 @@ type goLoad struct {
 	acked  map[string]int64
 	errs   []loadError
 	checks atomic.Int64
+	// began holds, for each worker, when its check under way was sent (ns
+	// since the Unix epoch; 0 between checks): see quiet.
+	began []atomic.Int64
 }
 
 // startGoLoad starts workers goroutines, each checking its share of keys
 // keys (prefix:w:k), pausing pause between two checks.
 func startGoLoad(t *testing.T, name string, addrs []string, workers, keys int, pause time.Duration) *goLoad {
 	l := &goLoad{name: name, client: redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs}),
-		stopCh: make(chan struct{}), acked: map[string]int64{}}
+		stopCh: make(chan struct{}), acked: map[string]int64{}, began: make([]atomic.Int64, workers)}
 	l.client.OnNewNode(func(rdb *redis.Client) { rdb.AddHook(attemptHook{rdb.Options().Addr}) })
 	t.Cleanup(func() { l.client.Close() })
 	for w := 0; w < workers; w++ {
@@ -130,11 +137,14 @@ func startGoLoad(t *testing.T, name string, addrs []string, workers, keys int, p
 				key := fmt.Sprintf("%s:%d:%d", name, w, i%(keys/workers))
 				var trail []attempt
 				ctx := context.WithValue(context.Background(), trailKey{}, &trail)
+				start := time.Now()
+				l.began[w].Store(start.UnixNano())
 				v, err := l.client.Do(ctx, "RL.CHECK", key, "fixed", loadLimit, testutil.NoRollover).Slice()
+				l.began[w].Store(0)
 				l.checks.Add(1)
 				l.mu.Lock()
 				if err != nil {
-					l.errs = append(l.errs, loadError{time.Now(), err.Error(), trail})
+					l.errs = append(l.errs, loadError{at: time.Now(), start: start, err: err.Error(), trail: trail})
 				} else if v[0] == int64(1) {
 					l.acked[key]++
 				}
@@ -153,13 +163,14 @@ func (l *goLoad) errCount() int {
 	return len(l.errs)
 }
 
-// quiet waits until no error has come for d (at most max), so that the
-// errors of one phase are not counted in the next; it reports whether the
-// load went quiet before max.
+// quiet waits until no error has come for d and no check sent more than d
+// ago is still under way (at most max), so that the errors of one phase
+// are not counted in the next; it reports whether the load went quiet
+// before max.
 func (l *goLoad) quiet(d, max time.Duration) bool {
 	deadline := time.Now().Add(max)
 	n, since := l.errCount(), time.Now()
-	for time.Since(since) < d {
+	for time.Since(since) < d || l.oldestUnderWay() > d {
 		if !time.Now().Before(deadline) {
 			return false
 		}
@@ -169,6 +180,27 @@ func (l *goLoad) quiet(d, max time.Duration) bool {
 		}
 	}
 	return true
+}
+
+// oldestUnderWay returns how long ago the oldest check under way was
+// sent, 0 if none is.
+func (l *goLoad) oldestUnderWay() time.Duration {
+	var oldest time.Duration
+	for i := range l.began {
+		if ns := l.began[i].Load(); ns != 0 {
+			oldest = max(oldest, time.Since(time.Unix(0, ns)))
+		}
+	}
+	return oldest
+}
+
+// sent returns when e's check was sent, or, when that is not known, when
+// its error came.
+func (e loadError) sent() time.Time {
+	if e.start.IsZero() {
+		return e.at
+	}
+	return e.start
 }
 
 func (l *goLoad) stop() loadResult {
