@@ -8,6 +8,7 @@ import (
 
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/internal/clock"
+	"github.com/rlserver/rlserver/internal/testutil"
 )
 
 // shiftedClocks gives the nodes of startClusterWith decision clocks
@@ -120,7 +121,7 @@ func TestClockAheadDoesNotFreezeOthers(t *testing.T) {
 	defer cancel()
 	tc.nodes[0].StepDown(ctx)
 	var to int
-	waitUntil(t, 10*time.Second, "another node leads "+key, func() bool {
+	testutil.WaitFor(t, 10*time.Second, "another node leads "+key, func() bool {
 		to = tc.leaderOf(key, clocks)
 		return to > 0
 	})

@@ -17,6 +17,7 @@ import (
 	"github.com/rlserver/rlserver/cluster/transport"
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/internal/testseed"
+	"github.com/rlserver/rlserver/internal/testutil"
 	"github.com/rlserver/rlserver/rules"
 	"github.com/rlserver/rlserver/shards"
 	"github.com/rlserver/rlserver/slots"
@@ -171,7 +172,7 @@ func (tc *testCluster) kill(i int) {
 // and every group is served by one live node.
 func (tc *testCluster) waitServed(d time.Duration) {
 	tc.t.Helper()
-	waitUntil(tc.t, d, "every slot served", func() bool {
+	testutil.WaitFor(tc.t, d, "every slot served", func() bool {
 		for _, c := range tc.nodes {
 			if c != nil && !c.View().OK {
 				return false
@@ -186,7 +187,7 @@ func (tc *testCluster) waitServed(d time.Duration) {
 func (tc *testCluster) waitBalanced(d time.Duration) {
 	tc.t.Helper()
 	tc.waitServed(d)
-	waitUntil(tc.t, d, "leaders balanced", func() bool { return tc.servedOnce(true) })
+	testutil.WaitFor(tc.t, d, "leaders balanced", func() bool { return tc.servedOnce(true) })
 }
 
 // servedOnce reports whether every group is served by exactly one live
@@ -210,17 +211,6 @@ func (tc *testCluster) servedOnce(preferred bool) bool {
 		}
 	}
 	return true
-}
-
-func waitUntil(t *testing.T, d time.Duration, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // byRESP returns the live node whose client address is addr.
@@ -380,7 +370,7 @@ func load(t *testing.T, tc *testCluster, clients, n int) {
 func assertConverged(t *testing.T, tc *testCluster) {
 	t.Helper()
 	at := time.Now().UnixNano() // one time for every replica's digest
-	waitUntil(t, 10*time.Second, "replicas to apply the same entries", func() bool {
+	testutil.WaitFor(t, 10*time.Second, "replicas to apply the same entries", func() bool {
 		applied := map[int]uint64{}
 		for _, c := range tc.nodes {
 			if c == nil {
@@ -521,7 +511,7 @@ func TestCheckRulesAcrossGroups(t *testing.T) {
 			if c0.groupOf(slots.Of([]byte("per-user:"+user))) == c0.groupOf(slots.Of([]byte("per-ip:"+ip))) {
 				t.Fatal("the two counters share a group: pick other values")
 			}
-			waitUntil(t, 5*time.Second, "the rules on every node", func() bool {
+			testutil.WaitFor(t, 5*time.Second, "the rules on every node", func() bool {
 				for _, c := range tc.nodes {
 					if c.RuleCount() != 2 {
 						return false
@@ -595,13 +585,13 @@ func TestJoinAndLeaveUnderLoad(t *testing.T) {
 	l := startStrongLoad(tc, "jl")
 	// A fourth node joins through node 1.
 	tc.add(t, func(ctx context.Context, me NodeInfo) (int, error) { return tc.nodes[0].Join(ctx, me) })
-	waitUntil(t, 30*time.Second, "the new node to lead groups", func() bool { return leads(tc.nodes[3]) > 0 })
+	testutil.WaitFor(t, 30*time.Second, "the new node to lead groups", func() bool { return leads(tc.nodes[3]) > 0 })
 	t.Logf("%s: n4 leads groups; n2 leaves", time.Now().Format("15:04:05.000"))
 	// Node 2 leaves.
 	if err := tc.nodes[1].Leave(context.Background(), "n2"); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 30*time.Second, "n2 to hold no group and be forgotten", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "n2 to hold no group and be forgotten", func() bool {
 		_, known := tc.nodes[0].meta.current().Nodes["n2"]
 		return len(tc.nodes[1].hostedGroups()) == 0 && !known
 	})
@@ -789,7 +779,7 @@ func TestRaftListenerRefusesStrangers(t *testing.T) {
 	if rep, err := m.Call(ctx, addr, callMetaApply, body); err != nil || !strings.Contains(string(rep), `"err":""`) {
 		t.Fatalf("a caller with the secret: %s, %v", rep, err)
 	}
-	waitUntil(t, 5*time.Second, "the rule sent with the secret on every node", func() bool {
+	testutil.WaitFor(t, 5*time.Second, "the rule sent with the secret on every node", func() bool {
 		for _, c := range tc.nodes {
 			found := false
 			for _, r := range c.Rules() {

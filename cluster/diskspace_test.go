@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/testutil"
 	"github.com/rlserver/rlserver/raftlog"
 	"github.com/rlserver/rlserver/shards"
 	"github.com/rlserver/rlserver/slots"
@@ -125,7 +126,7 @@ func TestClusterNodeOnAFullDiskHandsItsLeadsOver(t *testing.T) {
 		t.Fatal("n1 leads no group before its disk fills")
 	}
 	avail.Store(10 << 20) // n1's disk fills
-	waitUntil(t, 10*time.Second, "n1 leads no group and every group is served", func() bool {
+	testutil.WaitFor(t, 10*time.Second, "n1 leads no group and every group is served", func() bool {
 		return leads(n1) == 0 && tc.servedOnce(false)
 	})
 	p := engine.Params{Limit: 100, Window: noRollover}

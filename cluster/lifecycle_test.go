@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/cluster/transport"
+	"github.com/rlserver/rlserver/internal/testutil"
 	"github.com/rlserver/rlserver/shards"
 )
 
@@ -108,7 +109,7 @@ func TestStepDownWaitsForANodeThatCanTakeTheLead(t *testing.T) {
 	for _, c := range tc.nodes[1:] {
 		c.accepting.Store(false)
 	}
-	waitUntil(t, 10*time.Second, "n1 to hear that no other node takes clients", func() bool {
+	testutil.WaitFor(t, 10*time.Second, "n1 to hear that no other node takes clients", func() bool {
 		for _, id := range []string{"n2", "n3"} {
 			if p := n1.peer(id); p == nil || p.status.Accepting {
 				return false

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlserver/rlserver/internal/testutil"
 	"github.com/rlserver/rlserver/rules"
 	"github.com/rlserver/rlserver/shards"
 )
@@ -83,7 +84,7 @@ func TestMetaCommandCommittedIsSuccess(t *testing.T) {
 		t.Fatalf("the meta leader answered %d times: the test did not stall it", stalls.Load())
 	}
 	for i, c := range tc.nodes {
-		waitUntil(t, 5*time.Second, "the rule on every node", func() bool { _, ok := c.Rule("stall"); return ok })
+		testutil.WaitFor(t, 5*time.Second, "the rule on every node", func() bool { _, ok := c.Rule("stall"); return ok })
 		if n := c.RuleCount(); n != 1 {
 			t.Fatalf("node %d holds %d rules", i, n)
 		}
@@ -139,7 +140,7 @@ func (readCloser) Close() error { return nil }
 func (tc *testCluster) metaLeader() int {
 	tc.t.Helper()
 	var at int
-	waitUntil(tc.t, 10*time.Second, "a meta leader", func() bool {
+	testutil.WaitFor(tc.t, 10*time.Second, "a meta leader", func() bool {
 		for i, c := range tc.nodes {
 			if c != nil && c.metaR.State().String() == "Leader" {
 				at = i

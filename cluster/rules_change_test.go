@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlserver/rlserver/internal/testutil"
 	"github.com/rlserver/rlserver/rules"
 )
 
@@ -26,7 +27,7 @@ func TestChangeRulesIsOneMetaEntry(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range tc.nodes {
-		waitUntil(t, 5*time.Second, "the first change everywhere", func() bool { return c.RuleCount() == 2 })
+		testutil.WaitFor(t, 5*time.Second, "the first change everywhere", func() bool { return c.RuleCount() == 2 })
 	}
 	set := make([]rules.Rule, n)
 	for i := range set {
@@ -54,7 +55,7 @@ func TestChangeRulesIsOneMetaEntry(t *testing.T) {
 	}
 	res, err := tc.nodes[asker].ChangeRules(rules.Change{Set: set, Delete: []string{"gone"}})
 	for _, c := range tc.nodes {
-		waitUntil(t, 10*time.Second, "the change everywhere", func() bool { return c.RuleCount() == n+1 })
+		testutil.WaitFor(t, 10*time.Second, "the change everywhere", func() bool { return c.RuleCount() == n+1 })
 	}
 	stop.Store(true)
 	for range tc.nodes {
