@@ -18,6 +18,7 @@ import (
 
 	"github.com/rlserver/rlserver/envoyrls"
 	"github.com/rlserver/rlserver/internal/h2flood"
+	"github.com/rlserver/rlserver/internal/testutil"
 )
 
 // refused reads rlserver_grpc_calls_refused_total{reason}.
@@ -42,16 +43,6 @@ func refused(t *testing.T, r *rls, reason string) float64 {
 	return 0
 }
 
-// poll waits up to 10 s for ok.
-func poll(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
-}
-
 // withToken adds the bearer token to ctx.
 func withToken(ctx context.Context, token string) context.Context {
 	return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+token)
@@ -66,7 +57,7 @@ func TestTokenOnHeaders(t *testing.T) {
 	r := startRLS(t, semantics, envoyrls.ServerOptions{Tokens: []string{"tok"}})
 	for _, token := range []string{"", "wrong"} {
 		f := h2flood.Stall(r.addr, h2flood.ShouldRateLimit, token, 2, 20)
-		poll(t, "the server to end 40 calls with token "+token, func() bool { return f.Ended.Load() == 40 })
+		testutil.WaitFor(t, 10*time.Second, "the server to end 40 calls with token "+token, func() bool { return f.Ended.Load() == 40 })
 		f.Close()
 	}
 	if n := refused(t, r, "unauthenticated"); n != 80 {
@@ -128,7 +119,7 @@ func TestStalledCallsEnd(t *testing.T) {
 	start := time.Now()
 	f := h2flood.Stall(r.addr, h2flood.ShouldRateLimit, "tok", 2, 10)
 	defer f.Close()
-	poll(t, "the server to end 20 stalled calls", func() bool { return f.Ended.Load() == 20 })
+	testutil.WaitFor(t, 10*time.Second, "the server to end 20 stalled calls", func() bool { return f.Ended.Load() == 20 })
 	if took := time.Since(start); took < 200*time.Millisecond {
 		t.Errorf("stalled calls ended after %v, before the message timeout", took)
 	}
@@ -153,10 +144,10 @@ func TestStalledCallsGiveWay(t *testing.T) {
 	base := runtime.NumGoroutine()
 	f := h2flood.Stall(r.addr, h2flood.ShouldRateLimit, "tok", 3, 32)
 	defer f.Close()
-	poll(t, "92 of 96 stalled calls evicted", func() bool { return f.Ended.Load() == 92 })
+	testutil.WaitFor(t, 10*time.Second, "92 of 96 stalled calls evicted", func() bool { return f.Ended.Load() == 92 })
 	anon := h2flood.Stall(r.addr, healthpb.Health_Check_FullMethodName, "", 1, 10)
 	defer anon.Close()
-	poll(t, "9 of 10 stalled health checks evicted", func() bool { return anon.Ended.Load() == 9 })
+	testutil.WaitFor(t, 10*time.Second, "9 of 10 stalled health checks evicted", func() bool { return anon.Ended.Load() == 9 })
 	if n := f.Ended.Load(); n != 92 {
 		t.Fatalf("health checks without the token evicted %d calls with it", n-92)
 	}
@@ -164,7 +155,7 @@ func TestStalledCallsGiveWay(t *testing.T) {
 	// (three per connection, one per call it holds), once the evicted
 	// calls' goroutines are gone (before: one per stalled call).
 	limit := base + 4*4 + 4 + 1 + 4
-	poll(t, fmt.Sprintf("at most %d goroutines beside 106 stalled calls", limit), func() bool { return runtime.NumGoroutine() <= limit })
+	testutil.WaitFor(t, 10*time.Second, fmt.Sprintf("at most %d goroutines beside 106 stalled calls", limit), func() bool { return runtime.NumGoroutine() <= limit })
 	ctx, cancel := context.WithTimeout(withToken(context.Background(), "tok"), 10*time.Second)
 	defer cancel()
 	for i := 0; i < 10; i++ {
