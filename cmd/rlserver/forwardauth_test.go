@@ -184,9 +184,15 @@ func TestForwardAuthOnEveryClusterNode(t *testing.T) {
 	waitBalanced(t, procs, 30*time.Second)
 	postRule(t, procs[0], `{"id":"per-user","target":"/users/*","tier":"*","key_type":"user","algo":"fixed","limit":7,"window":"`+testutil.NoRollover+`"}`)
 	postRule(t, procs[0], `{"id":"per-ip","target":"*","tier":"*","key_type":"ip","algo":"fixed","limit":10,"window":"`+testutil.NoRollover+`"}`)
+	// Each probe comes from an address of its own (TEST-NET-1, apart from
+	// the callers below): once the per-ip rule has reached a node, a probe
+	// is charged to it, and ten probes from one address, spent while the
+	// rules reach the other nodes, would have that address denied for good.
+	probes := 0
 	testutil.WaitFor(t, 10*time.Second, "every node knows the rules", func() bool {
 		for _, p := range procs {
-			if status, _ := forwardAuth(t, p.http, "/nothing", "198.51.100.99", ""); status != 200 {
+			probes++
+			if status, _ := forwardAuth(t, p.http, "/nothing", fmt.Sprintf("192.0.2.%d", probes%254+1), ""); status != 200 {
 				return false
 			}
 			for _, id := range []string{"per-user", "per-ip"} {
