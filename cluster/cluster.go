@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rlserver/rlserver/cluster/datadir"
 	"github.com/rlserver/rlserver/cluster/pulse"
 	"github.com/rlserver/rlserver/cluster/transport"
 	"github.com/rlserver/rlserver/shards"
@@ -184,7 +185,7 @@ func OpenCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	c := &Cluster{cfg: cfg, id: clusterID(cfg.NodeID), log: cfg.Logger, clock: cfg.Clock, shutdownCh: make(chan struct{}),
 		reqPrefix: randomHex(8), blockProposals: make(chan struct{}, maxBlockProposals)}
 	layout, err := c.layout()
-	if err == nil && layout.Version == layoutVersion && !layout.Bootstrapped && layout.Groups > 0 {
+	if err == nil && layout.Version == datadir.LayoutVersion && !layout.Bootstrapped && layout.Groups > 0 {
 		err = cfg.Storage.SaveLayout(*layout) // before anything is bootstrapped: see Layout
 	}
 	if err != nil {
@@ -293,10 +294,10 @@ func (c *Cluster) layout() (*Layout, error) {
 		return l, nil
 	}
 	if st.HasState() {
-		return nil, fmt.Errorf("%w: %s holds a standalone node's state; start it without --peers", ErrMode, st.dir)
+		return nil, fmt.Errorf("%w: %s holds a standalone node's state; start it without --peers", ErrMode, st.Dir())
 	}
 	if len(c.cfg.Peers) == 0 && c.cfg.Join != nil {
-		return &Layout{Version: layoutVersion}, nil // Groups learned from the cluster (join)
+		return &Layout{Version: datadir.LayoutVersion}, nil // Groups learned from the cluster (join)
 	}
 	if len(c.cfg.Peers) == 0 {
 		return nil, ErrNoPeers
@@ -310,7 +311,7 @@ func (c *Cluster) layout() (*Layout, error) {
 	if !self {
 		return nil, fmt.Errorf("%w: %q", ErrNotAPeer, c.cfg.NodeID)
 	}
-	l = &Layout{Version: layoutVersion, Groups: c.cfg.Groups, Peers: c.cfg.Peers}
+	l = &Layout{Version: datadir.LayoutVersion, Groups: c.cfg.Groups, Peers: c.cfg.Peers}
 	for g, voters := range placement(ids, c.cfg.Groups) {
 		for _, v := range voters {
 			if v == c.cfg.NodeID {
@@ -348,7 +349,7 @@ func (c *Cluster) join(ctx context.Context) (int, error) {
 // cluster: then the meta leader adds it).
 func (c *Cluster) startGroups(l *Layout) error {
 	st := c.cfg.Storage
-	fresh := !l.bootstrapped()
+	fresh := l.NeedsBootstrap()
 	metaConf := raft.Configuration{}
 	ids := make([]string, 0, len(l.Peers))
 	for _, p := range l.Peers {

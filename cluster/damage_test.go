@@ -18,7 +18,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/record"
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/hashicorp/raft"
+	"github.com/rlserver/rlserver/cluster/datadir"
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/internal/logbuf"
 	"github.com/rlserver/rlserver/internal/testseed"
@@ -34,6 +34,13 @@ import (
 // node would: without AcceptDataLoss the start is refused with ErrDamaged
 // and a text that names the file; with it, the start goes on and logs the
 // loss at ERROR, or (for what cannot be repaired) is refused still.
+
+// The files of the data directory that the cases damage.
+const (
+	dbDir    = datadir.DBDir
+	markFile = datadir.MarkFile
+	idFile   = datadir.IDFile
+)
 
 // damageParams: a large limit, so that every check is admitted and the
 // count a key holds is the checks it had; the window does not end during
@@ -589,154 +596,5 @@ func TestAcceptBridgesAHole(t *testing.T) {
 		t.Fatalf("the next start: %v", err)
 	} else {
 		st.Close()
-	}
-}
-
-// TestDamagedClusterDirectory: a cluster node's directory is checked group
-// by group, the meta group (0) and each data group; with AcceptDataLoss a
-// data group's log is cut back to what raft can start on, a data group
-// left with nothing is dropped (its leader sends it the state again), and
-// a meta group left with nothing cannot be repaired.
-func TestDamagedClusterDirectory(t *testing.T) {
-	seed := t.TempDir()
-	st, err := OpenStorage(seed, StorageOptions{NodeID: "n1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.SaveLayout(Layout{Version: 1, Groups: 2, Hosted: []uint32{1, 2}}); err != nil {
-		t.Fatal(err)
-	}
-	for g := uint32(0); g <= 2; g++ {
-		logs, _, err := st.GroupStorage(g, 1, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ls []*raft.Log
-		for i := uint64(1); i <= 20; i++ {
-			ls = append(ls, &raft.Log{Index: i, Term: 1, Type: raft.LogCommand, Data: fmt.Appendf(nil, "g%d-%d", g, i)})
-		}
-		if err := logs.StoreLogs(ls); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := errors.Join(st.MarkInitialised(), st.Close()); err != nil {
-		t.Fatal(err)
-	}
-	deleteLog := func(dir string, g uint32, from, to uint64) {
-		t.Helper()
-		db, err := raftlog.OpenDB(filepath.Join(dir, dbDir), raftlog.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		if err := db.DeleteRange(raftlog.LogKey(g, from), raftlog.LogKey(g, to+1), pebble.Sync); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, tc := range []struct {
-		name     string
-		group    uint32
-		from, to uint64
-		refusal  string
-		accepted bool
-		last     uint64 // the group's last index after the accepted start
-	}{
-		{"a hole in a data group", 2, 5, 9, "group 2: log entries 5-9 are missing", true, 4},
-		{"a data group's whole log", 1, 1, 20, "group 1: log entries 1-20 are missing", true, 0},
-		{"the meta group's whole log", 0, 1, 20, "group 0: log entries 1-20 are missing", false, 0},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			dir := copyDir(t, seed)
-			deleteLog(dir, tc.group, tc.from, tc.to)
-			if _, err := OpenStorage(dir, StorageOptions{}); !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), tc.refusal) {
-				t.Fatalf("OpenStorage: %v, want ErrDamaged with %q", err, tc.refusal)
-			}
-			var logs logbuf.Buffer
-			st, err := OpenStorage(dir, StorageOptions{AcceptDataLoss: true, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-			if !tc.accepted {
-				if !errors.Is(err, ErrUnrepairable) {
-					t.Fatalf("with AcceptDataLoss: %v, want ErrUnrepairable", err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("with AcceptDataLoss: %v", err)
-			}
-			defer st.Close()
-			l, _, err := st.GroupStorage(tc.group, 1, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if last, _ := l.LastIndex(); last != tc.last {
-				t.Errorf("group %d's last index %d, want %d", tc.group, last, tc.last)
-			}
-			if len(logs.Lines("level=ERROR")) == 0 {
-				t.Errorf("nothing logged at ERROR")
-			}
-			for _, g := range []uint32{0, 1, 2} {
-				if g == tc.group {
-					continue
-				}
-				if l, _, _ := st.GroupStorage(g, 1, nil); l != nil {
-					if last, _ := l.LastIndex(); last != 20 {
-						t.Errorf("group %d, undamaged, lost entries: last %d", g, last)
-					}
-				}
-			}
-		})
-	}
-}
-
-// TestMarkFollowsASuffixDeletion: raft deletes the end of a follower's log
-// when it conflicts with its leader's; the mark's last index for the
-// group goes down before the entries go, so a crash right after the
-// deletion is not taken for a loss; DropGroup takes the group off the
-// mark. (The directory is never initialised, as on a first start that
-// stops before its group is bootstrapped: that is not damage either.)
-func TestMarkFollowsASuffixDeletion(t *testing.T) {
-	fs := vfs.NewCrashableMem()
-	st, err := OpenStorage("/data", StorageOptions{FS: fs, MarkInterval: time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	logs, _, err := st.GroupStorage(3, 1, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ls []*raft.Log
-	for i := uint64(1); i <= 20; i++ {
-		ls = append(ls, &raft.Log{Index: i, Term: 1, Type: raft.LogCommand, Data: []byte("x")})
-	}
-	if err := logs.StoreLogs(ls); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if m, _ := readMark(fs, "/data"); m != nil && m.groups[3] == 20 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the mark never recorded index 20")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	if err := logs.DeleteRange(15, 20); err != nil {
-		t.Fatal(err)
-	}
-	img := fs.CrashClone(vfs.CrashCloneCfg{})
-	if m, _ := readMark(img, "/data"); m == nil || m.groups[3] != 14 {
-		t.Fatalf("the mark after the deletion: %+v, want group 3 at 14", m)
-	}
-	again, err := OpenStorage("/data", StorageOptions{FS: img})
-	if err != nil {
-		t.Fatalf("a crash right after the deletion: %v", err)
-	}
-	again.Close()
-	if err := st.DropGroup(3); err != nil {
-		t.Fatal(err)
-	}
-	if m, _ := readMark(fs, "/data"); m == nil || m.groups[3] != 0 {
-		t.Fatalf("the mark after DropGroup: %+v, want no group 3", m)
 	}
 }

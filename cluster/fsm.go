@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/rlserver/rlserver/cluster/datadir"
 	"github.com/rlserver/rlserver/shards"
 	"github.com/rlserver/rlserver/snapshot"
 )
@@ -237,6 +238,32 @@ func (f *fsm) restoreLatest(snaps raft.SnapshotStore, index uint64) (uint64, err
 		return m.Index, nil
 	}
 	return 0, nil
+}
+
+// replayer is the fsm over a new, empty store with which the data
+// directory bridges a hole in a group's log (datadir.Replayer, given as
+// StorageOptions.Replay by OpenStorage).
+type replayer struct{ f *fsm }
+
+// newReplayer returns a replayer over a new store; an entry that cannot be
+// applied fails no one: ApplyCommand returns its error.
+func newReplayer() datadir.Replayer {
+	return replayer{f: &fsm{store: shards.NewStore(shards.Options{}), fail: func(uint64, error) {}}}
+}
+
+// RestoreLatest restores the latest snapshot at or below index (restoreLatest).
+func (r replayer) RestoreLatest(snaps raft.SnapshotStore, index uint64) (uint64, error) {
+	return r.f.restoreLatest(snaps, index)
+}
+
+// ApplyCommand applies a command entry's records, all of them (no origin
+// is skipped).
+func (r replayer) ApplyCommand(data []byte) error { return r.f.applyCommand(data, 0) }
+
+// WriteSnapshot writes the store as a snapshot as of the latest entry's time.
+func (r replayer) WriteSnapshot(w io.Writer) error {
+	_, err := snapshot.Write(w, r.f.store, r.f.lastNow.Load())
+	return err
 }
 
 // resetOrigin stops skipping this node's entries: it no longer leads, and

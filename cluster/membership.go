@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/rlserver/rlserver/cluster/datadir"
 )
 
 // Membership: a node joins a running cluster (Join, called on any member
@@ -454,7 +455,7 @@ func (c *Cluster) dropReplica(g *group) {
 func (c *Cluster) saveHosted() error {
 	c.layoutMu.Lock()
 	defer c.layoutMu.Unlock()
-	l := Layout{Version: layoutVersion, Groups: c.numGroups(), Peers: c.initial, Bootstrapped: true}
+	l := Layout{Version: datadir.LayoutVersion, Groups: c.numGroups(), Peers: c.initial, Bootstrapped: true}
 	for _, g := range c.hostedGroups() {
 		l.Hosted = append(l.Hosted, g.id)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/rlserver/rlserver/cluster/datadir"
 	"github.com/rlserver/rlserver/rules"
 )
 
@@ -22,8 +23,10 @@ import (
 // rule changes and membership), applied deterministically; its snapshot is
 // the whole state as JSON with a version.
 
-// metaGroup is the meta group's id; data groups are 1..Groups.
-const metaGroup = 0
+// metaGroup is the meta group's id; data groups are 1..Groups. It is the
+// group whose stores the data directory opens with it (Storage.Logs and
+// Storage.Snaps).
+const metaGroup = datadir.NodeGroup
 
 // NodeInfo is what the cluster knows of a member.
 type NodeInfo struct {

@@ -151,12 +151,6 @@ type Config struct {
 	Disk *raftlog.Space
 }
 
-// LogStats are the counters of a log store that a Node reports.
-type LogStats struct {
-	Fsyncs       uint64
-	EntriesBytes uint64
-}
-
 // Defaults of Config.
 const (
 	DefaultFlushInterval    = 10 * time.Millisecond

@@ -1,4 +1,4 @@
-package cluster
+package datadir
 
 import (
 	"bytes"
@@ -16,11 +16,17 @@ import (
 	"github.com/rlserver/rlserver/internal/wire"
 )
 
-// markFile is the file, beside the database, that records what the
-// database held when it was last written: see mark and DESIGN.md.
-const markFile = "rlserver.mark"
+// castagnoli is the CRC-32C table of the mark's checksum (the same
+// polynomial as the checksum of package cluster's log entries).
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// mark is what markFile records: the node's id, the WAL files of the
+// MarkFile is the name of the mark file, beside the database, that records
+// what the database held when it was last written: see mark and
+// cluster/DESIGN.md, "Damaged files". Exported for the tests of package
+// cluster, which damage a directory on purpose.
+const MarkFile = "rlserver.mark"
+
+// mark is what MarkFile records: the node's id, the WAL files of the
 // database that Pebble has not removed, the last index of each group's log
 // known to be durable, and a counter that the database itself holds too
 // (markKey) at that value or more. Each claim is true when the file is
@@ -47,7 +53,7 @@ const (
 	markVersion = 1
 )
 
-// errBadMark says that markFile does not decode.
+// errBadMark says that MarkFile does not decode.
 var errBadMark = errors.New("not a whole mark")
 
 // appendMark appends the encoding of m to dst.
@@ -125,7 +131,7 @@ func decodeMark(b []byte) (*mark, error) {
 // large, written aside and renamed over the old one.
 const minMarkSlot = 4 << 10
 
-// readMark reads markFile in dir: the newest whole mark, and which slot
+// readMark reads MarkFile in dir: the newest whole mark, and which slot
 // holds it; nil and no error if there is no file.
 func readMark(fs vfs.FS, dir string) (*mark, error) {
 	m, _, _, err := readMarkSlots(fs, dir)
@@ -135,7 +141,7 @@ func readMark(fs vfs.FS, dir string) (*mark, error) {
 // readMarkSlots is readMark, also returning the slot of the mark and the
 // slot size.
 func readMarkSlots(fs vfs.FS, dir string) (m *mark, slot, size int, err error) {
-	f, err := fs.Open(filepath.Join(dir, markFile))
+	f, err := fs.Open(filepath.Join(dir, MarkFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, 0, 0, nil
 	}
@@ -175,7 +181,7 @@ func readMarkSlots(fs vfs.FS, dir string) (m *mark, slot, size int, err error) {
 	return m, slot, size, nil
 }
 
-// markWriter writes markFile in dir, a slot at a time.
+// markWriter writes MarkFile in dir, a slot at a time.
 type markWriter struct {
 	fs   vfs.FS
 	dir  string
@@ -201,7 +207,7 @@ func (w *markWriter) write(m *mark) error {
 	rec := appendMark(binary.BigEndian.AppendUint32(nil, 0), m)
 	binary.BigEndian.PutUint32(rec, uint32(len(rec)-4))
 	if w.f == nil && len(rec) <= w.size {
-		if f, err := w.fs.OpenReadWrite(filepath.Join(w.dir, markFile), vfs.WriteCategoryUnspecified); err == nil {
+		if f, err := w.fs.OpenReadWrite(filepath.Join(w.dir, MarkFile), vfs.WriteCategoryUnspecified); err == nil {
 			w.f = f
 		}
 	}
@@ -232,7 +238,7 @@ func (w *markWriter) replace(rec []byte) error {
 	for size < 2*len(rec) {
 		size *= 2
 	}
-	path := filepath.Join(w.dir, markFile)
+	path := filepath.Join(w.dir, MarkFile)
 	f, err := w.fs.Create(path+".tmp", vfs.WriteCategoryUnspecified)
 	if err != nil {
 		return err

@@ -1,14 +1,34 @@
-package cluster
+package datadir
 
 import (
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/hashicorp/raft"
 	"github.com/rlserver/rlserver/raftlog"
-	"github.com/rlserver/rlserver/shards"
 	"github.com/rlserver/rlserver/snapshot"
 )
+
+// Replayer rebuilds a group's state for a bridge (see StorageOptions.Replay):
+// the newest snapshot before a hole restored, then every command entry up
+// to the hole's end that can still be read applied in order, then the
+// state written as a snapshot. Package cluster's replication core supplies
+// it (its FSM over a new store): this package never decodes an entry.
+// A Replayer is used by one goroutine, once.
+type Replayer interface {
+	// RestoreLatest restores the newest snapshot of snaps at or below
+	// index into the state and returns its index, or 0 if there is none.
+	RestoreLatest(snaps raft.SnapshotStore, index uint64) (uint64, error)
+	// ApplyCommand applies the data of a command entry (raft.LogCommand);
+	// an error says it cannot be read, and the bridge counts it in the
+	// hole.
+	ApplyCommand(data []byte) error
+	// WriteSnapshot writes the state to w in the snapshot codec
+	// (snapshot.Write), as of the time of the newest entry or snapshot
+	// it applied.
+	WriteSnapshot(w io.Writer) error
+}
 
 // holes returns the ranges after base (the newest readable snapshot) whose
 // entries are missing or cannot be read, in order, as far as the log goes.
@@ -32,6 +52,10 @@ func (c *groupCheck) holes() []raftlog.Range {
 // snapshot, and the node is not standalone, whose configuration it knows.
 var errNoConfiguration = errors.New("no raft configuration is left before the hole")
 
+// errNoReplay: StorageOptions.Replay is nil, so there is nothing to
+// rebuild the state with, and the hole is not bridged.
+var errNoReplay = errors.New("no replay to rebuild the state with")
+
 // bridge makes a log with holes after its snapshot one raft can start on,
 // keeping every entry after the last hole (to): it rebuilds the state of
 // the snapshot and of every entry up to to that can still be read, in
@@ -40,11 +64,14 @@ var errNoConfiguration = errors.New("no raft configuration is left before the ho
 // changes in the holes that no later entry wrote again: a key last changed
 // in a hole keeps the state it had before. standalone gives the node's own
 // configuration when none is left; otherwise a group without one is not
-// bridged (errNoConfiguration).
+// bridged (errNoConfiguration), nor is any without st.replay
+// (errNoReplay).
 func (st *Storage) bridge(c *groupCheck, logs *raftlog.Store, snaps *snapshot.Store, to uint64, standalone bool) error {
-	store := shards.NewStore(shards.Options{})
-	f := &fsm{store: store, fail: func(uint64, error) {}}
-	base, err := f.restoreLatest(snaps, to)
+	if st.replay == nil {
+		return errNoReplay
+	}
+	f := st.replay()
+	base, err := f.RestoreLatest(snaps, to)
 	if err != nil {
 		return err
 	}
@@ -59,7 +86,7 @@ func (st *Storage) bridge(c *groupCheck, logs *raftlog.Store, snaps *snapshot.St
 		}
 		switch l.Type {
 		case raft.LogCommand:
-			if err := f.applyCommand(l.Data, 0); err != nil {
+			if err := f.ApplyCommand(l.Data); err != nil {
 				continue // cannot be read: in a hole too
 			}
 		case raft.LogConfiguration:
@@ -81,7 +108,7 @@ func (st *Storage) bridge(c *groupCheck, logs *raftlog.Store, snaps *snapshot.St
 	if err != nil {
 		return err
 	}
-	if _, err := snapshot.Write(sink, store, f.lastNow.Load()); err != nil {
+	if err := f.WriteSnapshot(sink); err != nil {
 		return errors.Join(err, sink.Cancel())
 	}
 	if err := sink.Close(); err != nil {

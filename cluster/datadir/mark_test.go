@@ -1,4 +1,4 @@
-package cluster
+package datadir
 
 import (
 	"bytes"
@@ -97,7 +97,7 @@ func TestMarkFileWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	names, _ := fs.List("/d")
-	if len(names) != 1 || names[0] != markFile {
+	if len(names) != 1 || names[0] != MarkFile {
 		t.Fatalf("files left: %v", names)
 	}
 }
@@ -116,7 +116,7 @@ func TestMarkTornWrite(t *testing.T) {
 	}
 	w.close()
 	garble := func(off int64) {
-		f, err := fs.OpenReadWrite("/d/"+markFile, vfs.WriteCategoryUnspecified)
+		f, err := fs.OpenReadWrite("/d/"+MarkFile, vfs.WriteCategoryUnspecified)
 		if err != nil {
 			t.Fatal(err)
 		}

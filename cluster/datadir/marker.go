@@ -1,4 +1,4 @@
-package cluster
+package datadir
 
 import (
 	"encoding/binary"
@@ -17,16 +17,16 @@ import (
 )
 
 // DefaultMarkInterval is how often, while its logs change, a node records
-// in markFile the last index of each group's log and a new counter: losses
+// in MarkFile the last index of each group's log and a new counter: losses
 // of records synced within about this long before a crash cannot be told
-// from the crash itself (DESIGN.md, "Damaged files").
+// from the crash itself (cluster/DESIGN.md, "Damaged files").
 const DefaultMarkInterval = 100 * time.Millisecond
 
 // markKey is the key, in the node's metadata namespace, of the counter the
-// database holds beside markFile's.
+// database holds beside MarkFile's.
 var markKey = append(raftlog.NamespaceNode.Prefix(groupID), "mark"...)
 
-// marker keeps markFile true while the node runs. It is the database's
+// marker keeps MarkFile true while the node runs. It is the database's
 // raftlog.WALWatcher (the file lists the WALs Pebble has not removed) and
 // every group Store's raftlog.SuffixWatcher (the file's last index of a
 // group follows a deletion down before the entries go), and every interval
@@ -157,12 +157,12 @@ func (k *marker) forget(group uint32) error {
 }
 
 // arm makes the file follow the database from now on: the WALs are those
-// in the directory db, the groups' indexes those of the stores. It writes
+// in the database directory dbPath, the groups' indexes those of the stores. It writes
 // a first counter and the file, and then, every interval (none if it is
 // not positive), a new one whenever a log changed. A write that fails is
 // logged, not returned: a node that starts on a full disk (read-only)
 // keeps the mark it found, which the WAL hooks keep true.
-func (k *marker) arm(db *pebble.DB, dbDir string, interval time.Duration) error {
+func (k *marker) arm(db *pebble.DB, dbPath string, interval time.Duration) error {
 	counter, _, err := counterIn(db)
 	if err != nil {
 		return err
@@ -170,7 +170,7 @@ func (k *marker) arm(db *pebble.DB, dbDir string, interval time.Duration) error 
 	k.mu.Lock()
 	// Listed with mu held: a WAL that Pebble removes meanwhile waits in
 	// WALRemoving, and is taken off the list after it.
-	wals, err := raftlog.WALFiles(k.fs, dbDir)
+	wals, err := raftlog.WALFiles(k.fs, dbPath)
 	if err == nil {
 		k.db, k.armed, k.live = db, true, true
 		k.m.wals = wals
@@ -287,10 +287,10 @@ func (k *marker) writeLocked() error {
 		}
 	}
 	if err := k.out.write(&m); err != nil {
-		return k.failedLocked(fmt.Errorf("write %s: %w", markFile, err))
+		return k.failedLocked(fmt.Errorf("write %s: %w", MarkFile, err))
 	}
 	if k.failed > 0 {
-		k.log.Info("the mark file is written again", "file", markFile, "failed_writes", k.failed)
+		k.log.Info("the mark file is written again", "file", MarkFile, "failed_writes", k.failed)
 	}
 	k.failed = 0
 	return nil
@@ -300,7 +300,7 @@ func (k *marker) writeLocked() error {
 func (k *marker) failedLocked(err error) error {
 	if k.failed == 0 {
 		k.log.Warn("the mark file cannot be written: a loss of what is synced from now on may go unseen at the next start",
-			"file", markFile, "err", err)
+			"file", MarkFile, "err", err)
 	}
 	k.failed++
 	return err

@@ -1,4 +1,4 @@
-package cluster
+package datadir
 
 import (
 	"encoding/json"
@@ -23,7 +23,7 @@ import (
 // so that a directory whose database has gone missing is refused instead
 // of started empty, and a mark file (dir/rlserver.mark) that records what
 // the database held, so that a start finds what a lost or cut file took
-// with it (DESIGN.md, "Damaged files").
+// with it (cluster/DESIGN.md, "Damaged files").
 type Storage struct {
 	DB     *pebble.DB
 	Logs   *raftlog.Store
@@ -37,6 +37,8 @@ type Storage struct {
 	fs    vfs.FS
 	log   *slog.Logger
 	marks *marker
+	// replay is StorageOptions.Replay.
+	replay func() Replayer
 	// emptied: AcceptDataLoss found nothing left of group 0 and dropped
 	// it, so that the node starts empty.
 	emptied bool
@@ -76,6 +78,12 @@ type StorageOptions struct {
 	// MemTableSize and CacheSize size the database's memtables and block
 	// cache (raftlog.Options); 0 takes raftlog's defaults.
 	MemTableSize, CacheSize int64
+	// Replay returns a Replayer over a new, empty state, with which
+	// AcceptDataLoss bridges a hole in a group's log (see Replayer).
+	// Package cluster's OpenStorage sets it to its replication core's.
+	// Nil: holes are not bridged, and the log is dropped from the first
+	// one on, as for a group that has no configuration left.
+	Replay func() Replayer
 }
 
 // Defaults of StorageOptions' disk guard, which rlserver's flags take:
@@ -87,14 +95,32 @@ const (
 
 // Errors of OpenStorage.
 var (
-	ErrNodeID      = errors.New("the data directory belongs to another node")
+	// ErrNodeID: the directory holds another node id than the one asked for,
+	// or its identity file and its mark file name different nodes.
+	ErrNodeID = errors.New("the data directory belongs to another node")
+	// ErrLostStorage: the directory held a node, but its database is
+	// missing, cannot be opened, or holds no log and no snapshot.
 	ErrLostStorage = errors.New("the data directory lost its database")
 )
 
+// Names of the files in the data directory besides MarkFile; exported for
+// the tests of package cluster, which damage a directory on purpose.
 const (
-	idFile  = "rlserver.id"
-	dbDir   = "db"
-	groupID = 0 // the one group of a single node
+	// IDFile is the identity file, which holds the node's id.
+	IDFile = "rlserver.id"
+	// DBDir is the directory of the Pebble database.
+	DBDir = "db"
+)
+
+// NodeGroup is the id of the group whose stores OpenStorage opens with the
+// directory (Storage.Logs and Storage.Snaps) and under whose prefix the
+// directory keeps its own keys (the layout, the mark counter): a
+// standalone node's one group, and a cluster node's meta group.
+const NodeGroup = 0
+
+const (
+	groupID   = NodeGroup // the one group of a single node
+	metaGroup = NodeGroup // a cluster node's meta group
 )
 
 // OpenStorage opens the data directory dir, creating it if it is new.
@@ -121,7 +147,7 @@ func OpenStorage(dir string, o StorageOptions) (*Storage, error) {
 	}
 	m, slot, size, markErr := readMarkSlots(o.FS, dir)
 	if markErr != nil && !errors.Is(markErr, errBadMark) {
-		return nil, fmt.Errorf("data directory: %s: %w", markFile, markErr)
+		return nil, fmt.Errorf("data directory: %s: %w", MarkFile, markErr)
 	}
 	id, err := identity(dir, known, o.NodeID, m, o.Logger)
 	if err != nil {
@@ -141,7 +167,8 @@ func OpenStorage(dir string, o StorageOptions) (*Storage, error) {
 			}
 		}
 	}
-	st := &Storage{NodeID: id, dir: dir, fs: o.FS, log: o.Logger, marks: newMarker(o.FS, dir, id, m, slot, size, o.Logger)}
+	st := &Storage{NodeID: id, dir: dir, fs: o.FS, log: o.Logger, replay: o.Replay,
+		marks: newMarker(o.FS, dir, id, m, slot, size, o.Logger)}
 	if err := st.open(o, known != "" || m != nil); err != nil {
 		return nil, err
 	}
@@ -164,7 +191,7 @@ func (st *Storage) open(o StorageOptions, mustExist bool) error {
 	if err != nil {
 		return err
 	}
-	db, err := raftlog.OpenDB(filepath.Join(st.dir, dbDir), raftlog.Options{FS: o.FS, Logger: o.Logger, MustExist: mustExist, WALs: st.marks,
+	db, err := raftlog.OpenDB(filepath.Join(st.dir, DBDir), raftlog.Options{FS: o.FS, Logger: o.Logger, MustExist: mustExist, WALs: st.marks,
 		MemTableSize: o.MemTableSize, CacheSize: o.CacheSize})
 	if err != nil {
 		space.Close()
@@ -200,9 +227,9 @@ func (o StorageOptions) withDefaults() StorageOptions {
 func precheck(dir string, fs vfs.FS, m *mark, markErr error) ([]damage, error) {
 	var found []damage
 	if markErr != nil {
-		found = append(found, damage{file: markFile, what: fmt.Sprintf("is damaged (%v): what was synced cannot be checked", markErr)})
+		found = append(found, damage{file: MarkFile, what: fmt.Sprintf("is damaged (%v): what was synced cannot be checked", markErr)})
 	}
-	path := filepath.Join(dir, dbDir)
+	path := filepath.Join(dir, DBDir)
 	if !raftlog.Exists(fs, path) {
 		return found, nil // a new directory, or one whose database is gone (OpenStorage says which)
 	}
@@ -220,12 +247,12 @@ func precheck(dir string, fs vfs.FS, m *mark, markErr error) ([]damage, error) {
 	newest := newestWAL(fs, path, m)
 	db, err := raftlog.OpenDB(path, raftlog.Options{FS: fs, ReadOnly: true})
 	if err != nil {
-		return append(found, damage{file: dbDir, what: fmt.Sprintf("cannot be opened: %v", err), fatal: true}), nil
+		return append(found, damage{file: DBDir, what: fmt.Sprintf("cannot be opened: %v", err), fatal: true}), nil
 	}
 	defer db.Close()
 	if blobs := raftlog.CheckBlobFiles(db, fs, path); len(blobs) > 0 {
 		for _, b := range blobs {
-			found = append(found, damage{file: filepath.Join(dbDir, b.Name), what: b.What + ": the values it held cannot be read", fatal: true})
+			found = append(found, damage{file: filepath.Join(DBDir, b.Name), what: b.What + ": the values it held cannot be read", fatal: true})
 		}
 		return found, nil // reading their values would panic in Pebble
 	}
@@ -253,9 +280,9 @@ func precheck(dir string, fs vfs.FS, m *mark, markErr error) ([]damage, error) {
 func identity(dir, known, wanted string, m *mark, log *slog.Logger) (string, error) {
 	switch {
 	case known != "" && m != nil && m.node != known:
-		return "", fmt.Errorf("%w: %s holds %s for node %q but %s for node %q", ErrNodeID, dir, idFile, known, markFile, m.node)
+		return "", fmt.Errorf("%w: %s holds %s for node %q but %s for node %q", ErrNodeID, dir, IDFile, known, MarkFile, m.node)
 	case known == "" && m != nil:
-		log.Warn("the node id file is missing: the mark file names the node", "file", idFile, "node_id", m.node)
+		log.Warn("the node id file is missing: the mark file names the node", "file", IDFile, "node_id", m.node)
 		known = m.node
 	}
 	switch {
@@ -290,7 +317,7 @@ func (st *Storage) start(o StorageOptions, found []damage, initialised bool) err
 			return err
 		}
 	}
-	return st.marks.arm(st.DB, filepath.Join(st.dir, dbDir), o.MarkInterval)
+	return st.marks.arm(st.DB, filepath.Join(st.dir, DBDir), o.MarkInterval)
 }
 
 // openGroups opens the stores of group 0, and has the marker keep the
@@ -386,7 +413,7 @@ func (st *Storage) checkNotEmpty() error {
 // bootstrapped into the database; from then on OpenStorage refuses the
 // directory if the database is missing or empty.
 func (st *Storage) MarkInitialised() error {
-	path := filepath.Join(st.dir, idFile)
+	path := filepath.Join(st.dir, IDFile)
 	if _, err := st.fs.Stat(path); err == nil {
 		return nil
 	}
@@ -410,6 +437,9 @@ func (st *Storage) MarkInitialised() error {
 	return err
 }
 
+// Dir returns the path of the data directory, as OpenStorage was given it.
+func (st *Storage) Dir() string { return st.dir }
+
 // syncDir makes the entries of directory path durable.
 func syncDir(fs vfs.FS, path string) error {
 	d, err := fs.OpenDir(path)
@@ -423,6 +453,12 @@ func syncDir(fs vfs.FS, path string) error {
 	return err
 }
 
+// LogStats are the counters of a log store that a node reports.
+type LogStats struct {
+	Fsyncs       uint64
+	EntriesBytes uint64
+}
+
 // LogStats returns the log store's counters for the node's metrics.
 func (st *Storage) LogStats() LogStats {
 	s := st.Logs.Stats()
@@ -434,7 +470,7 @@ func (st *Storage) LogStats() LogStats {
 func (st *Storage) Close() error {
 	err := st.marks.close()
 	if err != nil {
-		st.log.Error("the mark file could not be written at close", "file", markFile, "err", err)
+		st.log.Error("the mark file could not be written at close", "file", MarkFile, "err", err)
 	}
 	err = errors.Join(st.DB.Close(), err, st.marks.release())
 	st.Space.Close()
@@ -443,7 +479,7 @@ func (st *Storage) Close() error {
 
 // readID returns the node id the directory holds, or "" for a new one.
 func readID(fs vfs.FS, dir string) (string, error) {
-	f, err := fs.Open(filepath.Join(dir, idFile))
+	f, err := fs.Open(filepath.Join(dir, IDFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return "", nil
 	}
@@ -455,7 +491,7 @@ func readID(fs vfs.FS, dir string) (string, error) {
 	n, _ := f.Read(buf)
 	id := strings.TrimSpace(string(buf[:n]))
 	if id == "" {
-		return "", fmt.Errorf("data directory: %s is empty", filepath.Join(dir, idFile))
+		return "", fmt.Errorf("data directory: %s is empty", filepath.Join(dir, IDFile))
 	}
 	return id, nil
 }
@@ -497,13 +533,15 @@ type Layout struct {
 	Bootstrapped bool `json:"bootstrapped,omitempty"`
 }
 
-// layoutVersion is the version of the Layouts written now.
-const layoutVersion = 2
+// LayoutVersion is the version of the Layouts written now.
+const LayoutVersion = 2
 
-// bootstrapped reports whether l's groups were bootstrapped, or need not
-// be (a joining node's are added by the cluster).
-func (l *Layout) bootstrapped() bool {
-	return l.Version < 2 || l.Bootstrapped || len(l.Peers) == 0
+// NeedsBootstrap reports whether l's groups are still to be bootstrapped
+// from Peers: false if they were, or need not be (a joining node's are
+// added by the cluster; a version 1 layout was written only after they
+// were).
+func (l *Layout) NeedsBootstrap() bool {
+	return !(l.Version < 2 || l.Bootstrapped || len(l.Peers) == 0)
 }
 
 // Peer is a member named in --peers.

@@ -1,4 +1,4 @@
-package cluster
+package datadir
 
 import (
 	"errors"
@@ -74,7 +74,7 @@ func fileDamages(fs vfs.FS, db string) ([]damage, error) {
 	}
 	var found []damage
 	for _, p := range problems {
-		d := damage{file: filepath.Join(dbDir, p.Name), what: p.What, fatal: !p.Spare}
+		d := damage{file: filepath.Join(DBDir, p.Name), what: p.What, fatal: !p.Spare}
 		if p.Spare {
 			path := filepath.Join(db, p.Name)
 			d.fix = func() error { return fs.Remove(path) }
@@ -103,7 +103,7 @@ func missingWALs(fs vfs.FS, db string, m *mark) ([]damage, error) {
 	var found []damage
 	for _, w := range m.wals {
 		if !have[w] {
-			found = append(found, damage{file: filepath.Join(dbDir, raftlog.WALName(w)),
+			found = append(found, damage{file: filepath.Join(DBDir, raftlog.WALName(w)),
 				what: "is missing: Pebble had not removed that write-ahead log, so it may have held records that are in no table"})
 		}
 	}
@@ -120,10 +120,10 @@ func checkCounter(db *pebble.DB, m *mark, markBad bool, newest string) ([]damage
 	}
 	switch {
 	case m == nil && found && !markBad:
-		return []damage{{file: markFile, what: "is missing: what was synced cannot be checked"}}, nil
+		return []damage{{file: MarkFile, what: "is missing: what was synced cannot be checked"}}, nil
 	case m != nil && have < m.counter:
 		what := fmt.Sprintf("lost records synced before %s (the database's mark counter is %d, %s says %d)",
-			stamp(m.written), have, markFile, m.counter)
+			stamp(m.written), have, MarkFile, m.counter)
 		if newest == "" {
 			what = "the database " + what
 		}
@@ -144,7 +144,7 @@ func newestWAL(fs vfs.FS, db string, m *mark) string {
 	if err != nil {
 		return ""
 	}
-	return fmt.Sprintf("%s (the newest write-ahead log, %d bytes)", filepath.Join(dbDir, raftlog.WALName(w)), fi.Size())
+	return fmt.Sprintf("%s (the newest write-ahead log, %d bytes)", filepath.Join(DBDir, raftlog.WALName(w)), fi.Size())
 }
 
 func stamp(ns int64) string { return time.Unix(0, ns).UTC().Format("2006-01-02T15:04:05.000Z") }
@@ -273,7 +273,7 @@ func (c *groupCheck) damages() []damage {
 	}
 	if top := max(sc.Last, base); c.claimed && c.claim > top {
 		add("log entries %s are missing (synced before %s, when %s was written)",
-			raftlog.Range{From: top + 1, To: c.claim}, stamp(c.written), markFile)
+			raftlog.Range{From: top + 1, To: c.claim}, stamp(c.written), MarkFile)
 	}
 	return found
 }
@@ -356,7 +356,7 @@ func (st *Storage) repair(c *groupCheck, standalone bool) error {
 			st.log.Error("the changes in the lost log entries are gone (a key last changed there keeps its state before); "+
 				"the group goes on from a snapshot of the rest at the last of them", "group", c.id,
 				"lost", fmt.Sprint(holes), "snapshot_index", to, "kept_entries", raftlog.Range{From: to + 1, To: c.sc.Last})
-		case !errors.Is(err, errNoConfiguration):
+		case !errors.Is(err, errNoConfiguration) && !errors.Is(err, errNoReplay):
 			return err
 		}
 	}
