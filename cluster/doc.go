@@ -13,11 +13,14 @@
 //     into log entries and tells the server when they are committed
 //     (applier.go, commits.go).
 //   - The standalone node: Node, Open, Config, Durability (node.go).
-//   - The data directory: Storage and OpenStorage, the layout, the node id
-//     (storage.go); damage found at start and its repair (damage.go,
-//     bridge.go); the mark file (mark.go, marker.go). The log, stable store
-//     and snapshots of every group live in one Pebble database (packages
-//     raftlog and snapshot), keyed by group.
+//   - The data directory: package cluster/datadir (Storage and
+//     OpenStorage, the layout, the node id, damage found at start and its
+//     repair, the mark file). The log, stable store and snapshots of every
+//     group live in one Pebble database (packages raftlog and snapshot),
+//     keyed by group. datadir.go keeps its names usable as cluster.X
+//     (aliases), and OpenStorage gives it the replication core's replay
+//     (fsm.go's replayer), with which AcceptDataLoss bridges a hole in a
+//     log.
 //   - Heartbeats: package cluster/pulse coalesces the raft heartbeats per
 //     peer node and answers idle appends (QuietTransport); hclog.go
 //     throttles raft's logs about an unreachable peer.
@@ -38,6 +41,7 @@
 //     (cluster.go); every exported method of *Cluster, by concern
 //     (api.go); Prometheus series and INFO persistence (metrics.go).
 //
-// Imports go one way: cluster imports cluster/pulse and
-// cluster/transport; pulse imports transport; neither imports cluster.
+// Imports go one way: cluster imports cluster/datadir, cluster/pulse and
+// cluster/transport; pulse imports transport; none of them imports
+// cluster.
 package cluster
