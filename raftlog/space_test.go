@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/rlserver/rlserver/internal/testutil"
 )
 
 const mb = 1 << 20
@@ -289,13 +291,7 @@ func TestIdleSpaceReadsOnFirstErr(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for !s.stale.Load() {
-		if time.Now().After(deadline) {
-			t.Fatal("the poller did not go idle within 10s of no writes")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testutil.WaitFor(t, 10*time.Second, "the poller to go idle with no writes", s.stale.Load)
 	reads := d.reads.Load()
 	time.Sleep(3 * poll)
 	if n := d.reads.Load() - reads; n > 1 {

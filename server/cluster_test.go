@@ -17,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/internal/redistest"
+	"github.com/rlserver/rlserver/internal/testutil"
 	"github.com/rlserver/rlserver/shards"
 	"github.com/rlserver/rlserver/slots"
 )
@@ -563,13 +564,9 @@ func startRedisCluster(t *testing.T) string {
 	if got := session(t, addr, 2, resp("CLUSTER", "ADDSLOTSRANGE", "0", "16383"))[0]; got.str != "OK" {
 		t.Fatalf("CLUSTER ADDSLOTSRANGE: %s", got)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(session(t, addr, 2, resp("CLUSTER", "INFO"))[0].str, "cluster_state:ok") {
-		if time.Now().After(deadline) {
-			t.Fatalf("redis-server on %s: no cluster_state:ok", addr)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testutil.WaitFor(t, 10*time.Second, "cluster_state:ok from redis-server on "+addr, func() bool {
+		return strings.Contains(session(t, addr, 2, resp("CLUSTER", "INFO"))[0].str, "cluster_state:ok")
+	})
 	return addr
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlserver/rlserver/internal/testutil"
 	"github.com/rlserver/rlserver/shards"
 )
 
@@ -182,12 +183,7 @@ func TestHeldRepliesGoOutOnShutdown(t *testing.T) {
 	c.expectNothing(50 * time.Millisecond)
 	done := make(chan error, 1)
 	go func() { done <- s.Shutdown(t.Context()) }()
-	for deadline := time.Now().Add(5 * time.Second); !s.closing.Load(); {
-		if time.Now().After(deadline) {
-			t.Fatal("Shutdown did not begin")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testutil.WaitFor(t, 5*time.Second, "Shutdown to begin", s.closing.Load)
 	c.expectNothing(50 * time.Millisecond)
 	h.commit(nil)
 	c.expect(ints(1, 10, 9, 0, 60000))

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/internal/libscripts"
+	"github.com/rlserver/rlserver/internal/testutil"
 )
 
 // TestLoopHandsOverAClientThatDoesNotRead: a client that pipelines far
@@ -42,13 +43,7 @@ func TestLoopHandsOverAClientThatDoesNotRead(t *testing.T) {
 		writeDone <- err
 	}()
 	// Wait until the loop gave the connection away, not reading meanwhile.
-	deadline := time.Now().Add(10 * time.Second)
-	for !handedOver(s) {
-		if time.Now().After(deadline) {
-			t.Fatal("the connection was never handed over to a goroutine")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.WaitFor(t, 10*time.Second, "the connection handed over to a goroutine", func() bool { return handedOver(s) })
 	other := dialRaw(t, addr)
 	other.roundTrip(resp("PING"), "+PONG\r\n")
 	rd := bufio.NewReaderSize(nc, 128<<10)
