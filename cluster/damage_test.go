@@ -138,30 +138,6 @@ func globSorted(t testing.TB, dir, pattern string) []string {
 	return m
 }
 
-// copyDir copies the directory tree src into a new temporary directory.
-func copyDir(t testing.TB, src string) string {
-	t.Helper()
-	dst := t.TempDir()
-	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, path)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), data, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dst
-}
-
 // dirDigest hashes every file's name and bytes under dir.
 func dirDigest(t testing.TB, dir string) [32]byte {
 	t.Helper()
@@ -335,7 +311,7 @@ func TestDamagedDirectory(t *testing.T) {
 	for _, tc := range damageCases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel() // each case its own copy; they wait on Pebble's syncs
-			dir := copyDir(t, s.dir)
+			dir := testutil.CopyDir(t, s.dir)
 			p := s.pathsOf(t, dir)
 			tc.spoil(p)(t)
 			before := dirDigest(t, dir)

@@ -4,9 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,6 +12,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/hashicorp/raft"
 	"github.com/rlserver/rlserver/internal/logbuf"
+	"github.com/rlserver/rlserver/internal/testutil"
 	"github.com/rlserver/rlserver/raftlog"
 )
 
@@ -41,30 +40,6 @@ func (rejectingReplayer) WriteSnapshot(io.Writer) error {
 }
 
 func rejecting() Replayer { return rejectingReplayer{} }
-
-// copyDir copies the directory tree src into a new temporary directory.
-func copyDir(t testing.TB, src string) string {
-	t.Helper()
-	dst := t.TempDir()
-	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, path)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), data, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dst
-}
 
 // TestDamagedClusterDirectory: a cluster node's directory is checked group
 // by group, the meta group (0) and each data group; with AcceptDataLoss a
@@ -120,7 +95,7 @@ func TestDamagedClusterDirectory(t *testing.T) {
 		{"the meta group's whole log", 0, 1, 20, "group 0: log entries 1-20 are missing", false, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := copyDir(t, seed)
+			dir := testutil.CopyDir(t, seed)
 			deleteLog(dir, tc.group, tc.from, tc.to)
 			if _, err := OpenStorage(dir, StorageOptions{Replay: rejecting}); !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), tc.refusal) {
 				t.Fatalf("OpenStorage: %v, want ErrDamaged with %q", err, tc.refusal)

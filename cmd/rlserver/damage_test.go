@@ -20,16 +20,6 @@ import (
 // with --accept-data-loss the node starts on what is left, logs the loss
 // at ERROR and serves; a start after that is clean.
 
-// copyTree copies the directory tree src into a new temporary directory.
-func copyTree(t *testing.T, src string) string {
-	t.Helper()
-	dst := t.TempDir()
-	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
-		t.Fatal(err)
-	}
-	return dst
-}
-
 // wals returns the WAL files of a data directory's database, oldest first.
 func wals(t *testing.T, dir string) []string {
 	t.Helper()
@@ -153,7 +143,7 @@ func TestDamagedWALs(t *testing.T) {
 		{"oldest removed", true, os.Remove, "is missing"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := copyTree(t, seed)
+			dir := testutil.CopyDir(t, seed)
 			ws := wals(t, dir)
 			wal := ws[len(ws)-1]
 			if tc.oldest {
@@ -243,7 +233,7 @@ func TestDamagedFiles(t *testing.T) {
 		{name: "node id file removed", file: "rlserver.id", spoil: os.Remove, starts: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := copyTree(t, seed)
+			dir := testutil.CopyDir(t, seed)
 			path := filepath.Join(dir, tc.file)
 			if strings.HasPrefix(tc.file, "db/") {
 				path = first(t, dir, strings.TrimPrefix(tc.file, "db/"))

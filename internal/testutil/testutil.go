@@ -1,13 +1,15 @@
 // Package testutil holds the helpers that tests of several packages share:
 // waiting for a condition with a deadline, free local ports, the window
 // that keeps fixed-window counts from rolling over mid-test, the long
-// scenarios' switch (Long, LongOnly), and the test functions of the tree
+// scenarios' switch (Long, LongOnly), copying a directory tree (CopyDir),
+// and the test functions of the tree
 // for the tests that check how tests are written (TestFuncs). It imports
 // nothing of the project's but internal/redistest, so that any package's
 // tests (not those of redistest itself) can use it.
 package testutil
 
 import (
+	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -59,4 +61,15 @@ func FreePort(t testing.TB) int {
 func FreeAddr(t testing.TB) string {
 	t.Helper()
 	return "127.0.0.1:" + strconv.Itoa(FreePort(t))
+}
+
+// CopyDir copies the directory tree src (a data directory, say) into a new
+// temporary directory of t's and returns its path.
+func CopyDir(t testing.TB, src string) string {
+	t.Helper()
+	dst := t.TempDir()
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	return dst
 }
