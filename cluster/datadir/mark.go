@@ -238,31 +238,14 @@ func (w *markWriter) replace(rec []byte) error {
 	for size < 2*len(rec) {
 		size *= 2
 	}
-	path := filepath.Join(w.dir, MarkFile)
-	f, err := w.fs.Create(path+".tmp", vfs.WriteCategoryUnspecified)
-	if err != nil {
-		return err
-	}
 	buf := make([]byte, 2*size)
 	copy(buf, rec)
-	_, err = f.Write(buf)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = w.fs.Rename(path+".tmp", path)
-	}
-	if err == nil {
-		err = syncDir(w.fs, w.dir)
-	}
-	if err != nil {
+	if err := writeDurably(w.fs, w.dir, MarkFile, buf); err != nil {
 		return err
 	}
 	w.close()
-	if w.f, err = w.fs.OpenReadWrite(path, vfs.WriteCategoryUnspecified); err != nil {
+	var err error
+	if w.f, err = w.fs.OpenReadWrite(filepath.Join(w.dir, MarkFile), vfs.WriteCategoryUnspecified); err != nil {
 		return err
 	}
 	w.size, w.next = size, 1

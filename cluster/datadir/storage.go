@@ -417,11 +417,22 @@ func (st *Storage) MarkInitialised() error {
 	if _, err := st.fs.Stat(path); err == nil {
 		return nil
 	}
-	f, err := st.fs.Create(path+".tmp", vfs.WriteCategoryUnspecified)
+	return writeDurably(st.fs, st.dir, IDFile, []byte(st.NodeID+"\n"))
+}
+
+// Dir returns the path of the data directory, as OpenStorage was given it.
+func (st *Storage) Dir() string { return st.dir }
+
+// writeDurably writes data as the file name of directory dir, whole or
+// not at all: into name.tmp, synced, renamed over name, and the directory
+// synced.
+func writeDurably(fs vfs.FS, dir, name string, data []byte) error {
+	path := filepath.Join(dir, name)
+	f, err := fs.Create(path+".tmp", vfs.WriteCategoryUnspecified)
 	if err != nil {
 		return err
 	}
-	_, err = f.Write([]byte(st.NodeID + "\n"))
+	_, err = f.Write(data)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -429,16 +440,13 @@ func (st *Storage) MarkInitialised() error {
 		err = cerr
 	}
 	if err == nil {
-		err = st.fs.Rename(path+".tmp", path)
+		err = fs.Rename(path+".tmp", path)
 	}
 	if err == nil {
-		err = syncDir(st.fs, st.dir)
+		err = syncDir(fs, dir)
 	}
 	return err
 }
-
-// Dir returns the path of the data directory, as OpenStorage was given it.
-func (st *Storage) Dir() string { return st.dir }
 
 // syncDir makes the entries of directory path durable.
 func syncDir(fs vfs.FS, path string) error {
