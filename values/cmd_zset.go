@@ -141,7 +141,7 @@ const (
 // existing member's score as the flags allow, and returns what it did and
 // the resulting score; ok is false when INCR made the score NaN.
 func (z *zset) addOne(member []byte, score float64, f zaddFlags) (out int, newScore float64, ok bool) {
-	cur, in := z.score(member)
+	pos, cur, in := z.locate(member)
 	if !in {
 		if f.xx {
 			return zNop, 0, true
@@ -163,7 +163,7 @@ func (z *zset) addOne(member []byte, score float64, f zaddFlags) (out int, newSc
 	if score == cur {
 		return zSame, score, true
 	}
-	z.update(member, score)
+	z.update(pos, score)
 	return zUpdated, score, true
 }
 

@@ -64,18 +64,32 @@ func (z *zset) find(member []byte) int {
 	return -1
 }
 
-// score returns member's score, and whether it is in the set.
-func (z *zset) score(member []byte) (float64, bool) {
+// zpos is where a member is: its index in the listpack form, or its node
+// in the skiplist form.
+type zpos struct {
+	i int
+	x *znode
+}
+
+// locate returns where member is and its score, and whether it is in the
+// set.
+func (z *zset) locate(member []byte) (zpos, float64, bool) {
 	if z.lp {
 		if i := z.find(member); i >= 0 {
-			return z.ents[i].score, true
+			return zpos{i: i}, z.ents[i].score, true
 		}
-		return 0, false
+		return zpos{}, 0, false
 	}
 	if x := z.dict[string(member)]; x != nil {
-		return x.score, true
+		return zpos{x: x}, x.score, true
 	}
-	return 0, false
+	return zpos{}, 0, false
+}
+
+// score returns member's score, and whether it is in the set.
+func (z *zset) score(member []byte) (float64, bool) {
+	_, score, ok := z.locate(member)
+	return score, ok
 }
 
 // rank returns member's 1-based rank, 0 if it is not in the set.
@@ -138,39 +152,33 @@ func (z *zset) toSkiplist() {
 	z.ents = nil
 }
 
-// update moves member, which is in the set, to score.
-func (z *zset) update(member []byte, score float64) {
+// update moves the member at p (locate) to score.
+func (z *zset) update(p zpos, score float64) {
 	if !z.lp {
-		x := z.dict[string(member)]
-		x = z.sl.updateScore(x, score)
+		x := z.sl.updateScore(p.x, score)
 		z.dict[x.member] = x
 		return
 	}
-	i := z.find(member)
-	m := z.ents[i].member
-	z.ents = slices.Delete(z.ents, i, i+1)
+	m := z.ents[p.i].member
+	z.ents = slices.Delete(z.ents, p.i, p.i+1)
 	score = z.store(score)
 	z.ents = slices.Insert(z.ents, z.search(score, m), zent{m, score})
 }
 
 // remove deletes member and reports whether it was in the set.
 func (z *zset) remove(member []byte) bool {
-	if !z.lp {
-		x := z.dict[string(member)]
-		if x == nil {
-			return false
-		}
-		delete(z.dict, x.member)
-		z.size -= memberCost(x.member)
-		z.sl.remove(x)
-		return true
-	}
-	i := z.find(member)
-	if i < 0 {
+	p, _, ok := z.locate(member)
+	if !ok {
 		return false
 	}
-	z.size -= memberCost(z.ents[i].member)
-	z.ents = slices.Delete(z.ents, i, i+1)
+	if !z.lp {
+		delete(z.dict, p.x.member)
+		z.size -= memberCost(p.x.member)
+		z.sl.remove(p.x)
+		return true
+	}
+	z.size -= memberCost(z.ents[p.i].member)
+	z.ents = slices.Delete(z.ents, p.i, p.i+1)
 	return true
 }
 

@@ -75,7 +75,8 @@ func zsetStep(t *testing.T, rnd *rand.Rand, z *zset, m *zmodel) {
 		z.add([]byte(member), score)
 		*m = append(*m, znode{member: member, score: score})
 	case op < 5:
-		z.update([]byte(member), score)
+		pos, _, _ := z.locate([]byte(member))
+		z.update(pos, score)
 		(*m)[i].score = score
 	case op < 8 && i >= 0:
 		if !z.remove([]byte(member)) {
