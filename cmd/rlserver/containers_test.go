@@ -54,9 +54,7 @@ func testContainerRestarts(t *testing.T, cycles int) {
 	ph := &phases{}
 	kills := 0
 	var kinds []string
-	steps := map[string]string{} // a phase's steps, for its errors' report
-	spans := map[string][2]time.Time{}
-	stoppedNode := map[string]*partNode{}
+	done := map[string]restart{} // by phase, for its errors' report
 	for cycle := 0; cycle < cycles; cycle++ {
 		nd := nodes[cycle%len(nodes)]
 		kind := "stop"
@@ -80,10 +78,9 @@ func testContainerRestarts(t *testing.T, cycles int) {
 			r, err := partReport(nd, "")
 			return err == nil && r.Serving && len(r.Errors) == 0
 		})
-		spans[phase], stoppedNode[phase] = [2]time.Time{began, time.Now()}, nd
-		steps[phase] = fmt.Sprintf("docker %s returned %v into it, wait %v, start %v, serving %v", kind,
-			stopped.Round(time.Millisecond), exited.Round(time.Millisecond), started.Round(time.Millisecond),
-			time.Since(began).Round(time.Millisecond))
+		done[phase] = restart{nd, [2]time.Time{began, time.Now()}, fmt.Sprintf("docker %s returned %v into it, wait %v, start %v, serving %v",
+			kind, stopped.Round(time.Millisecond), exited.Round(time.Millisecond), started.Round(time.Millisecond),
+			time.Since(began).Round(time.Millisecond))}
 		// A kill's errors (EOF from docker's proxy on the pooled
 		// connections, TRYAGAIN in the election) must end, and the checks
 		// sent during it come back, before the next phase begins, or a stop
@@ -114,13 +111,14 @@ func testContainerRestarts(t *testing.T, cycles int) {
 	logged := map[string]bool{}
 	for _, e := range res.errs {
 		if name, into := ph.into(e.at); strings.HasPrefix(name, "docker stop") && !sentDuringKill(ph, e) {
+			r := done[name]
 			if stopErrs++; stopErrs <= 5 {
 				t.Errorf("an error %v into %s, of a check sent %v before (%s): %s", into.Round(time.Millisecond), name,
-					e.at.Sub(e.sent()).Round(time.Millisecond), steps[name], e.describe(e.at.Add(-into)))
+					e.at.Sub(e.sent()).Round(time.Millisecond), r.steps, e.describe(e.at.Add(-into)))
 			}
-			if !logged[name] && stoppedNode[name] != nil {
+			if !logged[name] && r.node != nil {
 				logged[name] = true
-				t.Logf("%s's log during %s:\n%s", stoppedNode[name].name, name, logBetween(containerLogs(stoppedNode[name]), spans[name]))
+				t.Logf("%s's log during %s:\n%s", r.node.name, name, logBetween(containerLogs(r.node), r.span))
 			}
 		}
 	}
@@ -128,6 +126,15 @@ func testContainerRestarts(t *testing.T, cycles int) {
 	t.Logf("%d restarts in containers (%d docker kill, %d docker stop): %d checks, %d admissions acknowledged and counted "+
 		"(%d more charged); errors: %d after a kill, %d after a stop", len(kinds), kills, len(kinds)-kills, res.checks, acked,
 		extra, len(res.errs)-stopErrs, stopErrs)
+}
+
+// restart is what one phase of testContainerRestarts did: the node it
+// stopped or killed, from when to when it served again, and its steps'
+// times.
+type restart struct {
+	node  *partNode
+	span  [2]time.Time
+	steps string
 }
 
 // sentDuringKill reports whether e's check was sent during a docker kill:
