@@ -198,13 +198,12 @@ func (c *zcursor) step(rev bool) {
 	}
 }
 
-// walk collects members from rank on (backward if rev), first skipping
+// walk collects members from c on (backward if rev), first skipping
 // offset of them, at most limit (negative for all) and while in says so.
-func (z *zset) walk(rank int, rev bool, offset, limit int64, in func(zent) bool) []zent {
-	if offset < 0 || rank == 0 {
+func walk(c zcursor, rev bool, offset, limit int64, in func(zent) bool) []zent {
+	if offset < 0 || !c.ok() {
 		return nil // Redis skips "offset" nodes counting down: to the end
 	}
-	c := z.cursor(rank)
 	for ; c.ok() && offset > 0; offset-- {
 		c.step(rev)
 	}
@@ -226,9 +225,9 @@ func (z *zset) byScores(r *scoreRange, o zrangeOpts) []zent {
 		return nil
 	}
 	if o.dir == zReverse {
-		return z.walk(z.lastIn(r), true, o.offset, o.limit, func(e zent) bool { return r.aboveMin(e.score) })
+		return walk(z.lastIn(r), true, o.offset, o.limit, func(e zent) bool { return r.aboveMin(e.score) })
 	}
-	return z.walk(z.firstIn(r), false, o.offset, o.limit, func(e zent) bool { return r.belowMax(e.score) })
+	return walk(z.firstIn(r), false, o.offset, o.limit, func(e zent) bool { return r.belowMax(e.score) })
 }
 
 // lexBound is one end of a lex range: a member, or (inf -1) "-" below
@@ -336,50 +335,45 @@ func (z *zset) byLex(r *lexRange, o zrangeOpts) []zent {
 	above := func(e zent) bool { return r.aboveMin(e.member) }
 	below := func(e zent) bool { return r.belowMax(e.member) }
 	if o.dir == zReverse {
-		rank := z.lexEdge(below, true)
-		if rank == 0 || !above(z.at(rank)) {
+		c := z.lexEdge(below, true)
+		if !c.ok() || !above(c.ent()) {
 			return nil
 		}
-		return z.walk(rank, true, o.offset, o.limit, above)
+		return walk(c, true, o.offset, o.limit, above)
 	}
-	rank := z.lexEdge(above, false)
-	if rank == 0 || !below(z.at(rank)) {
+	c := z.lexEdge(above, false)
+	if !c.ok() || !below(c.ent()) {
 		return nil
 	}
-	return z.walk(rank, false, o.offset, o.limit, below)
+	return walk(c, false, o.offset, o.limit, below)
 }
 
-// lexEdge finds the rank of the first member for which ok holds (the last,
-// from the top, when rev), 0 if none.
-func (z *zset) lexEdge(ok func(zent) bool, rev bool) int {
-	n := z.len()
+// lexEdge returns a cursor at the first member for which ok holds (the
+// last, from the top, when rev); its rank is 0 if there is none.
+func (z *zset) lexEdge(ok func(zent) bool, rev bool) zcursor {
 	if !z.lp && z.sl.first().score == z.sl.tail.score { // one score: lex order, found in O(log n)
 		node := func(x *znode) zent { return zent{x.member, x.score} }
 		if rev {
 			if x := z.sl.lastWhile(func(x *znode) bool { return ok(node(x)) }); x != nil {
-				return z.sl.rank(x)
+				return zcursor{z: z, rank: z.sl.rank(x), x: x}
 			}
-			return 0
+			return zcursor{z: z}
 		}
 		if x, rank := z.sl.firstFrom(func(x *znode) bool { return !ok(node(x)) }); x != nil {
-			return rank
+			return zcursor{z: z, rank: rank, x: x}
 		}
-		return 0
+		return zcursor{z: z}
 	}
+	c := z.cursor(1)
 	if rev {
-		for c := z.cursor(n); c.ok(); c.step(true) {
-			if ok(c.ent()) {
-				return c.rank
-			}
-		}
-		return 0
+		c = z.cursor(z.len())
 	}
-	for c := z.cursor(1); c.ok(); c.step(false) {
+	for ; c.ok(); c.step(rev) {
 		if ok(c.ent()) {
-			return c.rank
+			return c
 		}
 	}
-	return 0
+	return zcursor{z: z}
 }
 
 // rangeReply lists nodes' members, each followed by its score with

@@ -229,10 +229,11 @@ func (r *scoreRange) empty() bool {
 	return r.min > r.max || (r.min == r.max && (r.minex || r.maxex))
 }
 
-// firstIn returns the 1-based rank of the first member in r, 0 if none.
-func (z *zset) firstIn(r *scoreRange) int {
+// firstIn returns a cursor at the first member in r (rank 0 if none).
+func (z *zset) firstIn(r *scoreRange) zcursor {
+	none := zcursor{z: z}
 	if r.empty() || z.len() == 0 {
-		return 0
+		return none
 	}
 	if z.lp {
 		i, _ := slices.BinarySearchFunc(z.ents, r, func(e zent, r *scoreRange) int {
@@ -242,47 +243,57 @@ func (z *zset) firstIn(r *scoreRange) int {
 			return -1
 		})
 		if i == len(z.ents) || !r.belowMax(z.ents[i].score) {
-			return 0
+			return none
 		}
-		return i + 1
+		return zcursor{z: z, rank: i + 1}
 	}
 	x, rank := z.sl.firstFrom(func(n *znode) bool { return !r.aboveMin(n.score) })
 	if x == nil || !r.belowMax(x.score) {
-		return 0
+		return none
 	}
-	return rank
+	return zcursor{z: z, rank: rank, x: x}
 }
 
-// lastIn returns the 1-based rank of the last member in r, 0 if none.
-func (z *zset) lastIn(r *scoreRange) int {
+// lastIn returns a cursor at the last member in r (rank 0 if none).
+func (z *zset) lastIn(r *scoreRange) zcursor {
+	none := zcursor{z: z}
 	if r.empty() || z.len() == 0 {
-		return 0
+		return none
 	}
-	var rank int
 	if z.lp {
-		rank, _ = slices.BinarySearchFunc(z.ents, r, func(e zent, r *scoreRange) int {
+		rank, _ := slices.BinarySearchFunc(z.ents, r, func(e zent, r *scoreRange) int {
 			if r.belowMax(e.score) {
 				return -1
 			}
 			return 1
 		})
+		if rank == 0 || !r.aboveMin(z.ents[rank-1].score) {
+			return none
+		}
+		return zcursor{z: z, rank: rank}
+	}
+	x, rank := z.sl.firstFrom(func(n *znode) bool { return r.belowMax(n.score) })
+	if rank--; rank == 0 {
+		return none
+	}
+	if x == nil {
+		x = z.sl.tail
 	} else {
-		_, rank = z.sl.firstFrom(func(n *znode) bool { return r.belowMax(n.score) })
-		rank--
+		x = x.backward
 	}
-	if rank == 0 || !r.aboveMin(z.at(rank).score) {
-		return 0
+	if !r.aboveMin(x.score) {
+		return none
 	}
-	return rank
+	return zcursor{z: z, rank: rank, x: x}
 }
 
 // count returns the number of members in r.
 func (z *zset) count(r *scoreRange) int {
-	first := z.firstIn(r)
+	first := z.firstIn(r).rank
 	if first == 0 {
 		return 0
 	}
-	return z.lastIn(r) - first + 1
+	return z.lastIn(r).rank - first + 1
 }
 
 // removeRange removes the members in r and returns how many it removed.
@@ -291,11 +302,11 @@ func (z *zset) removeRange(r *scoreRange) int {
 		return 0
 	}
 	if z.lp {
-		first := z.firstIn(r)
+		first := z.firstIn(r).rank
 		if first == 0 {
 			return 0
 		}
-		return z.removeRanks(first, z.lastIn(r))
+		return z.removeRanks(first, z.lastIn(r).rank)
 	}
 	var update [zMaxLevel]*znode
 	z.sl.updateBefore(func(n *znode) bool { return !r.aboveMin(n.score) }, &update)

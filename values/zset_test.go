@@ -124,7 +124,7 @@ func compareZSet(t *testing.T, rnd *rand.Rand, z *zset, m zmodel) {
 	if got := z.count(&r); got != len(in) {
 		t.Fatalf("count %+v = %d, want %d", r, got, len(in))
 	}
-	first, last := z.firstIn(&r), z.lastIn(&r)
+	first, last := z.firstIn(&r).rank, z.lastIn(&r).rank
 	if len(in) == 0 && (first != 0 || last != 0) || len(in) > 0 && (first == 0 || last == 0 || z.at(first).member != in[0] || z.at(last).member != in[len(in)-1]) {
 		t.Fatalf("range %+v: first %d last %d, want %v", r, first, last, in)
 	}
