@@ -120,7 +120,7 @@ func (c *Cluster) Reset(key []byte, now int64) (bool, error) {
 func (c *Cluster) Flush() error {
 	for _, g := range c.led() {
 		err := g.store.Flush()
-		g.serving.RUnlock()
+		g.phase.leave()
 		if err != nil {
 			return err
 		}
@@ -134,7 +134,7 @@ func (c *Cluster) Len() int {
 	n := 0
 	for _, g := range c.led() {
 		n += g.store.Len()
-		g.serving.RUnlock()
+		g.phase.leave()
 	}
 	return n
 }
@@ -162,7 +162,7 @@ func (c *Cluster) Prefetch(keys [][]byte) uint64 {
 		for n < len(keys) && c.groupOf(slots.Of(keys[n])) == gi {
 			n++
 		}
-		if g := c.replica(gi); g != nil && g.ready.Load() {
+		if g := c.replica(gi); g != nil && g.phase.serving() {
 			sum += g.store.Prefetch(keys[:n])
 		}
 		keys = keys[n:]
@@ -179,7 +179,7 @@ func (c *Cluster) Prefetch(keys [][]byte) uint64 {
 func (c *Cluster) Transact(plan shards.TxPlan, run func(tx *shards.Tx)) error {
 	if len(plan.Keys) > 0 {
 		if g, err := c.serving(plan.Keys[0]); err == nil {
-			defer g.serving.RUnlock()
+			defer g.phase.leave()
 			return g.store.Transact(plan, run)
 		}
 	}
@@ -193,7 +193,7 @@ func (c *Cluster) Digest(now int64) uint64 {
 	var sum uint64
 	for _, g := range c.led() {
 		sum += g.store.Digest(now)
-		g.serving.RUnlock()
+		g.phase.leave()
 	}
 	return sum
 }
@@ -207,7 +207,7 @@ func (c *Cluster) TransactAll(run func(txs []*shards.Tx)) {
 	gs := c.led()
 	defer func() {
 		for _, g := range gs {
-			g.serving.RUnlock()
+			g.phase.leave()
 		}
 	}()
 	txs := make([]*shards.Tx, 0, len(gs))
@@ -245,7 +245,7 @@ func (c *Cluster) Persistent() int {
 	n := 0
 	for _, g := range c.led() {
 		n += g.store.Persistent()
-		g.serving.RUnlock()
+		g.phase.leave()
 	}
 	return n
 }
@@ -260,7 +260,7 @@ func (c *Cluster) Route(slot int) error {
 		return nil // every key is served, by forwarding if need be
 	}
 	gi := c.groupOf(slot)
-	if g := c.replica(gi); g != nil && g.ready.Load() {
+	if g := c.replica(gi); g != nil && g.phase.serving() {
 		return nil
 	}
 	return c.routeErr(slot, gi)
@@ -309,7 +309,7 @@ func (c *Cluster) View() View {
 // serves the slot, else 0 (as a Redis master counts only its own slots).
 func (c *Cluster) KeysInSlot(slot int) int {
 	g := c.replica(c.groupOf(slot))
-	if g == nil || !g.ready.Load() {
+	if g == nil || !g.phase.serving() {
 		return 0
 	}
 	return g.store.CountKeys(c.clock(), func(key []byte) bool { return slots.Of(key) == slot })
@@ -707,7 +707,7 @@ func (c *Cluster) PersistenceInfo() []string {
 		}
 		st := g.raft.Stats()
 		role := "follower"
-		if g.ready.Load() {
+		if g.phase.serving() {
 			role = "leader"
 		}
 		out = append(out, "raft_group_"+strconv.Itoa(int(g.id)), "role="+role+",state="+st["state"]+",term="+st["term"]+

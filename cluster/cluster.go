@@ -382,7 +382,7 @@ func (c *Cluster) startGroups(l *Layout) error {
 		rc := c.raftConfig(id)
 		if voters := place[int(id)]; len(voters) > 0 && voters[0] != c.cfg.NodeID {
 			deferTo(rc)
-			g.deferring.Store(true)
+			g.phase.deferElection()
 		}
 		if err := g.startRaft(rc, logs, c.transport(id)); err != nil {
 			return err
@@ -540,7 +540,7 @@ rounds:
 	for round := 0; round < handOverRounds; round++ {
 		var led []*group
 		for _, g := range c.hostedGroups() {
-			if g.ready.Load() || g.leader() {
+			if g.phase.serving() || g.leader() {
 				led = append(led, g)
 			}
 		}

@@ -198,7 +198,7 @@ func (tc *testCluster) servedOnce(preferred bool) bool {
 	for g := 1; g <= c0.numGroups(); g++ {
 		n := 0
 		for _, c := range tc.nodes {
-			if c == nil || c.replica(g) == nil || !c.replica(g).ready.Load() {
+			if c == nil || c.replica(g) == nil || !c.replica(g).phase.serving() {
 				continue
 			}
 			n++
@@ -463,7 +463,7 @@ func (tc *testCluster) mostLeader() int {
 		}
 		n := 0
 		for _, g := range c.hostedGroups() {
-			if g != nil && g.ready.Load() {
+			if g != nil && g.phase.serving() {
 				n++
 			}
 		}
@@ -631,7 +631,7 @@ func TestJoinAndLeaveUnderLoad(t *testing.T) {
 func leads(c *Cluster) int {
 	n := 0
 	for _, g := range c.hostedGroups() {
-		if g.ready.Load() {
+		if g.phase.serving() {
 			n++
 		}
 	}
@@ -807,7 +807,7 @@ func TestUnplannedLeadLossForgetsNothingStrong(t *testing.T) {
 		time.Sleep(150 * time.Millisecond)
 		for _, c := range tc.nodes {
 			for _, g := range c.hostedGroups() {
-				if g != nil && g.ready.Load() && round%len(tc.nodes) == int(g.id)%len(tc.nodes) {
+				if g != nil && g.phase.serving() && round%len(tc.nodes) == int(g.id)%len(tc.nodes) {
 					if g.raft.LeadershipTransfer().Error() == nil {
 						moves++
 					}

@@ -50,7 +50,7 @@ func TestClusterNodeOnAFullDiskRefusesChanges(t *testing.T) {
 	p := engine.Params{Limit: 100, Window: noRollover}
 	ledByN1 := func(key string) bool {
 		g := n1.replica(n1.groupOf(slots.Of([]byte(key))))
-		return g != nil && g.ready.Load()
+		return g != nil && g.phase.serving()
 	}
 	avail.Store(10 << 20) // the disk fills
 	deadline := time.Now().Add(5 * time.Second)

@@ -9,7 +9,9 @@
 //
 //   - Replication core, for every group: the thin FSM over the shard state
 //     (fsm.go), the entry's header and checksum (entry.go), one replica of a
-//     group (group.go), the applier that turns the journals of changed keys
+//     group (group.go) and its phase — serving, abandoned, handing over,
+//     deferring, with the named transitions between them (phase.go), the
+//     applier that turns the journals of changed keys
 //     into log entries and tells the server when they are committed
 //     (applier.go, commits.go).
 //   - The standalone node: Node, Open, Config, Durability (node.go).

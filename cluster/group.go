@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -17,7 +16,7 @@ import (
 // group is this node's replica of one Raft group whose state is limiter
 // state: a shards.Store, the FSM over it, and the raft instance. While the
 // node leads the group and has applied every entry committed before its
-// term (ready), checks run on the store and the applier writes the store's
+// term (serving: see phase), checks run on the store and the applier writes the store's
 // journal into the group's log; otherwise the store follows the log.
 type group struct {
 	id     uint32
@@ -34,11 +33,9 @@ type group struct {
 	// rather than handled as a lost lead.
 	standalone bool
 
-	ready atomic.Bool // checks may run on store: leader, caught up, active
-	// serving is held for reading by every check while it reads ready and
-	// changes the store, and for writing when ready is cleared, so that no
-	// check changes the store once the group has stopped serving.
-	serving   sync.RWMutex
+	// phase: serving, abandoned, handing over, deferring, and the lock
+	// each check holds while it changes the store (phase.go).
+	phase     phase
 	snapBytes atomic.Int64 // size of the group's last snapshot
 
 	// The applier's state of the group (applier.go); active and the
@@ -48,16 +45,7 @@ type group struct {
 	committed atomic.Uint64 // the last epoch whose changes in this group are committed
 	loopDone  chan struct{} // closed when the commit loop has ended
 	dirty     chan struct{} // an entry failed: give up the state and take it again
-	// abandoned: the group stopped serving because changes it made may not
-	// reach the log (giveUp); its store must be rebuilt from the log before
-	// it serves again, whatever raft says meanwhile.
-	abandoned atomic.Bool
 	stop      chan struct{} // closed when the replica is dropped
-	handing   atomic.Bool   // handOff is under way: the watcher leaves it be
-	// deferring: this replica started with longer election timeouts so
-	// that the group's preferred leader wins its first election (see
-	// deferTo); the watcher restores them once a leader is known.
-	deferring atomic.Bool
 	watched   chan struct{} // closed when the watcher has ended
 	// lastLeader is the other node last seen leading the group; expected
 	// is when (Unix ns) a node last said it would hand this node the lead
@@ -145,10 +133,7 @@ func (g *group) leader() bool { return g.raft.State() == raft.Leader }
 // it, checks made between the failure and the watcher's step down would be
 // acknowledged in epochs the applier no longer waits for g in, and lost.
 func (g *group) giveUp() {
-	g.serving.Lock() // wait for the checks under way
-	g.ready.Store(false)
-	g.abandoned.Store(true)
-	g.serving.Unlock()
+	g.phase.giveUp()
 	g.markDirty()
 }
 

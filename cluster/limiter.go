@@ -11,7 +11,7 @@ func (c *Cluster) check(key []byte, a engine.Algo, p engine.Params, cost, now in
 	if err != nil {
 		return engine.Result{}, err
 	}
-	defer g.serving.RUnlock()
+	defer g.phase.leave()
 	return g.store.Check(key, a, p, cost, now)
 }
 
@@ -20,7 +20,7 @@ func (c *Cluster) throttle(key []byte, maxBurst, count, period, quantity, now in
 	if err != nil {
 		return engine.CellResult{}, err
 	}
-	defer g.serving.RUnlock()
+	defer g.phase.leave()
 	return g.store.Throttle(key, maxBurst, count, period, quantity, now)
 }
 
@@ -29,7 +29,7 @@ func (c *Cluster) reset(key []byte, now int64) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	defer g.serving.RUnlock()
+	defer g.phase.leave()
 	return g.store.Reset(key, now)
 }
 
@@ -41,11 +41,8 @@ func (c *Cluster) led() []*group {
 		if g == nil {
 			continue
 		}
-		g.serving.RLock()
-		if g.ready.Load() {
+		if g.phase.enter() {
 			out = append(out, g)
-		} else {
-			g.serving.RUnlock()
 		}
 	}
 	return out

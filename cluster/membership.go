@@ -220,7 +220,7 @@ func (c *Cluster) reconcileLoop() {
 					c.log.Warn("starting a replica of a group placed here failed", "group", g, "err", err)
 				}
 			case grp == nil:
-			case grp.ready.Load():
+			case grp.phase.serving():
 				c.adjustVoters(grp, m)
 			case !placed:
 				c.maybeDropReplica(grp)
@@ -471,12 +471,12 @@ func (c *Cluster) saveHosted() error {
 // Nothing acknowledged is forgotten, in fast mode too. If the transfer
 // fails, the node serves g again while it still leads.
 func (c *Cluster) handOff(g *group, id, addr string) {
-	if !g.handing.CompareAndSwap(false, true) {
+	if !g.phase.beginHandOff() {
 		return
 	}
 	defer func() {
-		g.handing.Store(false)
-		if g.abandoned.Load() {
+		g.phase.endHandOff()
+		if g.phase.abandoned() {
 			g.markDirty() // the watcher left the group to handOff meanwhile
 		}
 		c.topoChanged()
@@ -500,7 +500,7 @@ func (c *Cluster) handOff(g *group, id, addr string) {
 		c.log.Info("not handing the group's lead over: the target cannot take it now", "group", g.id, "to", id, "err", err)
 		return
 	}
-	c.setReady(g, false)
+	c.stopServing(g)
 	if c.app.isActive(g) {
 		err := c.app.drain(g, ctx.Done())
 		c.app.deactivate(g, err == nil)
@@ -632,7 +632,7 @@ func (c *Cluster) awaitReady(ctx context.Context, req readyReq) error {
 		deadline = time.Now().Add(handOffTimeout)
 	}
 	for {
-		if g := c.replica(req.Group); g != nil && g.ready.Load() {
+		if g := c.replica(req.Group); g != nil && g.phase.serving() {
 			return nil
 		}
 		if !c.Await(deadline) {

@@ -225,7 +225,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	cfg.RaiseClock(n.fsm.lastNow.Load())
 	n.app.activate(g)
-	g.ready.Store(true)
+	g.phase.serve()
 	go n.app.run()
 	go n.snapshotLoop()
 	return n, nil

@@ -64,7 +64,7 @@ func (c *Cluster) forward(req keyReq) (keyReply, error) {
 	var last error
 	for {
 		gi := c.groupOf(slot)
-		if g := c.replica(gi); g != nil && g.ready.Load() {
+		if g := c.replica(gi); g != nil && g.phase.serving() {
 			return c.runKey(ctx, req) // it moved here meanwhile
 		}
 		addr := c.leaderRaftAddr(gi)
@@ -132,7 +132,7 @@ func (c *Cluster) runKey(ctx context.Context, req keyReq) (keyReply, error) {
 	}
 	var rep keyReply
 	if req.Op == "exec" {
-		g.serving.RUnlock() // the command routes itself again
+		g.phase.leave() // the command routes itself again
 		return c.runExec(ctx, req)
 	}
 	now := c.clock()
@@ -147,7 +147,7 @@ func (c *Cluster) runKey(ctx context.Context, req keyReq) (keyReply, error) {
 	default:
 		err = errors.New("ERR unknown forwarded command " + req.Op)
 	}
-	g.serving.RUnlock()
+	g.phase.leave()
 	if err == nil && c.Strong() {
 		err = c.Sync(ctx)
 	}

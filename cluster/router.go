@@ -42,24 +42,20 @@ func Transient(err error) bool {
 }
 
 // serving returns the group that serves key here, read-locked: the caller
-// must call g.serving.RUnlock when it has finished with g's store. If this
+// must call g.phase.leave when it has finished with g's store. If this
 // node does not serve the key's slot, it returns the error to answer.
 func (c *Cluster) serving(key []byte) (*group, error) {
 	slot := slots.Of(key)
 	gi := c.groupOf(slot)
-	if g := c.replica(gi); g != nil {
-		g.serving.RLock()
-		if g.ready.Load() {
-			return g, nil
-		}
-		g.serving.RUnlock()
+	if g := c.replica(gi); g != nil && g.phase.enter() {
+		return g, nil
 	}
 	return nil, c.routeErr(slot, gi)
 }
 
 // routeErr is Route's error for a slot this node does not serve.
 func (c *Cluster) routeErr(slot, gi int) error {
-	if g := c.replica(gi); g != nil && g.handing.Load() {
+	if g := c.replica(gi); g != nil && g.phase.handingOff() {
 		return ErrMoving // handing the lead over: held until the new leader serves
 	}
 	leader := c.leaderOf(gi)

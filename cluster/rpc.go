@@ -183,7 +183,7 @@ func (c *Cluster) status(at int64) nodeStatus {
 			continue
 		}
 		_, leader := g.raft.LeaderWithID()
-		gs := groupStatus{ID: int(g.id), State: g.raft.State().String(), Leader: string(leader), Ready: g.ready.Load(),
+		gs := groupStatus{ID: int(g.id), State: g.raft.State().String(), Leader: string(leader), Ready: g.phase.serving(),
 			Term: g.raft.CurrentTerm(), Applied: g.fsm.applied.Load(), LastNow: g.fsm.lastNow.Load(), Keys: g.store.Len()}
 		if at > 0 {
 			gs.Digest = fmt.Sprintf("%016x", g.store.Digest(at))
@@ -437,7 +437,7 @@ func (c *Cluster) computeMark() uint64 {
 	for _, g := range c.hostedGroups() {
 		_, leader := g.raft.LeaderWithID()
 		h = mix(h, uint64(g.id))
-		h = mix(h, uint64(g.raft.State())<<1|boolBits(g.ready.Load()))
+		h = mix(h, uint64(g.raft.State())<<1|boolBits(g.phase.serving()))
 		for i := 0; i < len(leader); i++ {
 			h = mix(h, uint64(leader[i]))
 		}

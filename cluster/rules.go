@@ -229,15 +229,13 @@ func (c *Cluster) chargeLocal(ctx context.Context, req chargeReq) (chargeReply, 
 	if g == nil {
 		return chargeReply{}, errNotServedHere
 	}
-	g.serving.RLock()
-	if !g.ready.Load() {
-		g.serving.RUnlock()
+	if !g.phase.enter() {
 		return chargeReply{}, errNotServedHere
 	}
 	ops := req.toOps()
 	now := c.clock()
 	allowed, err := g.store.CheckAll(ops, req.Cost, now)
-	g.serving.RUnlock()
+	g.phase.leave()
 	if err != nil {
 		return chargeReply{}, err
 	}
@@ -260,11 +258,10 @@ func (c *Cluster) refundLocal(req chargeReq) error {
 	if g == nil {
 		return errNotServedHere
 	}
-	g.serving.RLock()
-	defer g.serving.RUnlock()
-	if !g.ready.Load() {
+	if !g.phase.enter() {
 		return errNotServedHere
 	}
+	defer g.phase.leave()
 	return g.store.RefundAll(req.toOps(), req.Cost, req.Now, max(req.Now, c.clock()))
 }
 

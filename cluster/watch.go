@@ -34,7 +34,7 @@ func (c *Cluster) goLoop(fn func()) {
 
 // watch follows the leadership of group g: when this node becomes its
 // leader, it applies every entry committed before (catchUp), then serves
-// the group's slots (ready) and flushes its journal (applier.activate);
+// the group's slots (phase: serving) and flushes its journal (applier.activate);
 // when it stops leading, or one of its entries failed, it stops serving
 // them, gives up the entries not committed (applier.deactivate) and
 // rebuilds the state from the log, which its memory may have run ahead
@@ -73,35 +73,40 @@ func (c *Cluster) startWatch(g *group) {
 // over; so does a node whose disk refuses state changes (it could only
 // answer MISCONF), if a node whose disk does not can take the lead.
 func (c *Cluster) reconcile(g *group, dirty bool) {
-	if g.handing.Load() {
+	if g.phase.handingOff() {
 		return // handOff decides
 	}
 	leading := g.leader()
-	if abandoned := g.abandoned.Swap(false); g.ready.Load() && (!leading || dirty) || abandoned {
+	if abandoned := g.phase.takeAbandoned(); g.phase.serving() && (!leading || dirty) || abandoned {
 		c.stepDown(g)
 	}
 	switch {
 	case leading && (c.stopping.Load() || c.diskLow()):
 		c.handOff(g, "", "")
-	case leading && !g.ready.Load():
+	case leading && !g.phase.serving():
 		c.stepUp(g)
 	}
 	c.noteLeader(g)
 }
 
-// setReady makes g serve its slots here, or stop: under the serving lock,
-// so that once it is cleared no check changes g's store. Held commands
-// are woken to route again.
-func (c *Cluster) setReady(g *group, ready bool) {
-	g.serving.Lock() // wait for the checks under way
-	g.ready.Store(ready)
-	g.serving.Unlock()
+// serve makes g serve its slots here (phase.serve) and wakes the held
+// commands to route again.
+func (c *Cluster) serve(g *group) {
+	g.phase.serve()
+	c.topoChanged()
+}
+
+// stopServing stops g serving its slots here once the checks under way
+// have ended (phase.stopServing): from its return no check changes g's
+// store. Held commands are woken to route again.
+func (c *Cluster) stopServing(g *group) {
+	g.phase.stopServing()
 	c.topoChanged()
 }
 
 // stepDown stops serving g and rebuilds its state from the log.
 func (c *Cluster) stepDown(g *group) {
-	c.setReady(g, false)
+	c.stopServing(g)
 	c.app.deactivate(g, false)
 	start := time.Now()
 	if err := g.fsm.rebuild(g.logs, g.snaps); err != nil {
@@ -122,7 +127,7 @@ func (c *Cluster) stepUp(g *group) {
 	}
 	c.cfg.RaiseClock(g.fsm.lastNow.Load()) // never decide before what the group committed
 	c.app.activate(g)
-	c.setReady(g, true)
+	c.serve(g)
 	c.log.Debug("leading", "group", g.id)
 	c.noteTakeover(g)
 }
@@ -157,7 +162,7 @@ func (c *Cluster) noteLeader(g *group) {
 	if leader := string(id); leader != "" && leader != c.cfg.NodeID {
 		g.lastLeader.Store(&leader)
 	}
-	if id != "" && g.deferring.CompareAndSwap(true, false) {
+	if id != "" && g.phase.endDeferral() {
 		rc := g.raft.ReloadableConfig()
 		rc.HeartbeatTimeout, rc.ElectionTimeout = c.cfg.HeartbeatTimeout, c.cfg.ElectionTimeout
 		if err := g.raft.ReloadConfig(rc); err != nil {
@@ -265,7 +270,7 @@ func (c *Cluster) balance() {
 		place := c.placement()
 		addrs := c.peerAddrs()
 		for _, g := range c.hostedGroups() {
-			if g == nil || !g.ready.Load() || time.Since(last[g.id]) < 5*time.Second {
+			if g == nil || !g.phase.serving() || time.Since(last[g.id]) < 5*time.Second {
 				continue
 			}
 			voters := place[int(g.id)]
