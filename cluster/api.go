@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rlserver/rlserver/cluster/meta"
 	"net"
 	"sort"
 	"strconv"
@@ -142,7 +143,7 @@ func (c *Cluster) Len() int {
 // MemoryBytes returns the memory the keys of every hosted group take,
 // led or followed, and the blocks the meta group holds.
 func (c *Cluster) MemoryBytes() int64 {
-	n := c.meta.blockTable().Bytes()
+	n := c.meta.Blocks().Bytes()
 	for _, g := range c.hostedGroups() {
 		if g != nil {
 			n += g.store.MemoryBytes()
@@ -268,8 +269,8 @@ func (c *Cluster) Route(slot int) error {
 
 // View returns the cluster as this node sees it now.
 func (c *Cluster) View() View {
-	m := c.meta.current()
-	v := View{MyID: c.id, Epoch: c.meta.applied.Load(), OK: true}
+	m := c.meta.Current()
+	v := View{MyID: c.id, Epoch: c.meta.Applied(), OK: true}
 	names := map[string]bool{}
 	for id := range c.peerAddrs() {
 		names[id] = true
@@ -363,7 +364,7 @@ func (c *Cluster) SetRule(r rules.Rule) (bool, error) {
 	if _, err := rules.Compile(r, 0); err != nil {
 		return false, err
 	}
-	return c.ruleCmd(metaCmd{Op: "rule.set", Rule: &r})
+	return c.ruleCmd(meta.Cmd{Op: "rule.set", Rule: &r})
 }
 
 // CreateRule is SetRule that fails with rules.ErrExists if the id is taken.
@@ -371,14 +372,14 @@ func (c *Cluster) CreateRule(r rules.Rule) error {
 	if _, err := rules.Compile(r, 0); err != nil {
 		return err
 	}
-	_, err := c.ruleCmd(metaCmd{Op: "rule.create", Rule: &r})
+	_, err := c.ruleCmd(meta.Cmd{Op: "rule.create", Rule: &r})
 	return err
 }
 
 // DeleteRule removes the rule with the given id and reports whether it
 // existed.
 func (c *Cluster) DeleteRule(id string) (bool, error) {
-	return c.ruleCmd(metaCmd{Op: "rule.del", ID: id})
+	return c.ruleCmd(meta.Cmd{Op: "rule.del", ID: id})
 }
 
 // ChangeRules makes ch (rules.Change: a --rules file's load) as one entry
@@ -390,7 +391,7 @@ func (c *Cluster) ChangeRules(ch rules.Change) (rules.ChangeResult, error) {
 	if _, err := ch.Compile(); err != nil {
 		return rules.ChangeResult{}, err
 	}
-	res, err := c.metaCmd(metaCmd{Op: "rules.change", Change: &ch})
+	res, err := c.metaCmd(meta.Cmd{Op: "rules.change", Change: &ch})
 	if err != nil {
 		return rules.ChangeResult{}, err
 	}
@@ -423,15 +424,15 @@ func (c *Cluster) Settle(ctx context.Context, change bool) error {
 
 // Rule returns the rule with the given id.
 func (c *Cluster) Rule(id string) (rules.Rule, bool) {
-	r, ok := c.meta.current().Rules[id]
+	r, ok := c.meta.Current().Rules[id]
 	return r, ok
 }
 
 // Rules returns every rule in id order.
-func (c *Cluster) Rules() []rules.Rule { return sortedRules(c.meta.current()) }
+func (c *Cluster) Rules() []rules.Rule { return meta.SortedRules(c.meta.Current()) }
 
 // RuleCount returns the number of rules.
-func (c *Cluster) RuleCount() int { return len(c.meta.current().Rules) }
+func (c *Cluster) RuleCount() int { return len(c.meta.Current().Rules) }
 
 // CheckRules evaluates q against the rules: the counters of the matching
 // rules ("id:value") live in the groups of their slots, on this node or
@@ -444,7 +445,7 @@ func (c *Cluster) RuleCount() int { return len(c.meta.current().Rules) }
 // on the rule's block.after-th the block is proposed to the meta group in
 // the background, from where it reaches every node.
 func (c *Cluster) CheckRules(q *rules.Query, now int64) error {
-	if err := shards.CheckRulesWith(c.meta.ruleSet(), c.meta.blockTable(), q, now, c.CheckAll); err != nil {
+	if err := shards.CheckRulesWith(c.meta.Rules(), c.meta.Blocks(), q, now, c.CheckAll); err != nil {
 		return err
 	}
 	if q.Blocked {
@@ -460,35 +461,35 @@ func (c *Cluster) CheckRules(q *rules.Query, now int64) error {
 // SetBlock blocks b.Identifier until b.Until through the meta group, so
 // that every node denies it.
 func (c *Cluster) SetBlock(b rules.Block, now int64) error {
-	_, err := c.ruleCmd(metaCmd{Op: "block.set", Block: &b, Max: c.cfg.MaxBlocks})
+	_, err := c.ruleCmd(meta.Cmd{Op: "block.set", Block: &b, Max: c.cfg.MaxBlocks})
 	return err
 }
 
 // Unblock lifts the block of identifier through the meta group and
 // reports whether one was live.
 func (c *Cluster) Unblock(identifier string, now int64) (bool, error) {
-	return c.ruleCmd(metaCmd{Op: "block.del", ID: identifier})
+	return c.ruleCmd(meta.Cmd{Op: "block.del", ID: identifier})
 }
 
 // ActiveBlocks returns the blocks live at now, sorted by identifier, each
 // with its TTL.
 func (c *Cluster) ActiveBlocks(now int64) []rules.Block {
-	return c.meta.blockTable().Active(now)
+	return c.meta.Blocks().Active(now)
 }
 
 // BlockStats returns the counts of blocks: those applied on this node by
 // source, the rules checks this node denied by a block, and those live
 // at now.
 func (c *Cluster) BlockStats(now int64) shards.BlockStats {
-	t := c.meta.blockTable()
-	return shards.BlockStats{Made: c.meta.blocksMadeCopy(), Denied: c.blockDenied.Load(), Active: t.Live(now),
-		Dropped: c.meta.blocksDropped.Load() + c.blocksShed.Load(), Bytes: t.Bytes()}
+	t := c.meta.Blocks()
+	return shards.BlockStats{Made: c.meta.BlocksMade(), Denied: c.blockDenied.Load(), Active: t.Live(now),
+		Dropped: c.meta.BlocksDropped() + c.blocksShed.Load(), Bytes: t.Bytes()}
 }
 
 // NewestBlocks returns up to n of the blocks live at now, those made last
 // first, with their TTLs, and how many blocks are live.
 func (c *Cluster) NewestBlocks(n int, now int64) ([]rules.Block, int) {
-	t := c.meta.blockTable()
+	t := c.meta.Blocks()
 	return t.Newest(n, now), t.Live(now)
 }
 
@@ -594,7 +595,7 @@ func (c *Cluster) Join(ctx context.Context, n NodeInfo) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return c.meta.current().Groups, nil
+	return c.meta.Current().Groups, nil
 }
 
 // Leave makes node id leave the cluster: no group is placed on it any

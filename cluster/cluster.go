@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/rlserver/rlserver/cluster/meta"
 	"log/slog"
 	"sort"
 	"sync"
@@ -112,7 +113,7 @@ type Cluster struct {
 	pulse *pulse.Pulse // this node's raft heartbeats, coalesced per peer node
 	// lastMark is the status mark last computed (statusMark).
 	lastMark atomic.Pointer[heardMark]
-	meta     *metaFSM
+	meta     *meta.FSM
 	metaR    *raft.Raft
 	// blockDenied counts the rules checks this node denied by a block.
 	blockDenied atomic.Uint64
@@ -193,8 +194,7 @@ func OpenCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	}
 	c.ngroups.Store(int32(layout.Groups))
 	c.initial = layout.Peers
-	c.meta = newMetaFSM()
-	c.meta.bytes = cfg.BlockBytes
+	c.meta = meta.New(cfg.BlockBytes)
 	c.metrics = newMetrics(cfg.Registerer, c.appliedSum, func() bool { return false }, cfg.Storage.LogStats)
 	cfg.Registerer.MustRegister(newGroupApplied(c), prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "rlserver_cluster_leads_lost_total",
@@ -312,7 +312,7 @@ func (c *Cluster) layout() (*Layout, error) {
 		return nil, fmt.Errorf("%w: %q", ErrNotAPeer, c.cfg.NodeID)
 	}
 	l = &Layout{Version: datadir.LayoutVersion, Groups: c.cfg.Groups, Peers: c.cfg.Peers}
-	for g, voters := range placement(ids, c.cfg.Groups) {
+	for g, voters := range meta.Placement(ids, c.cfg.Groups) {
 		for _, v := range voters {
 			if v == c.cfg.NodeID {
 				l.Hosted = append(l.Hosted, uint32(g))
@@ -371,7 +371,7 @@ func (c *Cluster) startGroups(l *Layout) error {
 			return fmt.Errorf("meta group: bootstrap: %w", err)
 		}
 	}
-	place := placement(ids, l.Groups)
+	place := meta.Placement(ids, l.Groups)
 	c.groups = make([]atomic.Pointer[group], maxGroups+1)
 	for _, id := range l.Hosted {
 		logs, snaps, err := st.GroupStorage(id, 1, c.log)
@@ -422,7 +422,7 @@ func (c *Cluster) newDataGroup(id uint32, logs raft.LogStore, snaps raft.Snapsho
 // placedHere returns the groups the meta group places on this node.
 func (c *Cluster) placedHere() []int {
 	var out []int
-	for g, voters := range c.meta.current().Placement {
+	for g, voters := range c.meta.Current().Placement {
 		for _, v := range voters {
 			if v == c.cfg.NodeID {
 				out = append(out, g)
@@ -524,7 +524,7 @@ func (c *Cluster) appliedSum() uint64 {
 			n += g.fsm.applied.Load()
 		}
 	}
-	return n + c.meta.applied.Load()
+	return n + c.meta.Applied()
 }
 
 // handOver hands the lead of every group this node serves to another

@@ -592,7 +592,7 @@ func TestJoinAndLeaveUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	testutil.WaitFor(t, 30*time.Second, "n2 to hold no group and be forgotten", func() bool {
-		_, known := tc.nodes[0].meta.current().Nodes["n2"]
+		_, known := tc.nodes[0].meta.Current().Nodes["n2"]
 		return len(tc.nodes[1].hostedGroups()) == 0 && !known
 	})
 	t.Logf("%s: n2 left", time.Now().Format("15:04:05.000"))

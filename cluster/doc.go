@@ -26,7 +26,8 @@
 //   - Heartbeats: package cluster/pulse coalesces the raft heartbeats per
 //     peer node and answers idle appends (QuietTransport); hclog.go
 //     throttles raft's logs about an unreachable peer.
-//   - The meta group: members, placement, rules and blocks (meta.go);
+//   - The meta group: its FSM — members, placement, rules and blocks — is
+//     package cluster/meta (meta.go here keeps its id and NodeInfo);
 //     joining, leaving and handing a lead over (membership.go).
 //   - Routing and serving keys: slots to groups to nodes (router.go), the
 //     key operations on the serving group (limiter.go), forwarding to the
@@ -43,7 +44,7 @@
 //     (cluster.go); every exported method of *Cluster, by concern
 //     (api.go); Prometheus series and INFO persistence (metrics.go).
 //
-// Imports go one way: cluster imports cluster/datadir, cluster/pulse and
-// cluster/transport; pulse imports transport; none of them imports
-// cluster.
+// Imports go one way: cluster imports cluster/datadir, cluster/meta,
+// cluster/pulse and cluster/transport; pulse imports transport; none of
+// them imports cluster.
 package cluster

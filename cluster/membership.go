@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rlserver/rlserver/cluster/meta"
 	"slices"
 	"strings"
 	"time"
@@ -96,7 +97,7 @@ func (c *Cluster) onMetaLeaderOnce(ctx context.Context, local func() error,
 	if err != nil {
 		return remoteErr(err)
 	}
-	for c.meta.applied.Load() < rep.Index && cctx.Err() == nil {
+	for c.meta.Applied() < rep.Index && cctx.Err() == nil {
 		time.Sleep(time.Millisecond)
 	}
 	return nil
@@ -142,7 +143,7 @@ func (c *Cluster) joinMeta(ctx context.Context, req joinReq) (metaReply, error) 
 	if err := c.addMetaServer(req.Node); err != nil {
 		return metaReply{}, err
 	}
-	return c.applyMembership(ctx, metaCmd{Op: "join", Node: &req.Node})
+	return c.applyMembership(ctx, meta.Cmd{Op: "join", Node: &req.Node})
 }
 
 // leaveMeta records that node req.ID leaves, on the meta leader.
@@ -150,12 +151,12 @@ func (c *Cluster) leaveMeta(ctx context.Context, req leaveReq) (metaReply, error
 	if c.metaR.State() != raft.Leader {
 		return metaReply{}, errNotMetaLeader
 	}
-	return c.applyMembership(ctx, metaCmd{Op: "leave", ID: req.ID})
+	return c.applyMembership(ctx, meta.Cmd{Op: "leave", ID: req.ID})
 }
 
 // applyMembership applies a membership command through the meta group
 // and returns its result and the meta index after it.
-func (c *Cluster) applyMembership(ctx context.Context, cmd metaCmd) (metaReply, error) {
+func (c *Cluster) applyMembership(ctx context.Context, cmd meta.Cmd) (metaReply, error) {
 	b, _ := json.Marshal(cmd)
 	res, err := c.metaApply(ctx, b)
 	if err == nil && res.Err != "" {
@@ -164,7 +165,7 @@ func (c *Cluster) applyMembership(ctx context.Context, cmd metaCmd) (metaReply, 
 	if err != nil {
 		return metaReply{}, err
 	}
-	return metaReply{Result: res, Index: c.meta.applied.Load()}, nil
+	return metaReply{Result: res, Index: c.meta.Applied()}, nil
 }
 
 // addMetaServer adds n to the meta group: as a voter while it has fewer
@@ -207,7 +208,7 @@ func (c *Cluster) reconcileLoop() {
 			return
 		case <-t.C:
 		}
-		m := c.meta.current()
+		m := c.meta.Current()
 		if m.Groups == 0 || len(m.Placement) == 0 {
 			continue
 		}
@@ -239,7 +240,7 @@ func (c *Cluster) reconcileLoop() {
 // a node removed from the meta group never hears a leader again, so its
 // raft times out and calls an election every heartbeat timeout, for as
 // long as it runs. A node that joins again is heard from again.
-func (c *Cluster) noteLeft(m *metaState) {
+func (c *Cluster) noteLeft(m *meta.State) {
 	me, member := m.Nodes[c.cfg.NodeID]
 	if member && !me.Leaving {
 		c.wasMember = true
@@ -270,7 +271,7 @@ func (c *Cluster) hostsAny(n int) bool {
 // leads, toward the voters placed on it: add a missing node as a
 // non-voter, promote a non-voter that caught up, hand the lead away if this
 // node is to leave the group, or remove a server that is not placed.
-func (c *Cluster) adjustVoters(g *group, m *metaState) {
+func (c *Cluster) adjustVoters(g *group, m *meta.State) {
 	want := m.Placement[int(g.id)]
 	f := g.raft.GetConfiguration()
 	if f.Error() != nil || len(want) == 0 {
@@ -353,7 +354,7 @@ func (c *Cluster) maybeDropReplica(g *group) {
 
 // forgetLeft removes from the meta group the leaving nodes that no group
 // counts among its servers any more (the meta leader runs it).
-func (c *Cluster) forgetLeft(m *metaState) {
+func (c *Cluster) forgetLeft(m *meta.State) {
 	for id, n := range m.Nodes {
 		if !n.Leaving || c.inSomeGroup(id, m.Groups) {
 			continue
@@ -362,7 +363,7 @@ func (c *Cluster) forgetLeft(m *metaState) {
 			c.log.Warn("removing a node that left from the meta group failed", "node", id, "err", err)
 			continue
 		}
-		b, _ := json.Marshal(metaCmd{Op: "forget", ID: id})
+		b, _ := json.Marshal(meta.Cmd{Op: "forget", ID: id})
 		ctx, cancel := context.WithTimeout(context.Background(), rpcTimeout)
 		c.metaApply(ctx, b)
 		cancel()

@@ -224,5 +224,5 @@ func (g *groupApplied) Collect(ch chan<- prometheus.Metric) {
 	for _, gr := range g.c.hostedGroups() {
 		ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, float64(gr.fsm.applied.Load()), strconv.Itoa(int(gr.id)))
 	}
-	ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, float64(g.c.meta.applied.Load()), "meta")
+	ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, float64(g.c.meta.Applied()), "meta")
 }

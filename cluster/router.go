@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"errors"
+	"github.com/rlserver/rlserver/cluster/meta"
 	"strconv"
 
 	"github.com/rlserver/rlserver/slots"
@@ -63,7 +64,7 @@ func (c *Cluster) routeErr(slot, gi int) error {
 		return ErrMoving // leading, not caught up yet
 	}
 	if leader != "" {
-		if n, ok := c.meta.current().Nodes[leader]; ok && n.RESP != "" {
+		if n, ok := c.meta.Current().Nodes[leader]; ok && n.RESP != "" {
 			return &MovedError{Slot: slot, Addr: n.RESP}
 		}
 		return ErrTryAgain
@@ -140,12 +141,12 @@ type ViewGroup struct {
 // placement returns each group's voters: the meta group's record, or what
 // the initial peers imply before it has one.
 func (c *Cluster) placement() map[int][]string {
-	if p := c.meta.current().Placement; len(p) > 0 {
+	if p := c.meta.Current().Placement; len(p) > 0 {
 		return p
 	}
 	ids := make([]string, 0, len(c.cfg.Peers))
 	for id := range c.peerAddrs() {
 		ids = append(ids, id)
 	}
-	return placement(ids, c.numGroups())
+	return meta.Placement(ids, c.numGroups())
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rlserver/rlserver/cluster/meta"
 	"sync"
 	"time"
 
@@ -31,7 +32,7 @@ import (
 //	            (awaitReady), or ErrMoving at the caller's deadline
 //	hotkeys     hotKeysReq → []hotKeyWire: the node's own hot keys
 //	            (see HotKeys)
-//	meta.apply  a metaCmd → metaReply, applied by the meta leader
+//	meta.apply  a meta.Cmd → metaReply, applied by the meta leader
 //	meta.join   joinReq → metaReply: add a node (Join), on the meta leader
 //	meta.leave  leaveReq → metaReply: remove a node (Leave), on the meta
 //	            leader
@@ -114,7 +115,7 @@ func (c *Cluster) handleRPC(ctx context.Context, method string, body []byte) ([]
 		if hook := c.metaAnswered.Load(); hook != nil {
 			(*hook)()
 		}
-		return json.Marshal(metaReply{Result: res, Index: c.meta.applied.Load()})
+		return json.Marshal(metaReply{Result: res, Index: c.meta.Applied()})
 	case callCharge, callRefund:
 		var req chargeReq
 		if err := json.Unmarshal(body, &req); err != nil {
@@ -199,36 +200,36 @@ func (c *Cluster) status(at int64) nodeStatus {
 // metaReply is the answer of meta.apply: the result and the meta index
 // after it, which the caller waits for before it reads its own write.
 type metaReply struct {
-	Result metaResult `json:"result"`
-	Index  uint64     `json:"index"`
+	Result meta.Result `json:"result"`
+	Index  uint64      `json:"index"`
 }
 
 // metaApply applies a meta command through the meta group's leader, this
 // node or another, and returns once this node has applied it too.
-func (c *Cluster) metaApply(ctx context.Context, cmd []byte) (metaResult, error) {
+func (c *Cluster) metaApply(ctx context.Context, cmd []byte) (meta.Result, error) {
 	if c.metaR.State() == raft.Leader {
 		f := c.metaR.Apply(cmd, rpcTimeout)
 		if err := f.Error(); err != nil {
-			return metaResult{}, fmt.Errorf("TRYAGAIN the rule store is changing leaders: %v", err)
+			return meta.Result{}, fmt.Errorf("TRYAGAIN the rule store is changing leaders: %v", err)
 		}
-		res, _ := f.Response().(metaResult)
+		res, _ := f.Response().(meta.Result)
 		return res, nil
 	}
 	addr, _ := c.metaR.LeaderWithID()
 	if addr == "" {
-		return metaResult{}, errors.New("TRYAGAIN the rule store has no leader yet")
+		return meta.Result{}, errors.New("TRYAGAIN the rule store has no leader yet")
 	}
 	cctx, cancel := context.WithTimeout(ctx, rpcTimeout)
 	defer cancel()
 	rep, err := c.rpc.metaApply(cctx, string(addr), cmd)
 	var bad *badReply
 	if errors.As(err, &bad) {
-		return metaResult{}, bad
+		return meta.Result{}, bad
 	}
 	if err != nil {
-		return metaResult{}, remoteErr(err)
+		return meta.Result{}, remoteErr(err)
 	}
-	for c.meta.applied.Load() < rep.Index { // read our own write
+	for c.meta.Applied() < rep.Index { // read our own write
 		select {
 		case <-cctx.Done():
 			return rep.Result, nil
@@ -469,7 +470,7 @@ func boolBits(bs ...bool) uint64 {
 // the nodes the meta group knows.
 func (c *Cluster) peerAddrs() map[string]string {
 	out := map[string]string{}
-	m := c.meta.current()
+	m := c.meta.Current()
 	if m.Groups == 0 { // the meta group has not recorded the members yet
 		for _, p := range c.initial {
 			out[p.ID] = p.Raft
@@ -484,7 +485,7 @@ func (c *Cluster) peerAddrs() map[string]string {
 // raftAddrOf returns node id's Raft address, as peerAddrs would, without
 // building the whole map (forwarded commands ask for it each time).
 func (c *Cluster) raftAddrOf(id string) string {
-	m := c.meta.current()
+	m := c.meta.Current()
 	if n, ok := m.Nodes[id]; ok {
 		return n.Raft
 	}

@@ -81,7 +81,7 @@ func (r rpcClient) hotKeys(ctx context.Context, addr string, req hotKeysReq) ([]
 	return rows, err
 }
 
-// metaApply has the meta leader at addr apply cmd, an encoded metaCmd
+// metaApply has the meta leader at addr apply cmd, an encoded meta.Cmd
 // (callMetaApply).
 func (r rpcClient) metaApply(ctx context.Context, addr string, cmd []byte) (metaReply, error) {
 	var rep metaReply

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rlserver/rlserver/cluster/meta"
 	"math"
 	"sort"
 	"time"
@@ -26,7 +27,7 @@ const ruleTimeout = 5 * time.Second
 // call to the meta group's leader.
 const maxMetaEntry = transport.DefaultMaxFrame - 64<<10
 
-func (c *Cluster) ruleCmd(cmd metaCmd) (bool, error) {
+func (c *Cluster) ruleCmd(cmd meta.Cmd) (bool, error) {
 	res, err := c.metaCmd(cmd)
 	if err != nil {
 		return false, err
@@ -40,24 +41,24 @@ func (c *Cluster) ruleCmd(cmd metaCmd) (bool, error) {
 	return res.Added, nil
 }
 
-// metaCmd applies cmd through the meta group, as a request of its own
-// (metaCmd.Req), within ruleTimeout. An attempt whose outcome is unknown
+// meta.Cmd applies cmd through the meta group, as a request of its own
+// (meta.Cmd.Req), within ruleTimeout. An attempt whose outcome is unknown
 // — the leader did not answer, or lost its lead, after the entry may have
 // been committed — is made again with the same request, which the meta
 // group answers as it answered the first if that one committed: a change
 // that committed is answered as its success, never as an error. If no
 // attempt is answered in time, the error says the outcome is unknown.
-func (c *Cluster) metaCmd(cmd metaCmd) (metaResult, error) {
+func (c *Cluster) metaCmd(cmd meta.Cmd) (meta.Result, error) {
 	if err := c.cfg.Storage.Space.Err(); err != nil {
-		return metaResult{}, err // this node's disk is nearly full
+		return meta.Result{}, err // this node's disk is nearly full
 	}
 	cmd.Req, cmd.At = c.nextReq(), c.clock()
 	b, err := json.Marshal(cmd)
 	if err != nil {
-		return metaResult{}, err
+		return meta.Result{}, err
 	}
 	if len(b) > maxMetaEntry {
-		return metaResult{}, fmt.Errorf("ERR the change is %d bytes, more than a cluster carries in one change (%d)", len(b), maxMetaEntry)
+		return meta.Result{}, fmt.Errorf("ERR the change is %d bytes, more than a cluster carries in one change (%d)", len(b), maxMetaEntry)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), ruleTimeout)
 	defer cancel()
@@ -71,7 +72,7 @@ func (c *Cluster) metaCmd(cmd metaCmd) (metaResult, error) {
 		}
 		select {
 		case <-ctx.Done():
-			return metaResult{}, fmt.Errorf("TRYAGAIN the rule store did not confirm the change within %s, so it may or may not have been made (last: %v); read it back before making it again", ruleTimeout, err)
+			return meta.Result{}, fmt.Errorf("TRYAGAIN the rule store did not confirm the change within %s, so it may or may not have been made (last: %v); read it back before making it again", ruleTimeout, err)
 		case <-time.After(metaRetryPause):
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/rlserver/rlserver/cluster/meta"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -191,17 +192,17 @@ func (c *Cluster) register() {
 		peers = append(peers, NodeInfo{ID: p.ID, Raft: p.Raft})
 	}
 	for {
-		m := c.meta.current()
-		var cmd metaCmd
+		m := c.meta.Current()
+		var cmd meta.Cmd
 		switch {
 		case m.Groups == 0 && len(ids) > 0:
-			cmd = metaCmd{Op: "init", Groups: c.numGroups(), Placement: placement(ids, c.numGroups()), Peers: peers}
+			cmd = meta.Cmd{Op: "init", Groups: c.numGroups(), Placement: meta.Placement(ids, c.numGroups()), Peers: peers}
 		case m.Groups == 0:
-			cmd = metaCmd{} // a joining node: its join registers it
+			cmd = meta.Cmd{} // a joining node: its join registers it
 		case m.Nodes[me.ID].ID == "" || m.Nodes[me.ID].Leaving:
 			return // not a member (any more), or leaving
 		case m.Nodes[me.ID] != me:
-			cmd = metaCmd{Op: "hello", Node: &me}
+			cmd = meta.Cmd{Op: "hello", Node: &me}
 		default:
 			return
 		}

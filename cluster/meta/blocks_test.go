@@ -1,4 +1,4 @@
-package cluster
+package meta
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ import (
 )
 
 // metaEntry is a meta log entry of cmd appended at t.
-func metaEntry(t *testing.T, index uint64, at time.Time, cmd metaCmd) *raft.Log {
+func metaEntry(t *testing.T, index uint64, at time.Time, cmd Cmd) *raft.Log {
 	t.Helper()
 	b, err := json.Marshal(cmd)
 	if err != nil {
@@ -38,28 +38,28 @@ func (s *bufSink) Close() error  { return nil }
 // and blocks travel in the meta snapshot.
 func TestMetaBlocks(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
-	f := newMetaFSM()
+	f := New(nil)
 	u1 := rules.Block{Identifier: "user=u1", Until: t0.Add(time.Minute).UnixNano(), Reason: "abuse"}
 	ip := rules.Block{Identifier: "ip=1.2.3.4", Until: t0.Add(time.Hour).UnixNano(), Rule: "per-ip"}
 	stale := rules.Block{Identifier: "ip=9.9.9.9", Until: t0.Add(-time.Second).UnixNano()}
 	for i, b := range []rules.Block{u1, ip, stale} {
-		if res := f.Apply(metaEntry(t, uint64(i+1), t0, metaCmd{Op: "block.set", Block: &b})).(metaResult); res.Err != "" {
+		if res := f.Apply(metaEntry(t, uint64(i+1), t0, Cmd{Op: "block.set", Block: &b})).(Result); res.Err != "" {
 			t.Fatalf("block.set %s: %s", b.Identifier, res.Err)
 		}
 	}
-	if got := f.blockTable().Active(t0.UnixNano()); len(got) != 2 || got[0].Identifier != "ip=1.2.3.4" || got[1].TTL != time.Minute {
+	if got := f.Blocks().Active(t0.UnixNano()); len(got) != 2 || got[0].Identifier != "ip=1.2.3.4" || got[1].TTL != time.Minute {
 		t.Fatalf("Active = %+v", got)
 	}
 	bad := rules.Block{Identifier: "nope", Until: u1.Until}
-	if res := f.Apply(metaEntry(t, 4, t0, metaCmd{Op: "block.set", Block: &bad})).(metaResult); res.Err == "" {
+	if res := f.Apply(metaEntry(t, 4, t0, Cmd{Op: "block.set", Block: &bad})).(Result); res.Err == "" {
 		t.Errorf("a bad identifier was applied")
 	}
 	// Two minutes on, user=u1 has expired: unblocking it lifts nothing.
 	later := t0.Add(2 * time.Minute)
-	if res := f.Apply(metaEntry(t, 5, later, metaCmd{Op: "block.del", ID: "user=u1"})).(metaResult); res.Added {
+	if res := f.Apply(metaEntry(t, 5, later, Cmd{Op: "block.del", ID: "user=u1"})).(Result); res.Added {
 		t.Errorf("block.del of an expired block reports it lifted")
 	}
-	if got := f.blockTable().Len(); got != 1 {
+	if got := f.Blocks().Len(); got != 1 {
 		t.Errorf("%d blocks held after the expired one was dropped, want 1", got)
 	}
 	snap, _ := f.Snapshot()
@@ -67,18 +67,18 @@ func TestMetaBlocks(t *testing.T) {
 	if err := snap.Persist(&sink); err != nil {
 		t.Fatal(err)
 	}
-	g := newMetaFSM()
+	g := New(nil)
 	if err := g.Restore(io.NopCloser(&sink)); err != nil {
 		t.Fatal(err)
 	}
-	if got := g.blockTable().Active(later.UnixNano()); len(got) != 1 || got[0] != (rules.Block{Identifier: "ip=1.2.3.4",
+	if got := g.Blocks().Active(later.UnixNano()); len(got) != 1 || got[0] != (rules.Block{Identifier: "ip=1.2.3.4",
 		Until: ip.Until, Rule: "per-ip", TTL: time.Hour - 2*time.Minute}) {
 		t.Errorf("restored blocks: %+v", got)
 	}
-	if res := g.Apply(metaEntry(t, 6, later, metaCmd{Op: "block.del", ID: "ip=1.2.3.4"})).(metaResult); !res.Added || g.blockTable() != nil {
-		t.Errorf("block.del: %+v, table %v", res, g.blockTable())
+	if res := g.Apply(metaEntry(t, 6, later, Cmd{Op: "block.del", ID: "ip=1.2.3.4"})).(Result); !res.Added || g.Blocks() != nil {
+		t.Errorf("block.del: %+v, table %v", res, g.Blocks())
 	}
-	if made := f.blocksMadeCopy(); made["manual"] != 1 || made["per-ip"] != 1 {
+	if made := f.BlocksMade(); made["manual"] != 1 || made["per-ip"] != 1 {
 		t.Errorf("blocks made: %v", made)
 	}
 }
@@ -89,35 +89,33 @@ func TestMetaBlocks(t *testing.T) {
 // bound (ClusterConfig.BlockBytes).
 func TestMetaBlocksCapped(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
-	var fs []*metaFSM
+	var fs []*FSM
 	var bytes [2]atomic.Int64
 	for i := range 2 {
-		f := newMetaFSM()
-		f.bytes = &bytes[i]
-		fs = append(fs, f)
+		fs = append(fs, New(&bytes[i]))
 	}
 	for i := 0; i < 300; i++ {
 		b := rules.Block{Identifier: fmt.Sprintf("ip=%d", i), Until: t0.Add(time.Duration(300-i) * time.Minute).UnixNano()}
-		e := metaEntry(t, uint64(i+1), t0, metaCmd{Op: "block.set", Block: &b, Max: 100})
+		e := metaEntry(t, uint64(i+1), t0, Cmd{Op: "block.set", Block: &b, Max: 100})
 		for _, f := range fs {
 			f.Apply(e)
 		}
 	}
-	a, b := fs[0].blockTable().All(), fs[1].blockTable().All()
-	if len(a) != 100 || !reflect.DeepEqual(a, b) || fs[0].blocksDropped.Load() != 200 {
-		t.Fatalf("replicas hold %d and %d blocks, %d dropped", len(a), len(b), fs[0].blocksDropped.Load())
+	a, b := fs[0].Blocks().All(), fs[1].Blocks().All()
+	if len(a) != 100 || !reflect.DeepEqual(a, b) || fs[0].BlocksDropped() != 200 {
+		t.Fatalf("replicas hold %d and %d blocks, %d dropped", len(a), len(b), fs[0].BlocksDropped())
 	}
 	for _, x := range a { // those made first end last: they stay, with the new one
 		if n, _ := strconv.Atoi(strings.TrimPrefix(x.Identifier, "ip=")); n >= 99 && n != 299 {
 			t.Fatalf("%s stayed, a block nearer to its end than those dropped", x.Identifier)
 		}
 	}
-	if got := bytes[0].Load(); got != fs[0].blockTable().Bytes() || got < 100*100 {
-		t.Fatalf("BlockBytes %d, the table's %d", got, fs[0].blockTable().Bytes())
+	if got := bytes[0].Load(); got != fs[0].Blocks().Bytes() || got < 100*100 {
+		t.Fatalf("BlockBytes %d, the table's %d", got, fs[0].Blocks().Bytes())
 	}
 }
 
-// A block command carries its proposer's clock (metaCmd.At), and blocks
+// A block command carries its proposer's clock (Cmd.At), and blocks
 // expire by it, not by the meta leader's wall clock (raft's AppendedAt):
 // a meta leader whose wall clock stepped a day ahead drops nothing
 // (before: every block expiring within the day, for good). An entry
@@ -125,16 +123,16 @@ func TestMetaBlocksCapped(t *testing.T) {
 func TestMetaBlocksExpireByTheProposersClock(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
 	ahead := t0.Add(24 * time.Hour)
-	f := newMetaFSM()
+	f := New(nil)
 	held := rules.Block{Identifier: "ip=1.2.3.4", Until: t0.Add(15 * time.Minute).UnixNano()}
-	f.Apply(metaEntry(t, 1, t0, metaCmd{Op: "block.set", Block: &held, At: t0.UnixNano()}))
+	f.Apply(metaEntry(t, 1, t0, Cmd{Op: "block.set", Block: &held, At: t0.UnixNano()}))
 	other := rules.Block{Identifier: "ip=5.6.7.8", Until: t0.Add(time.Hour).UnixNano()}
-	f.Apply(metaEntry(t, 2, ahead, metaCmd{Op: "block.set", Block: &other, At: t0.Add(2 * time.Second).UnixNano()}))
-	if got := f.blockTable().Active(t0.Add(3 * time.Second).UnixNano()); len(got) != 2 {
+	f.Apply(metaEntry(t, 2, ahead, Cmd{Op: "block.set", Block: &other, At: t0.Add(2 * time.Second).UnixNano()}))
+	if got := f.Blocks().Active(t0.Add(3 * time.Second).UnixNano()); len(got) != 2 {
 		t.Fatalf("after a block.set appended by a leader a day ahead: %+v, want both blocks", got)
 	}
-	f.Apply(metaEntry(t, 3, ahead, metaCmd{Op: "block.del", ID: "ip=9.9.9.9"}))
-	if got := f.blockTable().Len(); got != 0 {
+	f.Apply(metaEntry(t, 3, ahead, Cmd{Op: "block.del", ID: "ip=9.9.9.9"}))
+	if got := f.Blocks().Len(); got != 0 {
 		t.Fatalf("an entry without At, appended a day ahead: %d blocks left, want them expired by AppendedAt", got)
 	}
 }
