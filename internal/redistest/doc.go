@@ -6,6 +6,7 @@
 // Without redis-server the test fails, naming the fix, unless the
 // environment sets RLSERVER_SKIP_REDIS=1, in which case it is skipped.
 //
-// FreePort and Ping serve tests that start other Redis-protocol servers
-// (rlserver itself) the same way.
+// FreePort and Ping, which are internal/rlproc's (the harness of real
+// rlserver processes), serve tests that start other Redis-protocol servers
+// the same way.
 package redistest

@@ -1,22 +1,19 @@
 package redistest
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rlserver/rlserver/internal/logbuf"
+	"github.com/rlserver/rlserver/internal/rlproc"
 )
 
 // SkipEnv is the environment variable that, set to 1, turns a missing
@@ -120,77 +117,10 @@ func launch(bin, dir string, cluster bool) (*server, error) {
 	return s, nil
 }
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago, for
-// a server the caller is about to start. It draws ports below the kernel's
-// ephemeral range: another test that listens on port 0, closes, and starts
-// its own server there can then never be handed this port in between (and
-// talk to the wrong server), nor can this one take that test's port. It
-// never hands out the same port twice in one process (until most of the
-// range has been handed out): a cluster's nodes, picked one after another
-// before any of them listens, each get a port of their own, and a node that
-// is down for a restart keeps its port.
-func FreePort() (int, error) {
-	lo, hi := 20000, ephemeralLow()
-	for range 100 {
-		if hi-lo < 1000 {
-			break
-		}
-		port := lo + rand.IntN(hi-lo)
-		if !handOut(port, hi-lo) {
-			continue
-		}
-		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		if err == nil {
-			l.Close()
-			return port, nil
-		}
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("finding a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-var handedOut struct {
-	sync.Mutex
-	ports map[int]bool
-}
-
-// handOut records port as handed out and reports whether it was not
-// already; once three quarters of a range of size ports are out, it
-// forgets them all.
-func handOut(port, size int) bool {
-	handedOut.Lock()
-	defer handedOut.Unlock()
-	if handedOut.ports == nil || len(handedOut.ports) > size*3/4 {
-		handedOut.ports = make(map[int]bool)
-	}
-	if handedOut.ports[port] {
-		return false
-	}
-	handedOut.ports[port] = true
-	return true
-}
-
-// ephemeralLow returns the first port of Linux's ephemeral range, 32768 if
-// it cannot be read.
-func ephemeralLow() int {
-	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
-	if err != nil {
-		return 32768
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return 32768
-	}
-	n, err := strconv.Atoi(f[0])
-	if err != nil {
-		return 32768
-	}
-	return n
-}
+// FreePort is rlproc.FreePort: a port on 127.0.0.1 free a moment ago,
+// below the kernel's ephemeral range and never handed out twice in one
+// process, for a server the caller is about to start.
+func FreePort() (int, error) { return rlproc.FreePort() }
 
 // waitReady polls PING until it answers PONG, the process exits or the
 // start timeout passes.
@@ -211,29 +141,9 @@ func (s *server) waitReady() error {
 	return fmt.Errorf("no PONG within %v: %v", startTimeout, last)
 }
 
-// Ping sends PING to the Redis-protocol server at addr and returns nil if it
-// answers +PONG within a second.
-func Ping(addr string) error {
-	conn, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	if err := conn.SetDeadline(time.Now().Add(time.Second)); err != nil {
-		return err
-	}
-	if _, err := conn.Write([]byte("*1\r\n$4\r\nPING\r\n")); err != nil {
-		return err
-	}
-	line, err := bufio.NewReader(conn).ReadString('\n')
-	if err != nil {
-		return err
-	}
-	if line != "+PONG\r\n" {
-		return fmt.Errorf("PING answered %q", line)
-	}
-	return nil
-}
+// Ping is rlproc.Ping: nil if the Redis-protocol server at addr answers
+// PING with +PONG within a second.
+func Ping(addr string) error { return rlproc.Ping(addr) }
 
 // stop sends SIGTERM, waits for the exit and kills the process if it does
 // not exit in time.
