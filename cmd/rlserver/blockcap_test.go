@@ -145,7 +145,7 @@ func TestBlocksCappedUnderMaxMemory(t *testing.T) {
 	blockBytes := metricValue(page, "rlserver_blocks_memory_bytes")
 	info, _ := p.client.Info(ctx, "memory").Result()
 	used := infoField(info, "used_memory")
-	peak := peakRSS(t, p.cmd.Process.Pid)
+	peak := peakRSS(t, p.process.Pid())
 	t.Logf("%d ips: rule checks %.0f/s in the first tenth, %.0f/s in the last; blocks active %v, dropped %v, %v bytes; used_memory %d; peak RSS %d MB",
 		ips, first, last, active, dropped, blockBytes, used, peak>>20)
 	limit := 16 << 20 / 4 / blockCost

@@ -13,7 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/rlserver/rlserver/bench/nodes"
+	"github.com/rlserver/rlserver/internal/rlproc"
 	"github.com/rlserver/rlserver/internal/testutil"
 	"github.com/rlserver/rlserver/slots"
 )
@@ -341,11 +341,11 @@ func assertIdleCPU(t *testing.T, procs []idleProc) {
 	const window = 5 * time.Second
 	before := make([]time.Duration, len(procs))
 	for i, ip := range procs {
-		before[i] = nodes.CPUOf(ip.p.cmd.Process.Pid)
+		before[i] = rlproc.CPUOf(ip.p.process.Pid())
 	}
 	time.Sleep(window)
 	for i, ip := range procs {
-		share := float64(nodes.CPUOf(ip.p.cmd.Process.Pid)-before[i]) / float64(window)
+		share := float64(rlproc.CPUOf(ip.p.process.Pid())-before[i]) / float64(window)
 		t.Logf("%s idle: %.2f%% of a core", ip.name, 100*share)
 		if share > ip.bound {
 			t.Errorf("%s used %.2f%% of a core idle, more than %.0f%%", ip.name, 100*share, 100*ip.bound)

@@ -33,7 +33,7 @@ func reloadFailures(p *proc, file string) int {
 func hupRefused(t *testing.T, p *proc, file, want string) {
 	t.Helper()
 	before := reloadFailures(p, file)
-	p.cmd.Process.Signal(syscall.SIGHUP)
+	p.process.Signal(syscall.SIGHUP)
 	testutil.WaitFor(t, 20*time.Second, "the reload refused: "+want, func() bool { return reloadFailures(p, file) > before })
 	if !strings.Contains(p.logs.String(), want) {
 		t.Fatalf("the refusal does not say %q:\n%s", want, p.logs)
@@ -129,7 +129,7 @@ func TestSIGHUPRefusesEmptyAndEndlessRulesFiles(t *testing.T) {
 	relink(t, cur, "/dev/zero")
 	hupRefused(t, p, cur, "larger than")
 	relink(t, envoy, "/dev/zero")
-	p.cmd.Process.Signal(syscall.SIGHUP)
+	p.process.Signal(syscall.SIGHUP)
 	testutil.WaitFor(t, 20*time.Second, "--envoy-config /dev/zero refused", func() bool {
 		return strings.Contains(p.logs.String(), "envoy config: not loaded") && strings.Contains(p.logs.String(), "larger than --max-config-bytes")
 	})
@@ -164,7 +164,7 @@ func TestSIGHUPRefusesEmptyAndEndlessRulesFiles(t *testing.T) {
 	// Until the writer has opened the FIFO, the node reads it as empty.
 	testutil.WaitFor(t, 20*time.Second, "an endless FIFO refused at the bound", func() bool {
 		before := reloadFailures(p, cur)
-		p.cmd.Process.Signal(syscall.SIGHUP)
+		p.process.Signal(syscall.SIGHUP)
 		testutil.WaitFor(t, 20*time.Second, "a reload", func() bool { return reloadFailures(p, cur) > before })
 		return strings.Contains(p.logs.String(), "more than 4194304 bytes")
 	})
@@ -174,17 +174,17 @@ func TestSIGHUPRefusesEmptyAndEndlessRulesFiles(t *testing.T) {
 	if got := ruleIDs(t, p); got != all {
 		t.Fatalf("endless files changed the rules to %q", got)
 	}
-	if peak := peakRSS(t, p.cmd.Process.Pid); peak > 200<<20 {
+	if peak := peakRSS(t, p.process.Pid()); peak > 200<<20 {
 		t.Fatalf("the node's peak RSS is %d MB after endless rules files", peak>>20)
 	}
 
 	relink(t, cur, write("next.yaml", fileRule("file-a", "/a", 8)))
-	p.cmd.Process.Signal(syscall.SIGHUP)
+	p.process.Signal(syscall.SIGHUP)
 	testutil.WaitFor(t, 20*time.Second, "a good file loaded after the refusals", func() bool { return ruleLimit(p, "file-a") == 8 })
 	if got := ruleIDs(t, p); got != "file-a runtime-r" {
 		t.Fatalf("after the good file: %s", got)
 	}
-	t.Logf("peak RSS %d MB across the refusals", peakRSS(t, p.cmd.Process.Pid)>>20)
+	t.Logf("peak RSS %d MB across the refusals", peakRSS(t, p.process.Pid())>>20)
 	p.stop() // SIGTERM: status 0
 }
 
@@ -250,7 +250,7 @@ func TestSIGHUPBigRulesFileAppliedAtOnce(t *testing.T) {
 		done <- nil
 	}()
 	start := time.Now()
-	p.cmd.Process.Signal(syscall.SIGHUP)
+	p.process.Signal(syscall.SIGHUP)
 	testutil.WaitFor(t, 120*time.Second, "the big file loaded", func() bool {
 		return strings.Contains(p.logs.String(), "rules loaded") &&
 			strings.Contains(p.logs.String(), "rules="+strconv.Itoa(n))
@@ -270,7 +270,7 @@ func TestSIGHUPBigRulesFileAppliedAtOnce(t *testing.T) {
 		t.Fatalf("no poll saw the loaded file: %v", counts)
 	}
 	t.Logf("%d rules applied at once %s after SIGHUP; polls by count: %v; peak RSS %d MB", n, took.Round(time.Millisecond), counts,
-		peakRSS(t, p.cmd.Process.Pid)>>20)
+		peakRSS(t, p.process.Pid())>>20)
 	p.stop()
 	if n > 100000 {
 		return // a start that parses such a file again takes longer than restartProc waits

@@ -230,8 +230,8 @@ func TestDiskFull(t *testing.T) {
 			quiet := p.logs.String() // the condition goes on: the log must not grow
 			time.Sleep(time.Second)
 			select {
-			case err := <-p.done:
-				t.Fatalf("the server exited on a full disk: %v\n%s", err, p.logs)
+			case <-p.process.Exited():
+				t.Fatalf("the server exited on a full disk: %v\n%s", p.process.Err(), p.logs)
 			default:
 			}
 			assertServesReads(t, p)

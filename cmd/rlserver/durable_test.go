@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http"
@@ -9,31 +10,30 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlserver/rlserver/internal/logbuf"
-	"github.com/rlserver/rlserver/internal/redistest"
+	"github.com/rlserver/rlserver/internal/rlproc"
 	"github.com/rlserver/rlserver/internal/testutil"
 )
 
-// proc is an rlserver process started by a test.
+// proc is an rlserver process started by a test: the rlproc.Proc that
+// runs it, the addresses it serves and a client of its RESP address.
 type proc struct {
-	t      testing.TB
-	cmd    *exec.Cmd
-	logs   *logbuf.Buffer
-	resp   string
-	http   string
-	bin    string
-	dir    string
-	client *redis.Client
-	done   chan error
-	token  string // the bearer token of its admin endpoints (GET /cluster), if it has one
+	t       testing.TB
+	process *rlproc.Proc
+	logs    *logbuf.Buffer // process.Log(): its stdout and stderr
+	resp    string
+	http    string
+	bin     string
+	dir     string
+	tls     *tls.Config // of its client, if it serves RESP over TLS
+	client  *redis.Client
+	token   string // the bearer token of its admin endpoints (GET /cluster), if it has one
 }
 
 // startProc starts bin on dir with extra flags and waits for PING. Its
@@ -52,24 +52,26 @@ func startProc(t testing.TB, bin, dir string, extra ...string) *proc {
 // instead of failing the test: for goroutines other than the test's,
 // which must not call t.Fatal.
 func startProcErr(t testing.TB, bin, dir string, extra ...string) (*proc, error) {
-	for attempt := 1; ; attempt++ {
-		resp, err1 := redistest.FreePort()
-		http, err2 := redistest.FreePort()
-		if err := errors.Join(err1, err2); err != nil {
-			return nil, err
-		}
-		p := &proc{t: t, logs: &logbuf.Buffer{}, resp: "127.0.0.1:" + strconv.Itoa(resp), http: "127.0.0.1:" + strconv.Itoa(http),
-			bin: bin, dir: dir, done: make(chan error, 1)}
-		err := p.start(append([]string{"--listen", p.resp, "--http", p.http, "--data-dir", dir}, extra...))
-		if err == nil {
-			return p, nil
-		}
-		logs := p.logs.String()
-		taken := strings.Contains(logs, "listen on "+p.resp) || strings.Contains(logs, "listen on "+p.http)
-		if attempt == 3 || !taken || !strings.Contains(logs, "address already in use") {
-			return nil, fmt.Errorf("%v\n%s", err, logs)
-		}
+	return launch(t, bin, dir, nil, func(resp, http string) []string {
+		return append([]string{"--listen", resp, "--http", http, "--data-dir", dir}, extra...)
+	})
+}
+
+// launch starts bin with the flags args returns for a RESP and an HTTP
+// address on free ports (rlproc.OnFreeAddrs: started again on others if
+// another process took one), and waits for PING through a client with
+// tc (nil: plain TCP); dir is the proc's data directory.
+func launch(t testing.TB, bin, dir string, tc *tls.Config, args func(resp, http string) []string) (*proc, error) {
+	var p *proc
+	_, err := rlproc.OnFreeAddrs(2, func(addrs []string) (*rlproc.Proc, error) {
+		p = &proc{t: t, resp: addrs[0], http: addrs[1], bin: bin, dir: dir, tls: tc}
+		err := p.start(args(p.resp, p.http))
+		return p.process, err
+	})
+	if err != nil {
+		return nil, err
 	}
+	return p, nil
 }
 
 // restartProc starts old's binary again on its data directory with
@@ -77,7 +79,7 @@ func startProcErr(t testing.TB, bin, dir string, extra ...string) (*proc, error)
 // its addresses), and waits for PING at old's address.
 func restartProc(t testing.TB, old *proc, extra ...string) *proc {
 	t.Helper()
-	p := &proc{t: t, logs: &logbuf.Buffer{}, resp: old.resp, http: old.http, bin: old.bin, dir: old.dir, done: make(chan error, 1)}
+	p := &proc{t: t, resp: old.resp, http: old.http, bin: old.bin, dir: old.dir}
 	return p.run(append([]string{"--data-dir", old.dir}, extra...))
 }
 
@@ -86,7 +88,7 @@ func restartProc(t testing.TB, old *proc, extra ...string) *proc {
 func (p *proc) run(args []string) *proc {
 	p.t.Helper()
 	if err := p.start(args); err != nil {
-		p.t.Fatalf("%v\n%s", err, p.logs)
+		p.t.Fatal(err)
 	}
 	return p
 }
@@ -94,7 +96,9 @@ func (p *proc) run(args []string) *proc {
 // start starts p's binary with args and waits for PING at p.resp. The
 // secrets among args (which a data directory never remembers) are the
 // password its client AUTHs with and the token it reads GET /cluster with.
-// It returns an error if the binary exits or does not answer within 20 s.
+// It returns an error, with the log, if the binary exits or does not
+// answer within 20 s (rlproc.Proc.WaitPing); the process is killed when
+// the test ends.
 func (p *proc) start(args []string) error {
 	t := p.t
 	t.Helper()
@@ -110,50 +114,31 @@ func (p *proc) start(args []string) error {
 	if p.token == "" {
 		p.token = pass
 	}
-	p.cmd = exec.Command(p.bin, args...)
-	p.cmd.Stderr = p.logs
-	noteLogs(t, p.logs)
-	if err := p.cmd.Start(); err != nil {
+	rp, err := rlproc.Start("rlserver", p.bin, args, nil)
+	if err != nil {
 		return err
 	}
-	go func() { p.done <- p.cmd.Wait() }()
-	t.Cleanup(func() { p.cmd.Process.Kill() })
-	p.client = redis.NewClient(&redis.Options{Addr: p.resp, MaxRetries: -1, Password: pass})
-	t.Cleanup(func() { p.client.Close() })
-	deadline := time.Now().Add(20 * time.Second)
-	for p.client.Ping(context.Background()).Err() != nil {
-		select {
-		case err := <-p.done:
-			return fmt.Errorf("rlserver exited at start: %v", err)
-		default:
-		}
-		if time.Now().After(deadline) {
-			return errors.New("rlserver did not answer PING within 20s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return nil
+	p.process, p.logs = rp, rp.Log()
+	noteLogs(t, p.logs)
+	t.Cleanup(func() { rp.Signal(os.Kill) })
+	c := redis.NewClient(&redis.Options{Addr: p.resp, MaxRetries: -1, Password: pass, TLSConfig: p.tls})
+	p.client = c
+	t.Cleanup(func() { c.Close() })
+	return rp.WaitPing(p.resp, 20*time.Second, func() error { return c.Ping(context.Background()).Err() })
 }
 
-// stop sends SIGTERM and asserts a clean exit.
+// stop sends SIGTERM and asserts a clean exit within 30 s.
 func (p *proc) stop() {
 	p.t.Helper()
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-p.done:
-		if err != nil {
-			p.t.Fatalf("exit after SIGTERM: %v\n%s", err, p.logs)
-		}
-	case <-time.After(30 * time.Second):
-		p.t.Fatalf("no exit within 30s of SIGTERM\n%s", p.logs)
+	if err := p.process.Stop(30 * time.Second); err != nil {
+		p.t.Fatalf("%v\n%s", err, p.logs)
 	}
 }
 
 // kill sends SIGKILL and waits for the process to be gone.
 func (p *proc) kill() {
 	p.t.Helper()
-	p.cmd.Process.Kill()
-	<-p.done
+	p.process.Kill()
 }
 
 func (p *proc) do(args ...any) any {
@@ -315,31 +300,15 @@ func TestCorruptLogTail(t *testing.T) {
 // the output of a start that exited.
 func tryStart(t *testing.T, bin, dir string, extra ...string) (*proc, string) {
 	t.Helper()
-	resp := testutil.FreeAddr(t)
-	cmd := exec.Command(bin, append([]string{"--listen", resp, "--http", "", "--data-dir", dir}, extra...)...)
-	logs := &logbuf.Buffer{}
-	cmd.Stderr = logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	p := &proc{t: t, resp: testutil.FreeAddr(t), bin: bin, dir: dir}
+	err := p.start(append([]string{"--listen", p.resp, "--http", "", "--data-dir", dir}, extra...))
+	switch {
+	case errors.Is(err, rlproc.ErrExited):
+		return nil, p.logs.String()
+	case err != nil:
+		t.Fatalf("neither started nor exited: %v", err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	t.Cleanup(func() { cmd.Process.Kill() })
-	c := redis.NewClient(&redis.Options{Addr: resp, MaxRetries: -1})
-	t.Cleanup(func() { c.Close() })
-	deadline := time.Now().Add(20 * time.Second)
-	for c.Ping(context.Background()).Err() != nil {
-		select {
-		case <-done:
-			return nil, logs.String()
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("neither started nor exited within 20s\n%s", logs)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return &proc{t: t, cmd: cmd, logs: logs, resp: resp, client: c, done: done}, ""
+	return p, ""
 }
 
 // newest returns the newest file in dir matching pattern.

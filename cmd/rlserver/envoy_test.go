@@ -156,7 +156,7 @@ func TestEnvoyRLSBinary(t *testing.T) {
 	testutil.WaitFor(t, 15*time.Second, "the bad file's error in the log", func() bool {
 		return strings.Contains(p.logs.String(), "rls.yaml") && strings.Contains(p.logs.String(), "line=4 field=descriptors[0].rate_limit.unit")
 	})
-	p.cmd.Process.Signal(syscall.SIGHUP)
+	p.process.Signal(syscall.SIGHUP)
 	testutil.WaitFor(t, 15*time.Second, "two failed loads counted", func() bool {
 		return strings.Contains(httpGet(t, "http://"+p.http+"/metrics"), `ratelimit_service_config_load_total{result="error"} 2`)
 	})

@@ -111,7 +111,7 @@ func TestGRPCStalledStreams(t *testing.T) {
 	shouldRateLimit(t, envoy, rlsReq("edge", "user", "warm"))
 	respP99(t, p.client, 200) // warm up
 	refP99 := respP99(t, p.client, 500)
-	rss0, g0 := vmRSS(t, p.cmd.Process.Pid), goroutines(t, p)
+	rss0, g0 := vmRSS(t, p.process.Pid()), goroutines(t, p)
 
 	start := time.Now()
 	na := conns / 2
@@ -120,12 +120,12 @@ func TestGRPCStalledStreams(t *testing.T) {
 	anon := h2flood.Stall(grpcAddr, h2flood.ShouldRateLimit, "", conns-na, streams)
 	defer anon.Close()
 	g1 := settle(t, p)
-	rss1 := vmRSS(t, p.cmd.Process.Pid)
+	rss1 := vmRSS(t, p.process.Pid())
 	duringP99 := respP99(t, p.client, 500)
 	if r := shouldRateLimit(t, envoy, rlsReq("edge", "user", "alice")); r.OverallCode != pb.RateLimitResponse_OK {
 		t.Fatalf("an Envoy call beside the flood: %v", r)
 	}
-	rss1 = max(rss1, vmRSS(t, p.cmd.Process.Pid))
+	rss1 = max(rss1, vmRSS(t, p.process.Pid()))
 	held := time.Since(start)
 	grow := rss1 - rss0
 	t.Logf("%d connections x %d stalled streams (half with the password): RSS %d -> %d MiB (+%d MiB), goroutines %d -> %d, "+

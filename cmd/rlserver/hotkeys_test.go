@@ -102,12 +102,12 @@ func TestClusterHotKeys(t *testing.T) {
 	}
 
 	// The hot key's leader stops answering: the others leave it out.
-	hotLeader.cmd.Process.Signal(syscall.SIGSTOP)
-	t.Cleanup(func() { hotLeader.cmd.Process.Signal(syscall.SIGCONT) })
+	hotLeader.process.Signal(syscall.SIGSTOP)
+	t.Cleanup(func() { hotLeader.process.Signal(syscall.SIGCONT) })
 	start := time.Now()
 	rows, _ := hotKeyRows(t, other, 51)
 	took := time.Since(start)
-	hotLeader.cmd.Process.Signal(syscall.SIGCONT)
+	hotLeader.process.Signal(syscall.SIGCONT)
 	if _, ok := rows["hot"]; ok || len(rows) == 0 || len(rows) >= 51 || took > 10*time.Second {
 		t.Errorf("with %s stopped, RL.HOTKEYS on %s took %v and gave %d rows (hot: %v); want the others' keys alone, "+
 			"within 10 s", hotLeader.resp, other.resp, took, len(rows), rows["hot"])

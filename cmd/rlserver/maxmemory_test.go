@@ -74,7 +74,7 @@ func testMaxMemoryBounds(t *testing.T, modes ...string) {
 			dir := t.TempDir()
 			p := startProc(t, bin, dir, append([]string{"--maxmemory", "64mb"}, mode.flags...)...)
 			by := startBystander(t, p)
-			rss := sampleRSS(p.cmd.Process.Pid, time.Second)
+			rss := sampleRSS(p.process.Pid(), time.Second)
 			flood := exec.Command(bench, "-h", "127.0.0.1", "-p", p.resp[strings.LastIndexByte(p.resp, ':')+1:],
 				"-c", "50", "-P", "16", "-r", "100000000", "-l", "-q", "RL.CHECK", "key:__rand_int__", "token", "100", "1h")
 			if err := flood.Start(); err != nil {

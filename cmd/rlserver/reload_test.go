@@ -11,7 +11,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,7 +20,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/rlserver/rlserver/internal/logbuf"
 	"github.com/rlserver/rlserver/internal/testcert"
 	"github.com/rlserver/rlserver/internal/testutil"
 )
@@ -36,25 +34,12 @@ func fileRule(id, target string, limit int) string {
 // TLS, and waits for a PING through a client of tc.
 func startTLSProc(t *testing.T, bin string, tc *tls.Config, args ...string) *proc {
 	t.Helper()
-	p := &proc{t: t, logs: &logbuf.Buffer{}, resp: testutil.FreeAddr(t), http: testutil.FreeAddr(t), bin: bin, done: make(chan error, 1)}
-	p.cmd = exec.Command(bin, append([]string{"--listen", p.resp, "--http", p.http}, args...)...)
-	p.cmd.Stderr = p.logs
-	noteLogs(t, p.logs)
-	if err := p.cmd.Start(); err != nil {
+	p, err := launch(t, bin, "", tc, func(resp, http string) []string {
+		return append([]string{"--listen", resp, "--http", http}, args...)
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { p.done <- p.cmd.Wait() }()
-	t.Cleanup(func() { p.cmd.Process.Kill() })
-	p.client = redis.NewClient(&redis.Options{Addr: p.resp, TLSConfig: tc, MaxRetries: -1})
-	t.Cleanup(func() { p.client.Close() })
-	testutil.WaitFor(t, 20*time.Second, "rlserver answering PING over TLS", func() bool {
-		select {
-		case err := <-p.done:
-			t.Fatalf("rlserver exited at start: %v\n%s", err, p.logs)
-		default:
-		}
-		return p.client.Ping(context.Background()).Err() == nil
-	})
 	return p
 }
 
@@ -210,7 +195,7 @@ func TestSIGHUPReloadsUnderLoad(t *testing.T) {
 	write(fileRule("file-a", "/a", 7) + fileRule("file-new", "/new", 2))
 	copyFile(t, fresh.CertFile, certFile)
 	copyFile(t, fresh.KeyFile, keyFile)
-	p.cmd.Process.Signal(syscall.SIGHUP)
+	p.process.Signal(syscall.SIGHUP)
 	testutil.WaitFor(t, 10*time.Second, "the rules reloaded", func() bool { return ruleLimit(p, "file-a") == 7 })
 	if g, n, r := ruleLimit(p, "file-gone"), ruleLimit(p, "file-new"), ruleLimit(p, "runtime-r"); g != -1 || n != 2 || r != 9 {
 		t.Fatalf("after SIGHUP: file-gone %d (want gone), file-new %d (want 2), runtime-r %d (want 9)\n%s", g, n, r, p.logs)
@@ -237,7 +222,7 @@ func TestSIGHUPReloadsUnderLoad(t *testing.T) {
 	// A broken rules file and a missing key: both refused, nothing changes.
 	write("- id: file-a\n  limit: nope\n")
 	os.Remove(keyFile)
-	p.cmd.Process.Signal(syscall.SIGHUP)
+	p.process.Signal(syscall.SIGHUP)
 	testutil.WaitFor(t, 10*time.Second, "the failed reloads logged", func() bool {
 		return strings.Count(p.logs.String(), "reload failed") >= 2
 	})
@@ -285,7 +270,7 @@ func TestSIGHUPWithNothingToReload(t *testing.T) {
 	bin := buildBinary(t)
 	p := startProc(t, bin, t.TempDir())
 	for i := 0; i < 3; i++ {
-		p.cmd.Process.Signal(syscall.SIGHUP)
+		p.process.Signal(syscall.SIGHUP)
 	}
 	testutil.WaitFor(t, 10*time.Second, "the SIGHUP logged", func() bool {
 		return strings.Contains(p.logs.String(), "SIGHUP: nothing to reload")
@@ -314,7 +299,7 @@ func TestSIGHUPReloadsClusterRules(t *testing.T) {
 	if err := os.WriteFile(rulesFile, []byte(fileRule("c-a", "/a", 8)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	procs[0].cmd.Process.Signal(syscall.SIGHUP)
+	procs[0].process.Signal(syscall.SIGHUP)
 	for _, p := range procs {
 		testutil.WaitFor(t, 30*time.Second, p.resp+" holding the reloaded rules", func() bool {
 			return ruleLimit(p, "c-a") == 8 && ruleLimit(p, "c-gone") == -1
