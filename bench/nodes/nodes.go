@@ -1,23 +1,21 @@
 // Package nodes starts rlserver processes for the benchmark tools — a
 // standalone node or the nodes of one cluster — on free local ports, and
 // reads what they report: GET /cluster, and their CPU time from /proc.
-// It runs the binary it is given and imports nothing of rlserver's.
+// It runs the binary it is given, through internal/rlproc (the harness
+// cmd/rlserver's tests use too), and imports nothing else of rlserver's.
 package nodes
 
 import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
+	"sync"
 	"time"
 
-	"github.com/rlserver/rlserver/bench/load"
+	"github.com/rlserver/rlserver/internal/rlproc"
 )
 
 // Node is one rlserver process.
@@ -28,9 +26,7 @@ type Node struct {
 	Raft  string // --raft-addr ("" for a standalone node)
 	Pprof string // --pprof
 	Dir   string // --data-dir
-	cmd   *exec.Cmd
-	done  chan struct{}
-	err   error // of Wait, once done is closed
+	p     *rlproc.Proc
 }
 
 // Spec says what to start.
@@ -45,136 +41,84 @@ type Spec struct {
 	Flags   []string // given to every node
 }
 
-// Start starts the nodes of s and waits until each answers PING.
+// Start starts the nodes of s and waits until each answers PING. Their
+// ports are picked free; should another process take a node's RESP,
+// HTTP or pprof port before it binds it, the node is started again on
+// others (rlproc.OnFreeAddrs). A failed start's error ends with that
+// node's log.
 func Start(s Spec) ([]*Node, error) {
 	n := s.Nodes
 	if !s.Cluster || n < 1 {
 		n = 1
 	}
+	bin, err := filepath.Abs(s.Bin)
+	if err != nil {
+		return nil, err
+	}
 	ns := make([]*Node, n)
 	var peers []string
 	for i := range ns {
 		nd := &Node{Name: fmt.Sprintf("n%d", i+1), Dir: filepath.Join(s.Dir, fmt.Sprintf("n%d", i+1))}
-		addrs := []*string{&nd.RESP, &nd.HTTP, &nd.Pprof}
 		if s.Cluster {
-			addrs = append(addrs, &nd.Raft)
-		}
-		for _, a := range addrs {
-			p, err := FreePort()
+			p, err := rlproc.FreePort()
 			if err != nil {
 				return nil, err
 			}
-			*a = "127.0.0.1:" + strconv.Itoa(p)
-		}
-		if s.Cluster {
+			nd.Raft = "127.0.0.1:" + strconv.Itoa(p)
 			peers = append(peers, nd.Name+"="+nd.Raft)
 		}
 		ns[i] = nd
 	}
-	for _, nd := range ns {
-		args := []string{"--listen", nd.RESP, "--http", nd.HTTP, "--pprof", nd.Pprof, "--data-dir", nd.Dir, "--log-level", "warn"}
-		if s.Cluster {
-			args = append(args, "--node-id", nd.Name, "--raft-addr", nd.Raft, "--peers", strings.Join(peers, ","))
-		}
-		if err := nd.start(s.Bin, s.Log, append(args, s.Flags...)); err != nil {
-			StopAll(ns)
-			return nil, err
-		}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i, nd := range ns {
+		wg.Go(func() { errs[i] = nd.start(bin, s, peers) })
 	}
-	for _, nd := range ns {
-		if err := nd.waitPing(20 * time.Second); err != nil {
-			StopAll(ns)
-			return nil, err
-		}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		StopAll(ns)
+		return nil, err
 	}
 	return ns, nil
 }
 
-func (nd *Node) start(bin string, logw io.Writer, args []string) error {
-	abs, err := filepath.Abs(bin)
-	if err != nil {
-		return err
-	}
-	nd.cmd = exec.Command(abs, args...)
-	nd.cmd.Stdout, nd.cmd.Stderr = logw, logw
-	if err := nd.cmd.Start(); err != nil {
-		return fmt.Errorf("start %s: %w", bin, err)
-	}
-	nd.done = make(chan struct{})
-	go func() { nd.err = nd.cmd.Wait(); close(nd.done) }()
-	return nil
-}
-
-func (nd *Node) waitPing(d time.Duration) error {
-	deadline := time.Now().Add(d)
-	for {
-		if c, err := load.Dial(nd.RESP, 100*time.Millisecond); err == nil {
-			_, err = c.Do("PING")
-			c.Close()
-			if err == nil {
-				return nil
-			}
+// start starts nd on free ports and waits up to 20 s for PING.
+func (nd *Node) start(bin string, s Spec, peers []string) error {
+	_, err := rlproc.OnFreeAddrs(3, func(addrs []string) (*rlproc.Proc, error) {
+		nd.RESP, nd.HTTP, nd.Pprof = addrs[0], addrs[1], addrs[2]
+		args := []string{"--listen", nd.RESP, "--http", nd.HTTP, "--pprof", nd.Pprof, "--data-dir", nd.Dir, "--log-level", "warn"}
+		if s.Cluster {
+			args = append(args, "--node-id", nd.Name, "--raft-addr", nd.Raft, "--peers", strings.Join(peers, ","))
 		}
-		select {
-		case <-nd.done:
-			return fmt.Errorf("%s exited at start: %v", nd.Name, nd.err)
-		default:
+		p, err := rlproc.Start(nd.Name, bin, append(args, s.Flags...), s.Log)
+		if err != nil {
+			return nil, err
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s did not answer PING on %s within %v", nd.Name, nd.RESP, d)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		nd.p = p
+		return p, p.WaitPing(nd.RESP, 20*time.Second, func() error { return rlproc.Ping(nd.RESP) })
+	})
+	return err
 }
 
 // Pid returns the process id.
-func (nd *Node) Pid() int { return nd.cmd.Process.Pid }
+func (nd *Node) Pid() int { return nd.p.Pid() }
 
 // Alive reports whether the process has not exited.
-func (nd *Node) Alive() bool {
-	select {
-	case <-nd.done:
-		return false
-	default:
-		return true
-	}
-}
+func (nd *Node) Alive() bool { return nd.p.Alive() }
 
 // Stop sends SIGTERM and waits up to 15 s for the process to exit; it
-// returns an error unless it exited with status 0 (it is then killed).
-func (nd *Node) Stop() error {
-	if !nd.Alive() {
-		return nd.exitErr()
-	}
-	nd.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-nd.done:
-		return nd.exitErr()
-	case <-time.After(15 * time.Second):
-		nd.cmd.Process.Kill()
-		<-nd.done
-		return fmt.Errorf("%s did not exit within 15 s of SIGTERM", nd.Name)
-	}
-}
-
-func (nd *Node) exitErr() error {
-	if nd.err != nil {
-		return fmt.Errorf("%s: %w", nd.Name, nd.err)
-	}
-	return nil
-}
+// returns an error unless it exited with status 0 (it is killed if it
+// did not exit). Of a node that had exited already, it returns how.
+func (nd *Node) Stop() error { return nd.p.Stop(15 * time.Second) }
 
 // Kill sends SIGKILL and waits for the process to be gone.
-func (nd *Node) Kill() {
-	nd.cmd.Process.Kill()
-	<-nd.done
-}
+func (nd *Node) Kill() { nd.p.Kill() }
 
 // StopAll stops every node still running and returns the first error.
 func StopAll(ns []*Node) error {
 	var first error
 	for _, nd := range ns {
-		if nd == nil || nd.cmd == nil {
+		if nd == nil || nd.p == nil {
 			continue
 		}
 		if err := nd.Stop(); err != nil && first == nil {
@@ -185,24 +129,7 @@ func StopAll(ns []*Node) error {
 }
 
 // CPU returns the CPU time (user + system) the process has used.
-func (nd *Node) CPU() time.Duration { return CPUOf(nd.Pid()) }
-
-// CPUOf returns the CPU time (user + system) of process pid, from
-// /proc/<pid>/stat (0 if it cannot be read).
-func CPUOf(pid int) time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// Fields after the command name, which is in parentheses.
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
-	if len(f) < 13 {
-		return 0
-	}
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * time.Second / 100 // USER_HZ is 100 on Linux
-}
+func (nd *Node) CPU() time.Duration { return nd.p.CPU() }
 
 // CPUs returns the CPU time of each node.
 func CPUs(ns []*Node) []time.Duration {
@@ -211,16 +138,6 @@ func CPUs(ns []*Node) []time.Duration {
 		out[i] = nd.CPU()
 	}
 	return out
-}
-
-// FreePort returns a TCP port that was free a moment ago.
-func FreePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // errNotBalanced is returned by WaitBalanced at its deadline.

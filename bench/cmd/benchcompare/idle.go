@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/bench/nodes"
+	"github.com/rlserver/rlserver/internal/rlproc"
 )
 
 // Idle is the CPU one idle setup used: the percent of one core each of its
@@ -101,7 +102,7 @@ func measureIdle(ps []idleProcs, d time.Duration) []Idle {
 	before := make([][]time.Duration, len(ps))
 	for i, p := range ps {
 		for _, pid := range p.pids {
-			before[i] = append(before[i], nodes.CPUOf(pid))
+			before[i] = append(before[i], rlproc.CPUOf(pid))
 		}
 	}
 	t0 := time.Now()
@@ -111,7 +112,7 @@ func measureIdle(ps []idleProcs, d time.Duration) []Idle {
 	for i, p := range ps {
 		out[i] = Idle{Setup: p.setup, Flags: p.flags, Window: window.Seconds()}
 		for j, pid := range p.pids {
-			used := nodes.CPUOf(pid) - before[i][j]
+			used := rlproc.CPUOf(pid) - before[i][j]
 			out[i].Percent = append(out[i].Percent, 100*used.Seconds()/window.Seconds())
 		}
 		fmt.Printf("  %-20s %-10s %s of a core\n", p.setup, p.flags, percents(out[i].Percent))

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,7 +13,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/bench/load"
-	"github.com/rlserver/rlserver/bench/nodes"
+	"github.com/rlserver/rlserver/internal/rlproc"
 )
 
 // server is a child process speaking RESP on addr.
@@ -26,22 +25,12 @@ type server struct {
 	cli   *load.Client
 }
 
-// freePort returns a TCP port that was free a moment ago.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
 func startServer(name string, dir string, logw io.Writer, argv func(port, pprofPort int) []string) (*server, error) {
-	port, err := freePort()
+	port, err := rlproc.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	pport, err := freePort()
+	pport, err := rlproc.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +98,7 @@ func (s *server) stop() {
 }
 
 // cpuTime returns the CPU time (user + system) the server process has used.
-func (s *server) cpuTime() time.Duration { return nodes.CPUOf(s.cmd.Process.Pid) }
+func (s *server) cpuTime() time.Duration { return rlproc.CPUOf(s.cmd.Process.Pid) }
 
 // heapAfterGC returns rlserver's live heap after a forced collection.
 func (s *server) heapAfterGC() (int64, error) {

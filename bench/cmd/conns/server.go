@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"errors"
-	"github.com/rlserver/rlserver/bench/nodes"
 	"io"
 	"net"
 	"os"
@@ -14,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/rlserver/rlserver/internal/rlproc"
 )
 
 // server is rlserver under ulimit -n.
@@ -29,7 +30,7 @@ type server struct {
 // freePort returns a 127.0.0.1 address on a port that was free a moment
 // ago.
 func freePort() (string, error) {
-	port, err := nodes.FreePort()
+	port, err := rlproc.FreePort()
 	return "127.0.0.1:" + strconv.Itoa(port), err
 }
 

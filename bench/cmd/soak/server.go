@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"github.com/rlserver/rlserver/bench/nodes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/bench/load"
+	"github.com/rlserver/rlserver/internal/rlproc"
 )
 
 // server is the rlserver child process.
@@ -60,7 +60,7 @@ func startRedis(o options, dir string) (*server, error) {
 // launch starts bin with args(port, addr) on a free port, its output to
 // <dir>/<name>.log, and waits until it answers there.
 func launch(dir, name, bin string, args func(port int, addr string) []string) (*server, error) {
-	port, err := nodes.FreePort()
+	port, err := rlproc.FreePort()
 	if err != nil {
 		return nil, err
 	}
