@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/rlserver/rlserver/cluster/meta"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/hashicorp/raft"
 	"github.com/rlserver/rlserver/cluster/datadir"
+	"github.com/rlserver/rlserver/cluster/meta"
 )
 
 // Membership: a node joins a running cluster (Join, called on any member

@@ -2,9 +2,9 @@ package cluster
 
 import (
 	"errors"
-	"github.com/rlserver/rlserver/cluster/meta"
 	"strconv"
 
+	"github.com/rlserver/rlserver/cluster/meta"
 	"github.com/rlserver/rlserver/slots"
 )
 

@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/rlserver/rlserver/cluster/meta"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/rlserver/rlserver/cluster/meta"
 	"github.com/rlserver/rlserver/cluster/pulse"
 	"github.com/rlserver/rlserver/cluster/transport"
 	"github.com/rlserver/rlserver/engine"

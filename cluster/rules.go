@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/rlserver/rlserver/cluster/meta"
 	"math"
 	"sort"
 	"time"
 
+	"github.com/rlserver/rlserver/cluster/meta"
 	"github.com/rlserver/rlserver/cluster/transport"
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/rules"

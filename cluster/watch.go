@@ -4,10 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/rlserver/rlserver/cluster/meta"
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/rlserver/rlserver/cluster/meta"
 )
 
 // startBackground starts the node's goroutines: a watcher per hosted
