@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"github.com/rlserver/rlserver/internal/logbuf"
 	"github.com/rlserver/rlserver/internal/redistest"
 	"github.com/rlserver/rlserver/internal/testserver"
+	"github.com/rlserver/rlserver/internal/testutil"
 	"github.com/rlserver/rlserver/rules"
 )
 
@@ -165,11 +167,13 @@ func TestGrace(t *testing.T) {
 		// rlserver is back (empty): it decides again, with its own limit.
 		n2 := startRules(t, addr)
 		// go-redis's pool, refused, dials again once a second: poll.
-		for deadline := time.Now().Add(10 * time.Second); get("alice").Header.Get("X-RateLimit-Limit") != "10"; {
-			if time.Now().After(deadline) {
-				t.Fatalf("then %v: rlserver is back but does not decide within 10 s", then)
+		if err := testutil.Poll(10*time.Second, func() error {
+			if resp := get("alice"); resp.Header.Get("X-RateLimit-Limit") != "10" {
+				return fmt.Errorf("%d %v", resp.StatusCode, resp.Header)
 			}
-			time.Sleep(20 * time.Millisecond)
+			return nil
+		}); err != nil {
+			t.Fatalf("then %v: rlserver is back but does not decide within 10 s (last: %v)", then, err)
 		}
 		a, dn, th := d.get()
 		for i := 0; i < 9; i++ {

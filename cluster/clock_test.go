@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -63,16 +64,16 @@ func (tc *testCluster) keyLedBy(t *testing.T, i int, clocks []*clock.Clock) stri
 // and fails the test if that takes longer than d.
 func (tc *testCluster) admitsWithin(t *testing.T, i int, clocks []*clock.Clock, key string, d time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		r, err := tc.nodes[i].Check([]byte(key), engine.Fixed, oneSecond, 1, clocks[i].Now())
-		if err == nil && r.Allowed {
-			return
+	var r engine.Result
+	var err error
+	if testutil.Poll(d, func() error {
+		r, err = tc.nodes[i].Check([]byte(key), engine.Fixed, oneSecond, 1, clocks[i].Now())
+		if err == nil && !r.Allowed {
+			return errors.New("denied")
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s on n%d: not allowed within %v (%+v, %v): its keys are frozen", key, i+1, d, r, err)
-		}
-		time.Sleep(10 * time.Millisecond)
+		return err
+	}) != nil {
+		t.Fatalf("%s on n%d: not allowed within %v (%+v, %v): its keys are frozen", key, i+1, d, r, err)
 	}
 }
 

@@ -53,13 +53,7 @@ func TestClusterNodeOnAFullDiskRefusesChanges(t *testing.T) {
 		return g != nil && g.phase.serving()
 	}
 	avail.Store(10 << 20) // the disk fills
-	deadline := time.Now().Add(5 * time.Second)
-	for space.Err() == nil {
-		if time.Now().After(deadline) {
-			t.Fatal("the guard did not see the disk fill")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testutil.WaitFor(t, 5*time.Second, "the guard to see the disk fill", func() bool { return space.Err() != nil })
 	var served int
 	refused := map[string]bool{}
 	for k := 0; k < 60; k++ {

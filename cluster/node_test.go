@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/internal/testseed"
+	"github.com/rlserver/rlserver/internal/testutil"
 	"github.com/rlserver/rlserver/rules"
 	"github.com/rlserver/rlserver/shards"
 )
@@ -292,13 +293,7 @@ func TestRefusedWrites(t *testing.T) {
 		t.Fatalf("INFO persistence: %v", info)
 	}
 	logs.fail.Store(false)
-	deadline := time.Now().Add(10 * time.Second)
-	for n.refuse() != nil {
-		if time.Now().After(deadline) {
-			t.Fatal("still refusing after the log takes writes again")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.WaitForErr(t, 10*time.Second, "the node to serve again once the log takes writes", n.refuse)
 	syncNode(t, n)
 	closeNode(t, n)
 	m := open(t, st, clock, nil)
@@ -321,28 +316,20 @@ func TestRefusedWritesBehindEmptyEpochs(t *testing.T) {
 	logs.fail.Store(true)
 	n.Check([]byte("during"), engine.Fixed, hour, 4, clock.now())
 	sealed := n.app.open.Load()
-	deadline := time.Now().Add(10 * time.Second)
-	for n.app.open.Load() < sealed+3 { // the entry, then empty epochs
-		if time.Now().After(deadline) {
-			t.Fatal("no epochs sealed behind the held entry")
+	deadline := time.Now().Add(10 * time.Second) // for the three waits
+	testutil.WaitFor(t, time.Until(deadline), "epochs sealed behind the held entry", func() bool {
+		if n.app.open.Load() >= sealed+3 { // the entry, then empty epochs
+			return true
 		}
 		n.app.Kick()
-		time.Sleep(time.Millisecond)
-	}
+		return false
+	})
 	close(logs.hold)
-	for n.refuse() == nil { // the refusal reaches the applier
-		if time.Now().After(deadline) {
-			t.Fatal("the refused entry was never reported")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testutil.WaitFor(t, time.Until(deadline), "the refused entry to be reported", func() bool {
+		return n.refuse() != nil // the refusal reaches the applier
+	})
 	logs.fail.Store(false)
-	for n.refuse() != nil {
-		if time.Now().After(deadline) {
-			t.Fatal("still refusing after the log takes writes again")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.WaitForErr(t, time.Until(deadline), "the node to serve again once the log takes writes", n.refuse)
 	if r, err := n.Check([]byte("during"), engine.Fixed, hour, 0, clock.now()); err != nil || r.Remaining != 6 {
 		t.Fatalf("after the log takes writes: remaining %d, %v; want 6", r.Remaining, err)
 	}
@@ -368,20 +355,13 @@ func TestIdleApplierSleeps(t *testing.T) {
 	committed := func(what string) {
 		t.Helper()
 		seq := n.Pending()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
+		testutil.WaitFor(t, 10*time.Second, what+" to be committed without a kick", func() bool {
 			ok, err := n.Committed(seq)
 			if err != nil {
 				t.Fatalf("%s: %v", what, err)
 			}
-			if ok {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not committed within 10s without a kick", what)
-			}
-			time.Sleep(time.Millisecond)
-		}
+			return ok
+		})
 	}
 	n.Check([]byte("a"), engine.Fixed, hour, 1, clock.now())
 	committed("the first change")

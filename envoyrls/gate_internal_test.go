@@ -12,6 +12,8 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/tap"
+
+	"github.com/rlserver/rlserver/internal/testutil"
 )
 
 // gateCall is a call a gate test let in: the stream's context (cancelled
@@ -132,11 +134,12 @@ func gateState(g *gate) string {
 // waitGate polls ok for up to 5 s.
 func waitGate(t *testing.T, g *gate, ok func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !ok(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out: %s", gateState(g))
+	testutil.WaitForErr(t, 5*time.Second, "the gate's pools", func() error {
+		if !ok() {
+			return errors.New(gateState(g))
 		}
-	}
+		return nil
+	})
 }
 
 // TestGateMessageTimeout: calls whose message has not arrived

@@ -17,6 +17,7 @@ import (
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/internal/logbuf"
 	"github.com/rlserver/rlserver/internal/redistest"
+	"github.com/rlserver/rlserver/internal/testutil"
 )
 
 // TestRESPAgainstLua sends the same real-time traces to RL.CHECK on a real
@@ -303,21 +304,19 @@ func startRLServer(t *testing.T, bin string) string {
 // waitPing polls PING at addr until it answers, the process exits, or 15
 // seconds pass.
 func waitPing(addr string, exited chan error) error {
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	gone := false
+	err := testutil.Poll(15*time.Second, func() error {
 		select {
 		case err := <-exited:
 			exited <- err
-			return fmt.Errorf("exited during start-up: %v", err)
+			gone = true
+			return testutil.Stop(fmt.Errorf("exited during start-up: %v", err))
 		default:
 		}
-		err := redistest.Ping(addr)
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("no PONG within 15s: %w", err)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return redistest.Ping(addr)
+	})
+	if err != nil && !gone {
+		return fmt.Errorf("no PONG within 15s: %w", err)
 	}
+	return err
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/testutil"
 	"github.com/rlserver/rlserver/shards"
 )
 
@@ -124,18 +125,14 @@ func TestShutdownFinishesInFlightCommands(t *testing.T) {
 		stopped <- s.Shutdown(ctx)
 	}()
 	// New connections are refused while the old one finishes.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testutil.WaitFor(t, 5*time.Second, "the listener to refuse connections after Shutdown began", func() bool {
 		nc, err := net.DialTimeout("tcp", addr, time.Second)
 		if err != nil {
-			break
+			return true
 		}
 		nc.Close()
-		if time.Now().After(deadline) {
-			t.Fatal("the listener still accepts after Shutdown began")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return false
+	})
 	select {
 	case err := <-stopped:
 		t.Fatalf("Shutdown returned (%v) before the in-flight command finished", err)

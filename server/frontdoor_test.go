@@ -352,13 +352,12 @@ func TestLastBytesAndFINTogetherCloseTheConnection(t *testing.T) {
 			nc.Close()
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for s.ConnCount() > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of 100 connections whose peer had finished are still open after 10 s", s.ConnCount())
+	testutil.WaitForErr(t, 10*time.Second, "the connections whose peer had finished to close", func() error {
+		if n := s.ConnCount(); n > 0 {
+			return fmt.Errorf("%d of 100 still open", n)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // Item 7: SIGTERM during the attack of item 1 took 50 s, and during a

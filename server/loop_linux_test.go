@@ -106,13 +106,12 @@ func TestLoopsServeManyShortConnections(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for s.ConnCount() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d connections still open after their clients closed", s.ConnCount())
+	testutil.WaitForErr(t, 5*time.Second, "the connections to close after their clients closed", func() error {
+		if n := s.ConnCount(); n != 0 {
+			return fmt.Errorf("%d connections still open", n)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func shortConn(addr, key string) error {

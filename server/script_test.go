@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -12,6 +13,7 @@ import (
 	"github.com/rlserver/rlserver/internal/redisfuzz"
 	"github.com/rlserver/rlserver/internal/redistest"
 	"github.com/rlserver/rlserver/internal/testserver"
+	"github.com/rlserver/rlserver/internal/testutil"
 	"github.com/rlserver/rlserver/values"
 )
 
@@ -148,16 +150,12 @@ func TestRunawayScript(t *testing.T) {
 
 	spun := make(chan error, 1)
 	go func() { spun <- rdb.Eval(ctx, "while true do end", []string{"spin"}).Err() }()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		err := rdb.Get(ctx, "spin").Err()
-		if err != nil && strings.HasPrefix(err.Error(), "BUSY ") {
-			break
+	testutil.WaitForErr(t, 10*time.Second, "GET of the spinning script's key to answer BUSY", func() error {
+		if err := rdb.Get(ctx, "spin").Err(); err == nil || !strings.HasPrefix(err.Error(), "BUSY ") {
+			return fmt.Errorf("GET answered %v", err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("GET of the spinning script's key never answered BUSY: %v", err)
-		}
-	}
+		return nil
+	})
 	for _, cmd := range [][]any{{"RL.CHECK", "spin", "token", 5, "10"}, {"INCR", "spin"}, {"EVAL", "return 1", 1, "spin"}} {
 		if err := rdb.Do(ctx, cmd...).Err(); err == nil || !strings.HasPrefix(err.Error(), "BUSY ") {
 			t.Errorf("%v during the runaway script: %v, want BUSY", cmd, err)
@@ -193,16 +191,12 @@ func TestRunawayScript(t *testing.T) {
 		wrote <- rdb.Eval(ctx, "redis.call('SET', KEYS[1], 'x'); "+
 			"local n = 0 while n < 3e6 do n = n + 1 end return n", []string{"w"}).Err()
 	}()
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		err := rdb.ScriptKill(ctx).Err()
-		if err != nil && strings.HasPrefix(err.Error(), "UNKILLABLE") {
-			break
+	testutil.WaitForErr(t, 10*time.Second, "SCRIPT KILL of a script that wrote to answer UNKILLABLE", func() error {
+		if err := rdb.ScriptKill(ctx).Err(); err == nil || !strings.HasPrefix(err.Error(), "UNKILLABLE") {
+			return fmt.Errorf("SCRIPT KILL answered %v", err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("SCRIPT KILL of a script that wrote: %v, want UNKILLABLE", err)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 	if err := <-wrote; err != nil {
 		t.Errorf("the unkillable script: %v", err)
 	}

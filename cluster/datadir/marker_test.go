@@ -1,11 +1,14 @@
 package datadir
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/hashicorp/raft"
+
+	"github.com/rlserver/rlserver/internal/testutil"
 )
 
 // TestMarkFollowsASuffixDeletion: raft deletes the end of a follower's log
@@ -32,16 +35,12 @@ func TestMarkFollowsASuffixDeletion(t *testing.T) {
 	if err := logs.StoreLogs(ls); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if m, _ := readMark(fs, "/data"); m != nil && m.groups[3] == 20 {
-			break
+	testutil.WaitForErr(t, 10*time.Second, "the mark to record index 20 of group 3", func() error {
+		if m, err := readMark(fs, "/data"); m == nil || m.groups[3] != 20 {
+			return fmt.Errorf("the mark: %+v %v", m, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the mark never recorded index 20")
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 	if err := logs.DeleteRange(15, 20); err != nil {
 		t.Fatal(err)
 	}

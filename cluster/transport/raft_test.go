@@ -2,6 +2,7 @@ package transport
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -146,17 +147,17 @@ func (tc *testCluster) leader(g uint32) *replica {
 // retrying across elections until the deadline.
 func (tc *testCluster) apply(t *testing.T, g uint32, data string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	var err error
-	for time.Now().Before(deadline) {
-		if l := tc.leader(g); l != nil {
-			if err = l.raft.Apply([]byte(data), time.Second).Error(); err == nil {
-				return
-			}
+	var err error // the last Apply's: no leader is no news
+	if testutil.Poll(10*time.Second, func() error {
+		l := tc.leader(g)
+		if l == nil {
+			return errors.New("no leader")
 		}
-		time.Sleep(5 * time.Millisecond)
+		err = l.raft.Apply([]byte(data), time.Second).Error()
+		return err
+	}) != nil {
+		t.Fatalf("group %d: could not apply %q: %v", g, data, err)
 	}
-	t.Fatalf("group %d: could not apply %q: %v", g, data, err)
 }
 
 // checkReplicas waits until every live replica of g holds the same entries

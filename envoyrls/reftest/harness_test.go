@@ -3,6 +3,7 @@ package reftest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -186,13 +187,13 @@ func startPair(t *testing.T, domain, yaml string, o opts) *pair {
 // waitTCP waits until addr accepts connections.
 func waitTCP(t *testing.T, addr string) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if c, err := net.Dial("tcp", addr); err == nil {
+	testutil.WaitForErr(t, 10*time.Second, "a listener on "+addr, func() error {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
 			c.Close()
-			return
 		}
-	}
-	t.Fatalf("nothing listens on %s", addr)
+		return err
+	})
 }
 
 // start runs cmd until the test ends, its output into log.
@@ -233,19 +234,18 @@ func (p *pair) waitLoaded(s *side, domain string) {
 // (0: any).
 func (p *pair) waitProbe(s *side, domain string, want uint32) {
 	p.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	var last string
-	for time.Now().Before(deadline) {
+	err := testutil.Poll(20*time.Second, func() error {
 		d := desc("probe", "x")
 		d.HitsAddend = zero()
 		resp, err := p.call(s, &pb.RateLimitRequest{Domain: domain, Descriptors: []*rlpb.RateLimitDescriptor{d}})
 		if err == nil && resp.Statuses[0].CurrentLimit != nil && (want == 0 || resp.Statuses[0].CurrentLimit.RequestsPerUnit == want) {
-			return
+			return nil
 		}
-		last = fmt.Sprint(resp, err)
-		time.Sleep(50 * time.Millisecond)
+		return errors.New(fmt.Sprint(resp, err))
+	})
+	if err != nil {
+		p.t.Fatalf("%s did not load the configuration of %s (probe limit %d): %v\n%s", s.name, domain, want, err, tail(s.log.Bytes()))
 	}
-	p.t.Fatalf("%s did not load the configuration of %s (probe limit %d): %s\n%s", s.name, domain, want, last, tail(s.log.Bytes()))
 }
 
 // write replaces the YAML file, as an operator's deploy does (a new file

@@ -2,11 +2,14 @@ package reftest
 
 import (
 	"bufio"
+	"errors"
 	"net/http"
 	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rlserver/rlserver/internal/testutil"
 )
 
 // scrape returns s's exposition lines (no comments) that start with one
@@ -65,20 +68,22 @@ descriptors:
 	prefixes := []string{"ratelimit_service_rate_limit_", "ratelimit_service_config_load_", "ratelimit_service_total_requests",
 		"ratelimit_service_response_time_seconds"}
 	var ref []string
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		// The reference's stats reach its exporter when they are flushed,
-		// every half second (STATS_FLUSH_INTERVAL): until every step has
-		// been counted, a scrape may hold only some of them.
+	// The reference's stats reach its exporter when they are flushed,
+	// every half second (STATS_FLUSH_INTERVAL): until every step has been
+	// counted, a scrape may hold only some of them. Past 20 s, the
+	// comparison below shows what is missing.
+	testutil.Poll(20*time.Second, func() error {
 		ref = scrape(t, p.ref, prefixes...)
 		j := strings.Join(ref, "\n")
 		all := strings.Contains(j, "ratelimit_service_total_requests")
 		for _, hits := range []string{`key1="a"} 7`, `key1="s"} 3`, `key1="t_acme",key2="u"} 3`} {
 			all = all && strings.Contains(j, `ratelimit_service_rate_limit_total_hits{domain="met",`+hits)
 		}
-		if all {
-			break
+		if !all {
+			return errors.New("not every step counted yet")
 		}
-	}
+		return nil
+	})
 	// The calls counted include the probes waitLoaded sent until each had
 	// its configuration, which may differ, and times differ: these series
 	// are compared without their values.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/rlserver/rlserver/internal/redistest"
 	"github.com/rlserver/rlserver/internal/testserver"
+	"github.com/rlserver/rlserver/internal/testutil"
 	"github.com/rlserver/rlserver/rules"
 	"gopkg.in/yaml.v3"
 )
@@ -135,18 +136,13 @@ func run(t *testing.T, dir string, env []string, name string, args ...string) {
 // waitUp polls url until the gateway answers, for up to 20 s.
 func waitUp(t *testing.T, url string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testutil.WaitForErr(t, 20*time.Second, "the gateway to answer at "+url, func() error {
 		resp, err := http.Get(url + "/healthz-of-the-backend")
 		if err == nil {
 			resp.Body.Close()
-			return
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the gateway did not answer at %s within 20s: %v", url, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err
+	})
 }
 
 // from returns an HTTP client whose connections come from the loopback

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rlserver/rlserver/internal/testutil"
 )
 
 // TestRead: a file within the bound is read whole; one above it is refused
@@ -136,15 +138,7 @@ func TestReadStalledFIFO(t *testing.T) {
 // FIFO), failing after a deadline with read's last error.
 func waitWriter(t *testing.T, fifo string, read func() error) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		err := read()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("endless FIFO %s: %v, want ErrTooLarge", fifo, err)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if err := testutil.Poll(5*time.Second, read); err != nil {
+		t.Fatalf("endless FIFO %s: %v, want ErrTooLarge", fifo, err)
 	}
 }

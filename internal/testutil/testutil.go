@@ -12,7 +12,6 @@ import (
 	"os"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/rlserver/rlserver/internal/redistest"
 )
@@ -26,24 +25,6 @@ import (
 // test straddles one is its length over 366 days. Token, leaky and gcra
 // keys refill at limit per 366 days: nothing during a test.
 const NoRollover = "366d"
-
-// WaitFor polls cond until it holds, failing the test with what if it does
-// not within d. It polls at once, then after 1 ms, backing off to every
-// 50 ms: quick for in-process state, gentle on a real process that cond
-// asks over the network. Call it from the test's goroutine only (it calls
-// t.Fatalf).
-func WaitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	pause := time.Millisecond
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(pause)
-		pause = min(2*pause, 50*time.Millisecond)
-	}
-}
 
 // FreePort returns a port free on 127.0.0.1 now, outside the kernel's
 // ephemeral range and never handed out twice in one process

@@ -294,8 +294,8 @@ func TestClusterRealNodes(t *testing.T) {
 // waitBalanced polls GET /cluster until every group has one ready
 // replica, its first voter.
 func waitBalanced(t *testing.T, http_ string, d time.Duration) {
-	deadline := time.Now().Add(d)
-	for {
+	t.Helper()
+	testutil.WaitForErr(t, d, "the cluster to balance", func() error {
 		var r struct {
 			OK     bool `json:"ok"`
 			Groups []struct {
@@ -322,12 +322,9 @@ func waitBalanced(t *testing.T, http_ string, d time.Duration) {
 			}
 			ok = ok && ready == 1
 		}
-		if ok {
-			return
+		if !ok {
+			return fmt.Errorf("%+v %v", r, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the cluster did not balance within %v: %+v %v", d, r, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 }
