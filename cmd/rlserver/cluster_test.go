@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os/exec"
@@ -59,16 +60,15 @@ func report(p *proc, query string) (cluster.Report, error) {
 // its preferred leader (its first voter), as node procs[0] reports.
 func waitBalanced(t testing.TB, procs []*proc, d time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		r, err := report(procs[0], "")
-		if err == nil && r.IsBalanced() {
-			return
+	var r cluster.Report
+	var err error
+	if testutil.Poll(d, func() error {
+		if r, err = report(procs[0], ""); err == nil && !r.IsBalanced() {
+			return errors.New("not balanced")
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the cluster did not balance within %v: %+v %v\n%s", d, r, err, procs[0].logs)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return err
+	}) != nil {
+		t.Fatalf("the cluster did not balance within %v: %+v %v\n%s", d, r, err, procs[0].logs)
 	}
 }
 
@@ -135,13 +135,12 @@ func nodeAt(r cluster.Report, resp string) string {
 // checkUntil runs RL.CHECK through c, retrying errors (a failover under
 // way) until deadline, and returns the reply.
 func checkUntil(c *redis.ClusterClient, deadline time.Time, args ...any) ([]any, error) {
-	for {
-		v, err := c.Do(context.Background(), append([]any{"RL.CHECK"}, args...)...).Slice()
-		if err == nil || time.Now().After(deadline) {
-			return v, err
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	var v []any
+	err := testutil.Poll(time.Until(deadline), func() (err error) {
+		v, err = c.Do(context.Background(), append([]any{"RL.CHECK"}, args...)...).Slice()
+		return err
+	})
+	return v, err
 }
 
 // TestClusterKill9StrongForgetsNothing: three nodes in strong mode; 200
@@ -233,11 +232,11 @@ func TestClusterKill9FastBounded(t *testing.T) {
 	c := newSlotClient(liveAddrs)
 	defer c.Close()
 	peek := func(args ...any) []any {
-		v, err := c.Do(context.Background(), args...).Slice()
-		for deadline := time.Now().Add(15 * time.Second); err != nil && time.Now().Before(deadline); {
-			time.Sleep(10 * time.Millisecond)
+		var v []any
+		err := testutil.Poll(15*time.Second, func() (err error) {
 			v, err = c.Do(context.Background(), args...).Slice()
-		}
+			return err
+		})
 		if err != nil {
 			t.Fatalf("%v: %v", args, err)
 		}

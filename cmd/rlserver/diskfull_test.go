@@ -216,12 +216,13 @@ func TestDiskFull(t *testing.T) {
 			fillStart := time.Now()
 			filler := fillDisk(t, mnt)
 			filled := time.Now()
-			deadline := time.Now().Add(10 * time.Second)
-			for l.misconf.Load() == 0 {
-				if time.Now().After(deadline) {
-					t.Fatalf("no MISCONF within 10s of filling the disk\n%s", p.logs)
+			if testutil.Poll(10*time.Second, func() error {
+				if l.misconf.Load() == 0 {
+					return errors.New("no MISCONF yet")
 				}
-				time.Sleep(time.Millisecond)
+				return nil
+			}) != nil {
+				t.Fatalf("no MISCONF within 10s of filling the disk\n%s", p.logs)
 			}
 			firstMisc := time.Unix(0, l.firstMisc.Load())
 			assertServesReads(t, p)
@@ -368,17 +369,17 @@ func httpDo(t *testing.T, method, url, body string) (string, int) {
 // remaining count.
 func waitCheck(t *testing.T, p *proc, key string, within time.Duration) int64 {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		v, err := p.client.Do(context.Background(), "RL.CHECK", key, "fixed", 1000, testutil.NoRollover).Slice()
-		if err == nil {
-			return v[2].(int64)
+	var v []any
+	if err := testutil.Poll(within, func() (err error) {
+		v, err = p.client.Do(context.Background(), "RL.CHECK", key, "fixed", 1000, testutil.NoRollover).Slice()
+		if err != nil && !strings.HasPrefix(err.Error(), "MISCONF ") {
+			return testutil.Stop(err)
 		}
-		if !strings.HasPrefix(err.Error(), "MISCONF ") || time.Now().After(deadline) {
-			t.Fatalf("RL.CHECK %s: %v\n%s", key, err, p.logs)
-		}
-		time.Sleep(5 * time.Millisecond)
+		return err
+	}); err != nil {
+		t.Fatalf("RL.CHECK %s: %v\n%s", key, err, p.logs)
 	}
+	return v[2].(int64)
 }
 
 // TestStartOnFullDisk: on a disk with no room, a new data directory is
@@ -480,12 +481,13 @@ func TestKill9OnFullDiskFastForgetsAtMostTheLastIntervals(t *testing.T) {
 	l := startDiskLoad(t, p.resp)
 	time.Sleep(1500 * time.Millisecond)
 	filler := fillDisk(t, mnt)
-	deadline := time.Now().Add(10 * time.Second)
-	for l.misconf.Load() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("no MISCONF within 10s of filling the disk\n%s", p.logs)
+	if testutil.Poll(10*time.Second, func() error {
+		if l.misconf.Load() == 0 {
+			return errors.New("no MISCONF yet")
 		}
-		time.Sleep(time.Millisecond)
+		return nil
+	}) != nil {
+		t.Fatalf("no MISCONF within 10s of filling the disk\n%s", p.logs)
 	}
 	time.Sleep(300 * time.Millisecond)
 	p.kill()

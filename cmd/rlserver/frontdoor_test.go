@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -45,16 +46,14 @@ func startLimited(t *testing.T, files int, args ...string) (<-chan error, string
 		case <-time.After(5 * time.Second):
 		}
 	})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if nc, err := net.Dial("tcp", resp); err == nil {
+	if err := testutil.Poll(10*time.Second, func() error {
+		nc, err := net.Dial("tcp", resp)
+		if err == nil {
 			nc.Close()
-			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("rlserver did not start:\n%s", logs)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return err
+	}); err != nil {
+		t.Fatalf("rlserver did not start (%v):\n%s", err, logs)
 	}
 	return exited, resp, httpAddr, logs
 }
@@ -132,20 +131,18 @@ func TestOutOfDescriptorsDoesNotKillTheServer(t *testing.T) {
 		nc.Close()
 	}
 	// Once the server has seen the others go, a new client is served.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	testutil.WaitForErr(t, 10*time.Second, "a new client to be served afterwards", func() error {
 		nc, err := net.Dial("tcp", resp)
 		if err != nil {
 			t.Fatal(err)
 		}
 		got := pingOrRefusal(nc)
 		nc.Close()
-		if got == "+PONG\r\n" {
-			break
+		if got != "+PONG\r\n" {
+			return fmt.Errorf("PING answered %q", got)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("a new client afterwards: %q", got)
-		}
-	}
+		return nil
+	})
 	if !strings.Contains(logs.String(), "serving=64") {
 		t.Errorf("no warning that --maxclients came down to 64:\n%s", logs)
 	}

@@ -108,17 +108,16 @@ func startPlain(t *testing.T, args ...string) string {
 		cmd.Process.Kill()
 		cmd.Wait()
 	})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if nc, err := net.Dial("tcp", addr); err == nil {
+	if err := testutil.Poll(10*time.Second, func() error {
+		nc, err := net.Dial("tcp", addr)
+		if err == nil {
 			nc.Close()
-			return addr
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("rlserver did not start:\n%s", logs.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+		return err
+	}); err != nil {
+		t.Fatalf("rlserver did not start (%v):\n%s", err, logs.String())
 	}
+	return addr
 }
 
 // plainConn is a RESP connection that reads replies a line at a time.

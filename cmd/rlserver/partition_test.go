@@ -347,16 +347,15 @@ func partReport(nd *partNode, query string) (cluster.Report, error) {
 // ready replica, its first voter.
 func waitPartBalanced(t *testing.T, nd *partNode, d time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		r, err := partReport(nd, "")
-		if err == nil && r.IsBalanced() {
-			return
+	var r cluster.Report
+	var err error
+	if testutil.Poll(d, func() error {
+		if r, err = partReport(nd, ""); err == nil && !r.IsBalanced() {
+			return errors.New("not balanced")
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the leaders did not return to the groups' first voters within %v: %+v %v", d, r, err)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return err
+	}) != nil {
+		t.Fatalf("the leaders did not return to the groups' first voters within %v: %+v %v", d, r, err)
 	}
 }
 
@@ -831,25 +830,24 @@ func waitServedOnMajority(t *testing.T, nd *partNode, victim string, start time.
 // the cut from a node of the majority.
 func (c *partClient) waitAnswered(t *testing.T, cut *partCut) time.Time {
 	t.Helper()
-	deadline := cut.start.Add(15 * time.Second)
-	for {
+	var last time.Time
+	if err := testutil.Poll(time.Until(cut.start.Add(15*time.Second)), func() error {
 		c.tally.mu.Lock()
-		var last time.Time
-		all := len(cut.firstOK) == len(c.keys)
+		defer c.tally.mu.Unlock()
+		last = time.Time{}
 		for _, at := range cut.firstOK {
 			if at.After(last) {
 				last = at
 			}
 		}
-		c.tally.mu.Unlock()
-		if all {
-			return last
+		if n := len(cut.firstOK); n != len(c.keys) {
+			return fmt.Errorf("only %d of %d groups have answered", n, len(c.keys))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("15 s after the cut, only %d of %d groups have answered", len(cut.firstOK), len(c.keys))
-		}
-		time.Sleep(10 * time.Millisecond)
+		return nil
+	}); err != nil {
+		t.Fatalf("15 s after the cut, %v", err)
 	}
+	return last
 }
 
 // appliedNow returns each group's highest applied index, as nd reports.
@@ -944,29 +942,21 @@ func sumValues(m map[string]int64) int64 {
 // same applied index and digest (retrying while the indexes still move).
 func checkReplicas(t *testing.T, nodes []*partNode, n int) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	if err := testutil.Poll(30*time.Second, func() error {
 		at := time.Now().UnixNano()
-		why := ""
 		seen := map[int]string{} // group → applied/digest
 		for _, nd := range nodes {
 			r, err := partReport(nd, fmt.Sprintf("?digest_at=%d", at))
 			if err != nil {
-				why = err.Error()
-				break
+				return err
 			}
-			if why = sameReplicas(r, len(nodes), seen); why != "" {
-				why = nd.name + ": " + why
-				break
+			if why := sameReplicas(r, len(nodes), seen); why != "" {
+				return errors.New(nd.name + ": " + why)
 			}
 		}
-		if why == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("cut %d: the replicas differ 30 s after the load stopped: %s", n, why)
-		}
-		time.Sleep(200 * time.Millisecond)
+		return nil
+	}); err != nil {
+		t.Fatalf("cut %d: the replicas differ 30 s after the load stopped: %v", n, err)
 	}
 }
 

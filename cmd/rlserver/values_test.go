@@ -11,6 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	ulimiter "github.com/ulule/limiter/v3"
 	ulredis "github.com/ulule/limiter/v3/drivers/store/redis"
+
+	"github.com/rlserver/rlserver/internal/testutil"
 )
 
 // ulule returns an ulule/limiter of 100 an hour on p's Redis store, as its
@@ -190,11 +192,11 @@ func TestClusterScriptsAndValues(t *testing.T) {
 	// fails and the deadline has not passed: until the client reaches the
 	// key's group.
 	reach := func(cmd func() *redis.IntCmd) (int64, error) {
-		n, err := cmd().Result()
-		for err != nil && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
+		var n int64
+		err := testutil.Poll(time.Until(deadline), func() (err error) {
 			n, err = cmd().Result()
-		}
+			return err
+		})
 		return n, err
 	}
 	for i := 0; i < keys; i++ {
