@@ -6,7 +6,6 @@ import (
 	"net"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"syscall"
 	"testing"
@@ -247,12 +246,8 @@ func (e *e2e) report() {
 // buildRLServer builds cmd/rlserver into a temporary directory.
 func buildRLServer(t *testing.T) string {
 	t.Helper()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
 	bin := filepath.Join(t.TempDir(), "rlserver")
-	cmd := exec.Command(goBin, "build", "-o", bin, "github.com/rlserver/rlserver/cmd/rlserver")
+	cmd := exec.Command(testutil.GoCommand(t), "build", "-o", bin, "github.com/rlserver/rlserver/cmd/rlserver")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/rlserver: %v\n%s", err, out)
 	}

@@ -909,7 +909,7 @@ func TestGoRedisTwoNodes(t *testing.T) {
 // returns its output and error.
 func benchmark(t *testing.T, addr string, args ...string) (string, error) {
 	t.Helper()
-	bin := requireTool(t, "redis-benchmark")
+	bin := testutil.RequireTool(t, "redis-benchmark", "apt-get install redis-tools")
 	host, port, _ := net.SplitHostPort(addr)
 	out, err := exec.Command(bin, append([]string{"--cluster", "-h", host, "-p", port}, args...)...).CombinedOutput()
 	return string(out), err

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/rlserver/rlserver/internal/testutil"
 )
 
 // TestRLHelp: RL.HELP lists every one of rlserver's own commands with its
@@ -38,7 +40,7 @@ func TestRLHelp(t *testing.T) {
 	}
 
 	// redis-cli's own help, from COMMAND DOCS, read through a pipe.
-	bin := requireTool(t, "redis-cli")
+	bin := testutil.RequireTool(t, "redis-cli", "apt-get install redis-tools")
 	host, port, _ := net.SplitHostPort(addr)
 	cmd := exec.Command(bin, "-h", host, "-p", port)
 	cmd.Stdin = strings.NewReader("help RL.CHECK\nhelp RL.HOTKEYS\n")

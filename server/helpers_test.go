@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -112,15 +111,4 @@ func ints(vals ...int64) string {
 		b.WriteString(":" + strconv.FormatInt(v, 10) + "\r\n")
 	}
 	return b.String()
-}
-
-// requireTool returns the path of a command the tests need, failing the
-// test when it is missing (CI installs it; see .ci/run).
-func requireTool(t testing.TB, name string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		t.Fatalf("%s is not installed: the tests need it (apt-get install redis-tools; .ci/run does this)", name)
-	}
-	return p
 }

@@ -5,13 +5,15 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/rlserver/rlserver/internal/testutil"
 )
 
 // redisCLI runs the real redis-cli against addr with args and returns its
 // output.
 func redisCLI(t *testing.T, addr string, args ...string) string {
 	t.Helper()
-	bin := requireTool(t, "redis-cli")
+	bin := testutil.RequireTool(t, "redis-cli", "apt-get install redis-tools")
 	host, port, _ := net.SplitHostPort(addr)
 	out, err := exec.Command(bin, append([]string{"-h", host, "-p", port}, args...)...).CombinedOutput()
 	if err != nil {
@@ -51,7 +53,7 @@ func TestRedisCLI(t *testing.T) {
 // COMMAND DOCS for its hints, through a pipe.
 func TestRedisCLIInteractive(t *testing.T) {
 	_, addr := startServer(t, Config{Clock: fakeClock()})
-	bin := requireTool(t, "redis-cli")
+	bin := testutil.RequireTool(t, "redis-cli", "apt-get install redis-tools")
 	host, port, _ := net.SplitHostPort(addr)
 	cmd := exec.Command(bin, "-h", host, "-p", port)
 	cmd.Stdin = strings.NewReader("RL.PEEK k fixed 5 1m\nINFO rlserver\n")
@@ -70,7 +72,7 @@ func TestRedisCLIInteractive(t *testing.T) {
 // mode, one command per line on one connection.
 func TestRedisCLIMulti(t *testing.T) {
 	_, addr := startServer(t, Config{Clock: fakeClock()})
-	bin := requireTool(t, "redis-cli")
+	bin := testutil.RequireTool(t, "redis-cli", "apt-get install redis-tools")
 	host, port, _ := net.SplitHostPort(addr)
 	cmd := exec.Command(bin, "-h", host, "-p", port, "--no-raw")
 	cmd.Stdin = strings.NewReader("MULTI\nRL.CHECK m fixed 1 1m\nRL.CHECK m fixed 1 1m\nEXEC\nEXEC\n")

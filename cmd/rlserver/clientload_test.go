@@ -225,7 +225,7 @@ type pyLoad struct {
 // startPyLoad starts redis-py checking keys keys (prefix:k) at about rate
 // checks a second.
 func startPyLoad(t *testing.T, name string, addrs []string, keys int, rate float64) *pyLoad {
-	py := requirePythonRedis(t)
+	py := testutil.RequirePython(t, "redis.cluster") // redis-py with its RedisCluster
 	l := &pyLoad{t: t, name: name}
 	l.cmd = exec.Command(py, "testdata/clusterload.py", strings.Join(addrs, ","), name, fmt.Sprint(keys), fmt.Sprint(rate))
 	l.cmd.Stdout, l.cmd.Stderr = &l.out, &l.errw
@@ -259,17 +259,6 @@ func (l *pyLoad) stop() loadResult {
 		r.errs = append(r.errs, loadError{at: time.Unix(0, int64(at*1e9)), err: fmt.Sprint(e[1])})
 	}
 	return r
-}
-
-// requirePythonRedis returns Debian's python3 with redis-py, failing the
-// test when it has none (.ci/run installs python3-redis).
-func requirePythonRedis(t *testing.T) string {
-	t.Helper()
-	py := "/usr/bin/python3"
-	if exec.Command(py, "-c", "import redis.cluster").Run() != nil {
-		t.Fatal("no /usr/bin/python3 with redis-py's RedisCluster: apt-get install python3-redis (.ci/run does this)")
-	}
-	return py
 }
 
 // phases names the moments of a test, to say when each error came.

@@ -263,7 +263,7 @@ func TestClusterProxyPlainClients(t *testing.T) {
 	alone(t)
 	bin := buildBinary(t)
 	procs := clusterProcs(t, bin, 3, "--proxy", "--consistency", "strong", "--admin-token", "cluster-t0ken")
-	py := pythonRedis(t)
+	py := testutil.RequirePython(t, "redis")
 	// redis-cli without -c: 20 keys, checked once on each node.
 	for k := 0; k < 20; k++ {
 		for _, p := range procs {
@@ -336,19 +336,6 @@ print("ok")
 	if v, err := c.Do(context.Background(), "RL.PEEK", "bench:one", "fixed", 100000, testutil.NoRollover).Slice(); err != nil || v[2] != int64(100000-3000) {
 		t.Fatalf("bench:one after 3 x 1000 checks: %v %v, want remaining 97000", v, err)
 	}
-}
-
-// pythonRedis returns a python3 that can import redis-py (.ci/run
-// installs Debian's python3-redis).
-func pythonRedis(t *testing.T) string {
-	t.Helper()
-	for _, py := range []string{"/usr/bin/python3", "python3"} {
-		if exec.Command(py, "-c", "import redis").Run() == nil {
-			return py
-		}
-	}
-	t.Fatal("no python3 with redis-py (apt-get install python3-redis; .ci/run does this)")
-	return ""
 }
 
 // leadsGroups reports whether node name leads a group, as p reports.

@@ -42,7 +42,7 @@ func TestLongContainerRestarts(t *testing.T) {
 // testContainerRestarts stops or kills a node and starts it again, cycles
 // times, each node in turn.
 func testContainerRestarts(t *testing.T, cycles int) {
-	requireDocker(t)
+	testutil.RequireDocker(t)
 	env := newPartEnv(t)
 	nodes := startComposeNodes(t, env, 3, "--consistency", "strong")
 	var addrs []string

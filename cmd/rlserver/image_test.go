@@ -28,7 +28,7 @@ import (
 // docker stop ends it with status 0.
 func TestImageNonRootAndHealthy(t *testing.T) {
 	parallel(t)
-	requireDocker(t)
+	testutil.RequireDocker(t)
 	e := newPartEnv(t)
 	if user := mustDocker(t, "image", "inspect", "-f", "{{.Config.User}}", e.image); user != "65532:65532" {
 		t.Fatalf("the image's user is %q, want 65532:65532", user)
@@ -126,7 +126,7 @@ func dataOwners(t *testing.T, container string) map[string]int {
 // grpc.health.v1 too, reports it healthy.
 func TestImageRLSAcrossContainers(t *testing.T) {
 	parallel(t)
-	requireDocker(t)
+	testutil.RequireDocker(t)
 	e := &partEnv{t: t, prefix: fmt.Sprintf("rlrls-%08x", rand.Uint32())}
 	e.buildImage()
 	if exposed := mustDocker(t, "image", "inspect", "-f", "{{json .Config.ExposedPorts}}", e.image); !strings.Contains(exposed, `"8081/tcp"`) {

@@ -52,10 +52,7 @@ func TestLongMaxMemoryBoundsTheProcess(t *testing.T) {
 
 // testMaxMemoryBounds floods a node in each of the modes named.
 func testMaxMemoryBounds(t *testing.T, modes ...string) {
-	bench, err := exec.LookPath("redis-benchmark")
-	if err != nil {
-		t.Skip("redis-benchmark is not installed (.ci/run installs redis-tools)")
-	}
+	bench := testutil.RequireTool(t, "redis-benchmark", "apt-get install redis-tools")
 	bin := buildStaticBinary(t)
 	const maxMemory = 64 << 20
 	bound := int64(maxMemory + maxMemory/4 + 32<<20)

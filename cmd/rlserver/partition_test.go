@@ -65,7 +65,7 @@ func TestLongContainerPartition(t *testing.T) {
 
 // testContainerPartition cuts a node off and heals it, cycles times.
 func testContainerPartition(t *testing.T, partCycles int) {
-	requireDocker(t)
+	testutil.RequireDocker(t)
 	env := newPartEnv(t)
 	nodes := env.startNodes(3, "--consistency", "strong")
 	waitPartBalanced(t, nodes[0], 60*time.Second)
@@ -93,31 +93,7 @@ const (
 	partGoal     = 2 * time.Second
 	partBound    = 5 * time.Second
 	partLimit    = 1000000
-	partSkipEnv  = "RLSERVER_SKIP_DOCKER"
 )
-
-// requireDocker fails the test when no Docker engine answers, or skips it
-// when RLSERVER_SKIP_DOCKER=1 (as internal/redistest does for a missing
-// redis-server).
-func requireDocker(t *testing.T) {
-	t.Helper()
-	_, err := exec.LookPath("docker")
-	if err == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		var out []byte
-		if out, err = exec.CommandContext(ctx, "docker", "version", "--format", "{{.Server.Version}}").CombinedOutput(); err != nil {
-			err = fmt.Errorf("%v: %s", err, strings.TrimSpace(string(out)))
-		}
-	}
-	if err != nil {
-		if os.Getenv(partSkipEnv) == "1" {
-			t.Skipf("no Docker engine (%v); skipped because %s=1", err, partSkipEnv)
-		}
-		t.Fatalf("no Docker engine (%v): this test runs rlserver in containers and cuts their network. "+
-			"Run it where docker works (the CI machines have it), or set %s=1 to skip it", err, partSkipEnv)
-	}
-}
 
 // dockerRun runs docker with args and returns its trimmed output.
 func dockerRun(args ...string) (string, error) {

@@ -24,23 +24,12 @@ import (
 // alertsFile is the shipped alerting rules, from cmd/rlserver.
 const alertsFile = "../../deploy/prometheus/alerts.yml"
 
-// requireTool returns the path of a Prometheus tool, skipping the test if
-// it is not installed (.ci/run installs Debian's prometheus package).
-func requireTool(t *testing.T, name string) string {
-	t.Helper()
-	path, err := exec.LookPath(name)
-	if err != nil {
-		t.Skipf("%s is not installed (Debian: apt-get install prometheus)", name)
-	}
-	return path
-}
-
 // TestAlertRulesPromtool: promtool accepts deploy/prometheus/alerts.yml
 // and its unit tests (alerts_test.yml: node down, refusing writes,
 // replica lag, memory near --maxmemory, denial ratio jump) pass.
 func TestAlertRulesPromtool(t *testing.T) {
 	parallel(t)
-	promtool := requireTool(t, "promtool")
+	promtool := testutil.RequireTool(t, "promtool", "apt-get install prometheus")
 	if out, err := exec.Command(promtool, "check", "rules", alertsFile).CombinedOutput(); err != nil {
 		t.Fatalf("promtool check rules: %v\n%s", err, out)
 	}
@@ -110,7 +99,7 @@ func promQuery(base, q string) (map[string]float64, error) {
 // cluster.
 func TestPrometheusScrapesCluster(t *testing.T) {
 	parallel(t)
-	promBin := requireTool(t, "prometheus")
+	promBin := testutil.RequireTool(t, "prometheus", "apt-get install prometheus")
 	bin := buildBinary(t)
 	rulesFile := writeFile(t, fileRule("r1", "/p", 100))
 	procs := startNodes(t, bin, 3, 4, "--rules", rulesFile, "--maxmemory", "256mb")

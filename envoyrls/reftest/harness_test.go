@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/rlserver/rlserver/internal/redistest"
 	"github.com/rlserver/rlserver/internal/testutil"
 )
 
@@ -50,14 +51,13 @@ func TestMain(m *testing.M) {
 
 // binaries builds (once) the reference, kept in the user's cache directory
 // by version, and rlserver; it skips the test when the reference cannot
-// be built or redis-server is missing, and fails it when rlserver cannot.
+// be built, and fails it when rlserver cannot. Without redis-server, on
+// which the reference keeps its counts, it fails as internal/redistest
+// does (skips with RLSERVER_SKIP_REDIS=1).
 func binaries(t *testing.T) (ref, ours string) {
 	t.Helper()
+	redistest.Require(t)
 	buildOnce.Do(func() {
-		if _, err := exec.LookPath("redis-server"); err != nil {
-			skipWhy = "redis-server is not installed (.ci/run installs it)"
-			return
-		}
 		v := os.Getenv("RLS_VERSION")
 		if v == "" {
 			v = refVersion

@@ -275,9 +275,7 @@ type rig struct {
 // startCaddy runs Caddy with the README's Caddyfile in front of a backend.
 func startCaddy(t *testing.T) rig {
 	config := readConfig(t, "Caddyfile")
-	if _, err := exec.LookPath("caddy"); err != nil {
-		t.Skip("caddy is not installed (apt-get install caddy; .ci/run installs it)")
-	}
+	testutil.RequireTool(t, "caddy", "apt-get install caddy")
 	config, url, b, n := setup(t, config)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "Caddyfile"), []byte(config), 0o644); err != nil {
@@ -296,13 +294,7 @@ func startCaddy(t *testing.T) rig {
 // Retry-After and the RateLimit headers.
 func startNginx(t *testing.T) rig {
 	server := readConfig(t, "nginx.conf")
-	nginx, err := exec.LookPath("nginx")
-	if err != nil {
-		if _, serr := os.Stat("/usr/sbin/nginx"); serr != nil {
-			t.Skip("nginx is not installed (apt-get install nginx-light; .ci/run installs it)")
-		}
-		nginx = "/usr/sbin/nginx" // outside a user's PATH
-	}
+	nginx := testutil.RequireTool(t, "nginx", "apt-get install nginx-light") // /usr/sbin/nginx, outside a user's PATH
 	server, url, b, n := setup(t, server)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "server.conf"), []byte(server), 0o644); err != nil {

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/rlserver/rlserver/internal/testutil"
 )
 
 // TestGoClientImportPath: the README and package client's doc give the
@@ -34,9 +36,7 @@ func TestGoClientImportPath(t *testing.T) {
 			}
 		}
 	}
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("no go command")
-	}
+	goCmd := testutil.GoCommand(t)
 	root, _ := filepath.Abs(repoRoot)
 	dir := t.TempDir()
 	write := func(name, text string) {
@@ -66,7 +66,7 @@ func main() {
 	fmt.Println(err != nil)
 }
 `)
-	cmd := exec.Command("go", "build", "-mod=mod", "-o", os.DevNull, ".")
+	cmd := exec.Command(goCmd, "build", "-mod=mod", "-o", os.DevNull, ".")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOPROXY=off", "GOFLAGS=-mod=mod", "GOWORK=off")
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -44,7 +44,10 @@ func StartCluster(tb testing.TB) (addr string) {
 	return start(tb, true)
 }
 
-func start(tb testing.TB, cluster bool) string {
+// Require returns the path of redis-server, for a test that runs it
+// itself: it calls tb.Fatal if redis-server is not on PATH (tb.Skip
+// instead when RLSERVER_SKIP_REDIS=1), as Start does.
+func Require(tb testing.TB) string {
 	tb.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -55,6 +58,12 @@ func start(tb testing.TB, cluster bool) string {
 			"Install it (Debian/Ubuntu: apt-get install redis-server; .ci/run does this) "+
 			"or set %s=1 to skip them", SkipEnv)
 	}
+	return bin
+}
+
+func start(tb testing.TB, cluster bool) string {
+	tb.Helper()
+	bin := Require(tb)
 	dir := tb.TempDir()
 	for i := 1; ; i++ {
 		srv, err := launch(bin, dir, cluster)
