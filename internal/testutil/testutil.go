@@ -1,11 +1,24 @@
 // Package testutil holds the helpers that tests of several packages share:
-// waiting for a condition with a deadline, free local ports, the window
-// that keeps fixed-window counts from rolling over mid-test, the long
-// scenarios' switch (Long, LongOnly), copying a directory tree (CopyDir),
-// and the test functions of the tree
-// for the tests that check how tests are written (TestFuncs). It imports
-// nothing of the project's but internal/redistest, so that any package's
-// tests (not those of redistest itself) can use it.
+//
+//   - waits: WaitFor (a condition polled until a deadline), WaitForErr
+//     (the same for a condition that says why it does not hold yet: the
+//     failure carries the last error) and Poll (a wait that returns its
+//     last error instead of failing: off the test's goroutine, or for a
+//     caller that handles the timeout), with Stop to give up at once;
+//   - ports: FreePort, FreeAddr;
+//   - clocks: NoRollover, the window that keeps fixed-window counts from
+//     rolling over mid-test;
+//   - tools: RequireTool, RequirePython, GoCommand and RequireDocker (a
+//     missing tool fails the test, naming how to install it, since CI
+//     installs them all; redis-server's check is internal/redistest's
+//     Require);
+//   - the long scenarios' switch (Long, LongOnly) and Race;
+//   - files: CopyDir, a directory tree copied;
+//   - the test functions of the tree, for the tests that check how tests
+//     are written (TestFuncs).
+//
+// It imports nothing of the project's but internal/redistest, so that any
+// package's tests (not those of redistest itself) can use it.
 package testutil
 
 import (
