@@ -2,7 +2,8 @@
 //
 // Start runs the redis-server found on PATH (the Debian package; CI installs
 // it) on a free 127.0.0.1 port with persistence off and a temporary working
-// directory, waits until it answers PING, and stops it when the test ends.
+// directory, waits until it answers PING, and stops it when the test ends,
+// all through internal/rlproc.
 // Without redis-server the test fails, naming the fix, unless the
 // environment sets RLSERVER_SKIP_REDIS=1, in which case it is skipped.
 //

@@ -1,18 +1,15 @@
 package redistest
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/rlserver/rlserver/internal/logbuf"
 	"github.com/rlserver/rlserver/internal/rlproc"
 )
 
@@ -66,14 +63,17 @@ func start(tb testing.TB, cluster bool) string {
 	bin := Require(tb)
 	dir := tb.TempDir()
 	for i := 1; ; i++ {
-		srv, err := launch(bin, dir, cluster)
+		addr, p, err := launch(bin, dir, cluster)
 		if err == nil {
 			tb.Cleanup(func() {
-				if err := srv.stop(); err != nil {
-					tb.Errorf("redistest: stopping redis-server on %s: %v", srv.addr, err)
+				if !p.Alive() { // shut down by its test: nothing to stop
+					return
+				}
+				if err := p.Stop(stopTimeout); err != nil {
+					tb.Errorf("redistest: stopping %v", err)
 				}
 			})
-			return srv.addr
+			return addr
 		}
 		if i == attempts {
 			tb.Fatalf("redistest: %v", err)
@@ -81,49 +81,33 @@ func start(tb testing.TB, cluster bool) string {
 	}
 }
 
-// server is one running redis-server.
-type server struct {
-	addr   string
-	cmd    *exec.Cmd
-	exited chan struct{}  // closed when the process has exited
-	output *logbuf.Buffer // its stdout and stderr
-}
-
-// launch starts redis-server on a free port in dir and waits for PING.
-func launch(bin, dir string, cluster bool) (*server, error) {
+// launch starts redis-server on a free port in dir and waits for PING; a
+// server that does not answer is killed.
+func launch(bin, dir string, cluster bool) (string, *rlproc.Proc, error) {
 	port, err := FreePort()
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	args := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no"}
 	if cluster {
 		bus, err := FreePort()
 		if err != nil {
-			return nil, err
+			return "", nil, err
 		}
 		args = append(args, "--cluster-enabled", "yes", "--cluster-port", strconv.Itoa(bus),
 			"--cluster-config-file", filepath.Join(dir, fmt.Sprintf("nodes-%d.conf", port)))
 	}
-	s := &server{
-		addr:   net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-		exited: make(chan struct{}),
-		output: &logbuf.Buffer{},
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	p, err := rlproc.Start("redis-server on "+addr, bin, args, nil)
+	if err != nil {
+		return "", nil, err
 	}
-	s.cmd = exec.Command(bin, args...)
-	s.cmd.Stdout, s.cmd.Stderr = s.output, s.output
-	if err := s.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting %s: %w", bin, err)
+	if err := p.WaitPing(addr, startTimeout, func() error { return Ping(addr) }); err != nil {
+		p.Kill()
+		return "", nil, err
 	}
-	go func() {
-		_ = s.cmd.Wait()
-		close(s.exited)
-	}()
-	if err := s.waitReady(); err != nil {
-		_ = s.stop()
-		return nil, fmt.Errorf("redis-server on %s: %w\n%s", s.addr, err, s.output.String())
-	}
-	return s, nil
+	return addr, p, nil
 }
 
 // FreePort is rlproc.FreePort: a port on 127.0.0.1 free a moment ago,
@@ -131,46 +115,6 @@ func launch(bin, dir string, cluster bool) (*server, error) {
 // process, for a server the caller is about to start.
 func FreePort() (int, error) { return rlproc.FreePort() }
 
-// waitReady polls PING until it answers PONG, the process exits or the
-// start timeout passes.
-func (s *server) waitReady() error {
-	deadline := time.Now().Add(startTimeout)
-	var last error
-	for time.Now().Before(deadline) {
-		select {
-		case <-s.exited:
-			return errors.New("exited during start-up")
-		default:
-		}
-		if last = Ping(s.addr); last == nil {
-			return nil
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return fmt.Errorf("no PONG within %v: %v", startTimeout, last)
-}
-
 // Ping is rlproc.Ping: nil if the Redis-protocol server at addr answers
 // PING with +PONG within a second.
 func Ping(addr string) error { return rlproc.Ping(addr) }
-
-// stop sends SIGTERM, waits for the exit and kills the process if it does
-// not exit in time.
-func (s *server) stop() error {
-	select {
-	case <-s.exited:
-		return nil
-	default:
-	}
-	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return err
-	}
-	select {
-	case <-s.exited:
-		return nil
-	case <-time.After(stopTimeout):
-	}
-	_ = s.cmd.Process.Kill()
-	<-s.exited
-	return fmt.Errorf("did not exit within %v of SIGTERM; killed", stopTimeout)
-}
