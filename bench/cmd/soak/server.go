@@ -4,23 +4,22 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/rlserver/rlserver/bench/load"
 	"github.com/rlserver/rlserver/internal/rlproc"
 )
 
-// server is the rlserver child process.
+// server is the rlserver (or redis-server) child process.
 type server struct {
 	addr string
-	cmd  *exec.Cmd
+	p    *rlproc.Proc
 	cli  *load.Client // for INFO
 	log  *os.File
 	once sync.Once
@@ -42,7 +41,7 @@ func startServer(o options, dir string) (*server, error) {
 	default:
 		return nil, fmt.Errorf("-mode %q: want memory, fast or strong", o.mode)
 	}
-	return launch(dir, "rlserver", bin, func(port int, addr string) []string {
+	return launch(dir, "rlserver", bin, func(port, addr string) []string {
 		return append([]string{"--listen", addr, "--http", "", "--data-dir", dataDir,
 			"--log-level", "warn", "--maxmemory", o.maxmemory, "--procs", strconv.Itoa(o.procs)}, extra...)
 	})
@@ -51,54 +50,50 @@ func startServer(o options, dir string) (*server, error) {
 // startRedis starts redis-server bounded by o.maxmemory, evicting by
 // volatile-ttl as rlserver does, without persistence.
 func startRedis(o options, dir string) (*server, error) {
-	return launch(dir, "redis-server", o.redisServer, func(port int, addr string) []string {
-		return []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
+	return launch(dir, "redis-server", o.redisServer, func(port, addr string) []string {
+		return []string{"--port", port, "--bind", "127.0.0.1", "--dir", dir,
 			"--maxmemory", o.maxmemory, "--maxmemory-policy", "volatile-ttl", "--save", "", "--appendonly", "no"}
 	})
 }
 
 // launch starts bin with args(port, addr) on a free port, its output to
-// <dir>/<name>.log, and waits until it answers there.
-func launch(dir, name, bin string, args func(port int, addr string) []string) (*server, error) {
-	port, err := rlproc.FreePort()
-	if err != nil {
-		return nil, err
-	}
+// <dir>/<name>.log, and waits up to 10 s until it answers PING there
+// (rlproc.OnFreeAddrs: rlserver is started again on another port should
+// another process have taken its own).
+func launch(dir, name, bin string, args func(port, addr string) []string) (*server, error) {
 	logf, err := os.Create(filepath.Join(dir, name+".log"))
 	if err != nil {
 		return nil, err
 	}
-	s := &server{addr: "127.0.0.1:" + strconv.Itoa(port), log: logf}
-	s.cmd = exec.Command(bin, args(port, s.addr)...)
-	s.cmd.Stdout, s.cmd.Stderr = logf, logf
-	if err := s.cmd.Start(); err != nil {
-		logf.Close()
-		return nil, fmt.Errorf("start %s: %w", bin, err)
+	s := &server{log: logf}
+	s.p, err = rlproc.OnFreeAddrs(1, func(addrs []string) (*rlproc.Proc, error) {
+		s.addr = addrs[0]
+		_, port, _ := net.SplitHostPort(s.addr)
+		p, err := rlproc.Start(name, bin, args(port, s.addr), logf)
+		if err != nil {
+			return nil, err
+		}
+		return p, p.WaitPing(s.addr, 10*time.Second, func() error { return rlproc.Ping(s.addr) })
+	})
+	if err == nil {
+		s.cli, err = load.Dial(s.addr, 10*time.Second)
 	}
-	if s.cli, err = load.Dial(s.addr, 10*time.Second); err != nil {
-		s.stop()
-		return nil, fmt.Errorf("%s did not start on %s: %w", name, s.addr, err)
+	if err != nil {
+		if s.p != nil {
+			s.p.Kill()
+		}
+		logf.Close()
+		return nil, err
 	}
 	return s, nil
 }
 
-// stop sends SIGTERM and waits for a clean exit (status 0 within 15 s);
-// it reports why not.
+// stop closes the client, sends SIGTERM and waits for a clean exit
+// (status 0 within 15 s; killed after); it reports why not.
 func (s *server) stop() error {
 	s.once.Do(func() {
-		if s.cli != nil { // nil when it never answered
-			s.cli.Close()
-		}
-		s.cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan error, 1)
-		go func() { done <- s.cmd.Wait() }()
-		select {
-		case s.err = <-done:
-		case <-time.After(15 * time.Second):
-			s.cmd.Process.Kill()
-			s.err = errors.New("rlserver did not stop within 15 s of SIGTERM")
-			<-done
-		}
+		s.cli.Close()
+		s.err = s.p.Stop(15 * time.Second)
 		s.log.Close()
 	})
 	return s.err
@@ -106,7 +101,7 @@ func (s *server) stop() error {
 
 // rss returns the server's resident memory in bytes.
 func (s *server) rss() (int64, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", s.p.Pid()))
 	if err != nil {
 		return 0, err
 	}
