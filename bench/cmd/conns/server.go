@@ -2,16 +2,13 @@ package main
 
 import (
 	"bufio"
-	"errors"
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/rlserver/rlserver/internal/rlproc"
@@ -20,29 +17,17 @@ import (
 // server is rlserver under ulimit -n.
 type server struct {
 	resp, http string
-	cmd        *exec.Cmd
-	exited     chan error
+	p          *rlproc.Proc
 	log        *os.File
 	once       sync.Once
 	stopErr    error
 }
 
-// freePort returns a 127.0.0.1 address on a port that was free a moment
-// ago.
-func freePort() (string, error) {
-	port, err := rlproc.FreePort()
-	return "127.0.0.1:" + strconv.Itoa(port), err
-}
-
+// start starts rlserver under bash's ulimit -n o.ulimit on free ports, its
+// output to <dir>/rlserver.log, and waits up to 10 s until it answers
+// PING (rlproc.OnFreeAddrs: it is started again on others should another
+// process have taken one of its ports).
 func start(o options, dir string) (*server, error) {
-	resp, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	httpAddr, err := freePort()
-	if err != nil {
-		return nil, err
-	}
 	bin, err := filepath.Abs(o.rlserver)
 	if err != nil {
 		return nil, err
@@ -51,47 +36,34 @@ func start(o options, dir string) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &server{resp: resp, http: httpAddr, log: logf, exited: make(chan error, 1)}
-	s.cmd = exec.Command("bash", "-c", "ulimit -n "+strconv.Itoa(o.ulimit)+` && exec "$0" "$@"`, bin,
-		"--listen", resp, "--http", httpAddr, "--data-dir", filepath.Join(dir, "data"), "--log-level", "warn")
-	s.cmd.Stdout, s.cmd.Stderr = logf, logf
-	if err := s.cmd.Start(); err != nil {
+	s := &server{log: logf}
+	s.p, err = rlproc.OnFreeAddrs(2, func(addrs []string) (*rlproc.Proc, error) {
+		s.resp, s.http = addrs[0], addrs[1]
+		p, err := rlproc.Start("rlserver", "bash", []string{"-c", "ulimit -n " + strconv.Itoa(o.ulimit) + ` && exec "$0" "$@"`, bin,
+			"--listen", s.resp, "--http", s.http, "--data-dir", filepath.Join(dir, "data"), "--log-level", "warn"}, logf)
+		if err != nil {
+			return nil, err
+		}
+		return p, p.WaitPing(s.resp, 10*time.Second, func() error { return rlproc.Ping(s.resp) })
+	})
+	if err != nil {
+		if s.p != nil {
+			s.p.Kill()
+		}
+		logf.Close()
 		return nil, err
 	}
-	go func() { s.exited <- s.cmd.Wait() }()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if ping(resp, time.Second) == "+PONG" {
-			return s, nil
-		}
-		if time.Now().After(deadline) {
-			s.stop()
-			return nil, errors.New("rlserver did not start")
-		}
-	}
+	return s, nil
 }
 
 // up reports whether the process is still running.
-func (s *server) up() bool {
-	select {
-	case err := <-s.exited:
-		s.exited <- err
-		return false
-	default:
-		return true
-	}
-}
+func (s *server) up() bool { return s.p.Alive() }
 
-// stop sends SIGTERM and waits for a clean exit.
+// stop sends SIGTERM and waits for a clean exit (status 0 within 15 s;
+// killed after).
 func (s *server) stop() error {
 	s.once.Do(func() {
-		s.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case err := <-s.exited:
-			s.stopErr = err
-		case <-time.After(15 * time.Second):
-			s.cmd.Process.Kill()
-			s.stopErr = errors.New("no exit within 15 s of SIGTERM")
-		}
+		s.stopErr = s.p.Stop(15 * time.Second)
 		s.log.Close()
 	})
 	return s.stopErr
@@ -99,8 +71,7 @@ func (s *server) stop() error {
 
 // logLines counts the server's log lines that contain substr.
 func (s *server) logLines(substr string) int {
-	b, _ := os.ReadFile(s.log.Name())
-	return strings.Count(string(b), substr)
+	return strings.Count(s.p.Log().String(), substr)
 }
 
 // ping dials addr, sends PING and returns the reply line, or the error.
