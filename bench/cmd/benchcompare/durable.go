@@ -126,9 +126,7 @@ func restartBench(ctx context.Context, o options, dir string, logw io.Writer) (*
 		s.stop()
 		return nil, err
 	}
-	s.cmd.Process.Kill()
-	s.cmd.Wait()
-	s.cli.Close()
+	s.kill()
 	s, d, err = start()
 	if err != nil {
 		return nil, err

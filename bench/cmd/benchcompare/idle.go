@@ -71,7 +71,7 @@ func idleBench(o options, dir string, logw io.Writer) ([]Idle, error) {
 	if err != nil {
 		return nil, err
 	}
-	ps = append(ps, idleProcs{idleRedis, "—", []int{rd.cmd.Process.Pid}, rd.stop})
+	ps = append(ps, idleProcs{idleRedis, "—", []int{rd.p.Pid()}, rd.stop})
 	time.Sleep(o.idleSettle)
 	return measureIdle(ps, o.idle), nil
 }

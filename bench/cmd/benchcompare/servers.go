@@ -3,13 +3,12 @@ package main
 import (
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/rlserver/rlserver/bench/load"
@@ -21,84 +20,87 @@ type server struct {
 	name  string
 	addr  string
 	pprof string // rlserver only: address of /debug/pprof and /debug/gc
-	cmd   *exec.Cmd
+	bin   string // the binary it runs
+	p     *rlproc.Proc
 	cli   *load.Client
 }
 
-func startServer(name string, dir string, logw io.Writer, argv func(port, pprofPort int) []string) (*server, error) {
-	port, err := rlproc.FreePort()
+// startServer starts bin with args(addrs), addrs being ports free
+// addresses (addrs[0] the RESP one), its output to logw, and waits up to
+// 10 s until it answers PING (rlproc.OnFreeAddrs: rlserver is started
+// again on others should another process have taken one of its ports).
+func startServer(name, bin string, ports int, logw io.Writer, args func(addrs []string) []string) (*server, error) {
+	s := &server{name: name, bin: bin}
+	p, err := rlproc.OnFreeAddrs(ports, func(addrs []string) (*rlproc.Proc, error) {
+		s.addr = addrs[0]
+		p, err := rlproc.Start(name, bin, args(addrs), logw)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		return p, p.WaitPing(s.addr, 10*time.Second, func() error { return rlproc.Ping(s.addr) })
+	})
+	if err == nil {
+		s.p = p
+		s.cli, err = load.Dial(s.addr, 10*time.Second)
+	}
 	if err != nil {
+		if p != nil {
+			p.Kill()
+		}
 		return nil, err
-	}
-	pport, err := rlproc.FreePort()
-	if err != nil {
-		return nil, err
-	}
-	args := argv(port, pport)
-	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Dir = dir
-	cmd.Stdout, cmd.Stderr = logw, logw
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", name, err)
-	}
-	s := &server{name: name, addr: "127.0.0.1:" + strconv.Itoa(port), cmd: cmd}
-	if strings.HasPrefix(name, "rlserver") {
-		s.pprof = "127.0.0.1:" + strconv.Itoa(pport)
-	}
-	if s.cli, err = load.Dial(s.addr, 10*time.Second); err != nil {
-		s.stop()
-		return nil, fmt.Errorf("%s did not start on %s: %w", name, s.addr, err)
-	}
-	if _, err := s.cli.Do("PING"); err != nil {
-		s.stop()
-		return nil, fmt.Errorf("%s: PING: %w", name, err)
 	}
 	return s, nil
 }
 
-// startRLServer starts rlserver with --procs procs under name.
+// startRLServer starts rlserver with --procs procs under name, with its
+// pprof address.
 func startRLServer(name, bin, dir string, procs int, logw io.Writer, extra ...string) (*server, error) {
 	abs, err := filepath.Abs(bin)
 	if err != nil {
 		return nil, err
 	}
-	return startServer(name, dir, logw, func(port, pport int) []string {
-		return append([]string{abs, "--listen", "127.0.0.1:" + strconv.Itoa(port), "--http", "",
+	var pprof string
+	s, err := startServer(name, abs, 2, logw, func(addrs []string) []string {
+		pprof = addrs[1]
+		return append([]string{"--listen", addrs[0], "--http", "",
 			"--data-dir", filepath.Join(dir, name+"-data"), "--log-level", "warn",
-			"--pprof", "127.0.0.1:" + strconv.Itoa(pport), "--procs", strconv.Itoa(procs)}, extra...)
+			"--pprof", addrs[1], "--procs", strconv.Itoa(procs)}, extra...)
 	})
+	if err == nil {
+		s.pprof = pprof
+	}
+	return s, err
 }
 
 // startRedis starts redis-server under name, with dir (made here) as its
-// working and --dir directory, without RDB snapshots; extra sets its
-// persistence (--appendonly ...).
+// --dir directory, without RDB snapshots; extra sets its persistence
+// (--appendonly ...).
 func startRedis(name, bin, dir string, logw io.Writer, extra ...string) (*server, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	return startServer(name, dir, logw, func(port, _ int) []string {
-		return append([]string{bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "",
+	return startServer(name, bin, 1, logw, func(addrs []string) []string {
+		_, port, _ := net.SplitHostPort(addrs[0])
+		return append([]string{"--port", port, "--bind", "127.0.0.1", "--save", "",
 			"--protected-mode", "no", "--daemonize", "no", "--dir", dir, "--loglevel", "warning"}, extra...)
 	})
 }
 
+// stop closes the client, sends SIGTERM and waits up to 10 s for the exit
+// (killed after).
 func (s *server) stop() {
-	if s.cli != nil {
-		s.cli.Close()
-	}
-	s.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { s.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		s.cmd.Process.Kill()
-		<-done
-	}
+	s.cli.Close()
+	s.p.Stop(10 * time.Second)
+}
+
+// kill kills the server (kill -9) and closes the client.
+func (s *server) kill() {
+	s.p.Kill()
+	s.cli.Close()
 }
 
 // cpuTime returns the CPU time (user + system) the server process has used.
-func (s *server) cpuTime() time.Duration { return rlproc.CPUOf(s.cmd.Process.Pid) }
+func (s *server) cpuTime() time.Duration { return s.p.CPU() }
 
 // heapAfterGC returns rlserver's live heap after a forced collection.
 func (s *server) heapAfterGC() (int64, error) {

@@ -237,7 +237,7 @@ func runOnce(ctx context.Context, o options, w workload, pipeline int, prof stri
 // profileSummary records a CPU profile of rlserver and writes the top
 // functions, flat and cumulative, with go tool pprof.
 func profileSummary(s *server, d time.Duration, path string) error {
-	top, err := nodes.ProfileTop(s.pprof, s.cmd.Path, d, 35, path+".pb.gz")
+	top, err := nodes.ProfileTop(s.pprof, s.bin, d, 35, path+".pb.gz")
 	if err != nil {
 		return err
 	}
