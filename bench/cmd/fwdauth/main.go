@@ -17,8 +17,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -30,11 +28,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/rlserver/rlserver/bench/hist"
+	"github.com/rlserver/rlserver/internal/rlproc"
 )
 
 type options struct {
@@ -71,29 +71,26 @@ func run(o options) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	var procs []*exec.Cmd
+	var procs []*rlproc.Proc
 	defer func() {
 		for _, p := range procs {
-			p.Process.Kill()
-			p.Wait()
+			p.Kill()
 		}
 	}()
-	rlHTTP, err := freeAddr()
-	if err != nil {
-		return err
+	var rlRESP, rlHTTP string
+	rl, err := rlproc.OnFreeAddrs(2, func(addrs []string) (*rlproc.Proc, error) {
+		rlRESP, rlHTTP = addrs[0], addrs[1]
+		p, err := rlproc.Start("rlserver", o.rlserver, []string{"--listen", rlRESP, "--http", rlHTTP, "--data-dir", ""}, nil)
+		if err != nil {
+			return nil, err
+		}
+		return p, waitHTTP("http://"+rlHTTP+"/healthz", p)
+	})
+	if rl != nil {
+		procs = append(procs, rl)
 	}
-	rlRESP, err := freeAddr()
 	if err != nil {
-		return err
-	}
-	rl := exec.Command(o.rlserver, "--listen", rlRESP, "--http", rlHTTP, "--data-dir", "")
-	rl.Stderr = io.Discard
-	if err := rl.Start(); err != nil {
 		return fmt.Errorf("starting rlserver: %w", err)
-	}
-	procs = append(procs, rl)
-	if err := waitHTTP("http://"+rlHTTP+"/healthz", nil); err != nil {
-		return fmt.Errorf("rlserver: %w", err)
 	}
 	rule := `{"id":"bench","target":"*","tier":"*","key_type":"ip","algo":"token","limit":1000000000000,"window":"1s"}`
 	resp, err := http.Post("http://"+rlHTTP+"/rules", "application/json", strings.NewReader(rule))
@@ -115,14 +112,19 @@ func run(o options) error {
 		return err
 	}
 	urls := map[string]string{}
+	caddy, err := exec.LookPath(o.caddy)
+	if err != nil {
+		return fmt.Errorf("starting caddy: %w", err)
+	}
 	for _, name := range []string{"caddy alone", "caddy + forward auth"} {
-		port, err := freeAddr()
+		port, err := rlproc.FreePort()
 		if err != nil {
 			return err
 		}
+		addr := "127.0.0.1:" + strconv.Itoa(port)
 		conf := strings.ReplaceAll(string(text), "127.0.0.1:8080", rlHTTP)
 		conf = strings.ReplaceAll(conf, "127.0.0.1:9000", ln.Addr().String())
-		conf = strings.ReplaceAll(conf, ":8000", port[strings.LastIndex(port, ":"):])
+		conf = strings.ReplaceAll(conf, ":8000", ":"+strconv.Itoa(port))
 		if name == "caddy alone" {
 			conf = regexp.MustCompile(`(?s)\tforward_auth .*?\n\t}\n`).ReplaceAllString(conf, "")
 		}
@@ -130,16 +132,16 @@ func run(o options) error {
 		if err := os.WriteFile(file, []byte(conf), 0o644); err != nil {
 			return err
 		}
-		cmd := exec.Command(o.caddy, "run", "--config", file, "--adapter", "caddyfile")
-		cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+dir+"/data", "XDG_CONFIG_HOME="+dir+"/config")
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Start(); err != nil {
+		// env(1) gives caddy its own home and XDG directories under dir and
+		// execs it.
+		p, err := rlproc.Start(name, "env", []string{"HOME=" + dir, "XDG_DATA_HOME=" + dir + "/data", "XDG_CONFIG_HOME=" + dir + "/config",
+			caddy, "run", "--config", file, "--adapter", "caddyfile"}, nil)
+		if err != nil {
 			return fmt.Errorf("starting caddy: %w", err)
 		}
-		procs = append(procs, cmd)
-		urls[name] = "http://" + port + "/"
-		if err := waitHTTP(urls[name], &out); err != nil {
+		procs = append(procs, p)
+		urls[name] = "http://" + addr + "/"
+		if err := waitHTTP(urls[name], p); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 	}
@@ -226,20 +228,10 @@ func median(rs []result) result {
 		p99: time.Duration(pick(func(r result) float64 { return float64(r.p99) }))}
 }
 
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
-
-// waitHTTP polls url until it answers 200, for up to 20 s.
-func waitHTTP(url string, logs *bytes.Buffer) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	for ctx.Err() == nil {
+// waitHTTP polls url until it answers 200, for up to 20 s. It returns an
+// error, with p's output, if p exits first or url does not answer.
+func waitHTTP(url string, p *rlproc.Proc) error {
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); {
 		resp, err := http.Get(url)
 		if err == nil {
 			resp.Body.Close()
@@ -247,10 +239,11 @@ func waitHTTP(url string, logs *bytes.Buffer) error {
 				return nil
 			}
 		}
-		time.Sleep(50 * time.Millisecond)
+		select {
+		case <-p.Exited():
+			return fmt.Errorf("%w: %v\n%s", rlproc.ErrExited, p.Err(), p.Log())
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
-	if logs != nil {
-		return errors.New("no answer within 20s:\n" + logs.String())
-	}
-	return errors.New("no answer within 20s")
+	return errors.New("no answer within 20s:\n" + p.Log().String())
 }
