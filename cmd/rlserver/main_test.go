@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -14,11 +13,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/internal/testutil"
 )
 
@@ -134,40 +131,22 @@ func alone(t *testing.T) {
 	}
 }
 
-// waitPing polls until addr answers PING or the deadline passes.
-func waitPing(t *testing.T, c *redis.Client) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for c.Ping(context.Background()).Err() != nil {
-		if time.Now().After(deadline) {
-			t.Fatal("rlserver did not answer PING within 10s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
+// TestBinaryLifecycle: the binary serves RL.CHECK and its HTTP endpoints,
+// a second server on the same data directory refuses to start, and
+// SIGTERM stops it cleanly (exit 0 within 15 s, the stop line logged).
 func TestBinaryLifecycle(t *testing.T) {
 	parallel(t)
 	bin := buildBinary(t)
 	dir := t.TempDir()
-	resp, httpAddr := testutil.FreeAddr(t), testutil.FreeAddr(t)
-	cmd := exec.Command(bin, "--listen", resp, "--http", httpAddr, "--data-dir", dir)
-	var logs bytes.Buffer
-	cmd.Stderr = &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	c := redis.NewClient(&redis.Options{Addr: resp})
-	defer c.Close()
-	waitPing(t, c)
+	p := startProc(t, bin, dir)
+	c := p.client
 
 	v, err := c.Do(context.Background(), "RL.CHECK", "k", "fixed", 5, "1m").Slice()
 	if err != nil || len(v) != 5 || v[0] != int64(1) {
 		t.Fatalf("RL.CHECK = %v, %v", v, err)
 	}
 	for path, want := range map[string]string{"/healthz": `"ok"`, "/readyz": `"ready"`, "/metrics": `rlserver_checks_total{algo="fixed",result="allowed"} 1`} {
-		body := httpGet(t, "http://"+httpAddr+path)
+		body := httpGet(t, "http://"+p.http+path)
 		if !strings.Contains(body, want) {
 			t.Errorf("GET %s lacks %q:\n%.500s", path, want, body)
 		}
@@ -180,20 +159,12 @@ func TestBinaryLifecycle(t *testing.T) {
 		t.Fatalf("second server: err %v, output %q", err, out)
 	}
 
-	// SIGTERM: exit 0 after a clean stop.
-	cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("exit after SIGTERM: %v\n%s", err, logs.String())
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("rlserver did not stop within 15s of SIGTERM")
+	// SIGTERM: exit 0 after a clean stop, within 15 s (else it is killed).
+	if err := p.process.Stop(15 * time.Second); err != nil {
+		t.Fatalf("%v\n%s", err, p.logs)
 	}
-	if !strings.Contains(logs.String(), "msg=stopped") {
-		t.Errorf("logs lack the stop line:\n%s", logs.String())
+	if !strings.Contains(p.logs.String(), "msg=stopped") {
+		t.Errorf("logs lack the stop line:\n%s", p.logs)
 	}
 }
 
