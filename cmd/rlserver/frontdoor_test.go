@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,45 +18,28 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/rlserver/rlserver/internal/logbuf"
 	"github.com/rlserver/rlserver/internal/testcert"
 	"github.com/rlserver/rlserver/internal/testutil"
 )
 
-// startLimited runs the binary under `ulimit -n files` with args and
-// returns a channel that gets its exit, its RESP and HTTP addresses and
-// its log.
-func startLimited(t *testing.T, files int, args ...string) (<-chan error, string, string, *logbuf.Buffer) {
+// startLimited runs the binary under `ulimit -n files` (bash -c 'ulimit
+// -n N && exec "$0" "$@"') with args on a fresh data directory, through
+// launch: free RESP and HTTP ports (others should another process take
+// one), PING waited for over TLS with tc (nil: plain TCP) noticing an
+// exit, killed when the test ends. The client it waited with is closed:
+// it would hold one of the places a test counts; a test dials its own.
+func startLimited(t *testing.T, files int, tc *tls.Config, args ...string) *proc {
 	t.Helper()
-	bin := buildBinary(t)
-	resp, httpAddr := testutil.FreeAddr(t), testutil.FreeAddr(t)
-	args = append([]string{"-c", "ulimit -n " + strconv.Itoa(files) + ` && exec "$0" "$@"`, bin,
-		"--listen", resp, "--http", httpAddr, "--data-dir", t.TempDir()}, args...)
-	cmd := exec.Command("bash", args...)
-	logs := new(logbuf.Buffer)
-	cmd.Stderr = logs
-	if err := cmd.Start(); err != nil {
+	bin, dir := buildBinary(t), t.TempDir()
+	p, err := launch(t, "bash", dir, tc, func(resp, http string) []string {
+		return append([]string{"-c", "ulimit -n " + strconv.Itoa(files) + ` && exec "$0" "$@"`, bin,
+			"--listen", resp, "--http", http, "--data-dir", dir}, args...)
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		select { // the test may have taken the exit
-		case <-exited:
-		case <-time.After(5 * time.Second):
-		}
-	})
-	if err := testutil.Poll(10*time.Second, func() error {
-		nc, err := net.Dial("tcp", resp)
-		if err == nil {
-			nc.Close()
-		}
-		return err
-	}); err != nil {
-		t.Fatalf("rlserver did not start (%v):\n%s", err, logs)
-	}
-	return exited, resp, httpAddr, logs
+	p.client.Close()
+	return p
 }
 
 // pingOrRefusal sends PING on nc and returns the reply line.
@@ -79,7 +63,8 @@ func pingOrRefusal(nc net.Conn) string {
 // once the HTTP clients leave new RESP clients are served.
 func TestOutOfDescriptorsDoesNotKillTheServer(t *testing.T) {
 	parallel(t)
-	exited, resp, httpAddr, logs := startLimited(t, 128, "--grpc", "") // no gRPC budget: the 64 files left are all --maxclients'
+	p := startLimited(t, 128, nil, "--grpc", "") // no gRPC budget: the 64 files left are all --maxclients'
+	resp, httpAddr, logs := p.resp, p.http, p.logs
 	first, err := net.Dial("tcp", resp)
 	if err != nil {
 		t.Fatal(err)
@@ -122,10 +107,8 @@ func TestOutOfDescriptorsDoesNotKillTheServer(t *testing.T) {
 	if got := pingOrRefusal(first); got != "+PONG\r\n" {
 		t.Fatalf("the first client, still connected: %q", got)
 	}
-	select {
-	case err := <-exited:
-		t.Fatalf("rlserver exited: %v\n%s", err, logs)
-	default:
+	if !p.process.Alive() {
+		t.Fatalf("rlserver exited: %v\n%s", p.process.Err(), logs)
 	}
 	for _, nc := range append(idle, clients...) {
 		nc.Close()
@@ -204,7 +187,8 @@ func TestHTTPTimeoutsAndLimit(t *testing.T) {
 // and new keys beyond 2 MB get -OOM under noeviction.
 func TestMaxMemoryFlags(t *testing.T) {
 	parallel(t)
-	_, resp, _, logs := startLimited(t, 4096, "--maxmemory", "2mb", "--maxmemory-policy", "noeviction")
+	p := startLimited(t, 4096, nil, "--maxmemory", "2mb", "--maxmemory-policy", "noeviction")
+	resp, logs := p.resp, p.logs
 	c := redis.NewClient(&redis.Options{Addr: resp})
 	defer c.Close()
 	ctx := context.Background()
@@ -246,7 +230,8 @@ func TestTLS(t *testing.T) {
 			args = append(args, "--tls-ca-cert", certs.CAFile)
 			cliArgs = append(cliArgs, "--cert", certs.ClientCertFile, "--key", certs.ClientKeyFile)
 		}
-		_, resp, httpAddr, logs := startLimited(t, 4096, args...)
+		p := startLimited(t, 4096, certs.ClientConfig(clientAuth), args...)
+		resp, httpAddr, logs := p.resp, p.http, p.logs
 		host, port, _ := net.SplitHostPort(resp)
 		out, err := exec.Command("redis-cli", append(cliArgs, "-h", host, "-p", port, "RL.CHECK", "cli", "fixed", "5", testutil.NoRollover)...).CombinedOutput()
 		if err != nil || strings.Fields(string(out))[0] != "1" {
