@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,9 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rlserver/rlserver/internal/logbuf"
 	"github.com/rlserver/rlserver/internal/redistest"
-	"github.com/rlserver/rlserver/internal/testutil"
 )
 
 // Issue 18, the front door: four clients sending, over and over, a request
@@ -93,31 +90,18 @@ func millionArgs() []byte {
 }
 
 // startPlain runs the binary in memory (no data directory, no HTTP) with
-// args on a free port and returns its RESP address once it answers; it is
-// killed when the test ends.
+// args on a free port (another should another process take it) and
+// returns its RESP address once it answers PING (an exit is noticed, with
+// the log); it is killed when the test ends.
 func startPlain(t *testing.T, args ...string) string {
 	t.Helper()
-	addr := testutil.FreeAddr(t)
-	cmd := exec.Command(buildBinary(t), append([]string{"--listen", addr, "--http", "", "--data-dir", ""}, args...)...)
-	var logs logbuf.Buffer
-	cmd.Stderr = &logs
-	if err := cmd.Start(); err != nil {
+	p, err := launch(t, buildBinary(t), "", nil, func(resp, _ string) []string {
+		return append([]string{"--listen", resp, "--http", "", "--data-dir", ""}, args...)
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	if err := testutil.Poll(10*time.Second, func() error {
-		nc, err := net.Dial("tcp", addr)
-		if err == nil {
-			nc.Close()
-		}
-		return err
-	}); err != nil {
-		t.Fatalf("rlserver did not start (%v):\n%s", err, logs.String())
-	}
-	return addr
+	return p.resp
 }
 
 // plainConn is a RESP connection that reads replies a line at a time.

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rlserver/rlserver/internal/logbuf"
+	"github.com/rlserver/rlserver/internal/rlproc"
 	"github.com/rlserver/rlserver/internal/testutil"
 )
 
@@ -133,14 +133,19 @@ func TestPrometheusScrapesCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	web := testutil.FreeAddr(t)
-	logs := &logbuf.Buffer{}
-	cmd := exec.Command(promBin, "--config.file", cfgFile, "--storage.tsdb.path", filepath.Join(dir, "tsdb"),
-		"--web.listen-address", web)
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
+	prom, err := rlproc.Start("prometheus", promBin, []string{"--config.file", cfgFile, "--storage.tsdb.path", filepath.Join(dir, "tsdb"),
+		"--web.listen-address", web}, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	t.Cleanup(prom.Kill)
+	// promUp fails the test, with Prometheus's log, once it has exited.
+	promUp := func() {
+		t.Helper()
+		if !prom.Alive() {
+			t.Fatalf("prometheus exited: %v\n%s", prom.Err(), prom.Log())
+		}
+	}
 	base := "http://" + web
 
 	const checks = 500
@@ -153,6 +158,7 @@ func TestPrometheusScrapesCluster(t *testing.T) {
 	}
 	var sum map[string]float64
 	testutil.WaitFor(t, 60*time.Second, fmt.Sprintf("Prometheus to count %d checks", checks), func() bool {
+		promUp()
 		sum, err = promQuery(base, "sum(rlserver_checks_total)")
 		return err == nil && len(sum) == 1 && sum["map[]"] >= checks
 	})
@@ -162,6 +168,7 @@ func TestPrometheusScrapesCluster(t *testing.T) {
 	}
 	// Every rule has been evaluated, without error.
 	testutil.WaitFor(t, 30*time.Second, "every rule evaluated without error", func() bool {
+		promUp()
 		res, err := http.Get(base + "/api/v1/rules")
 		if err != nil {
 			return false
