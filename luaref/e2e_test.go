@@ -3,19 +3,16 @@ package luaref_test
 import (
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlserver/rlserver/engine"
-	"github.com/rlserver/rlserver/internal/logbuf"
-	"github.com/rlserver/rlserver/internal/redistest"
+	"github.com/rlserver/rlserver/internal/rlproc"
 	"github.com/rlserver/rlserver/internal/testutil"
 )
 
@@ -255,63 +252,32 @@ func buildRLServer(t *testing.T) string {
 }
 
 // startRLServer runs the rlserver binary on a free 127.0.0.1 port with a
-// temporary data directory, waits until it answers PING and stops it with
-// SIGTERM when the test ends.
+// temporary data directory (started again on another port, Attempts times
+// in all, should another process take it: rlproc.OnFreeAddrs), waits until
+// it answers PING (15 s; an exit is noticed, with the log) and stops it
+// with SIGTERM when the test ends, failing the test if it does not exit
+// with status 0 within 10 s.
 func startRLServer(t *testing.T, bin string) string {
 	t.Helper()
-	for attempt := 1; ; attempt++ {
-		port, err := redistest.FreePort()
+	var addr string
+	p, err := rlproc.OnFreeAddrs(1, func(addrs []string) (*rlproc.Proc, error) {
+		addr = addrs[0]
+		p, err := rlproc.Start("rlserver", bin, []string{"--listen", addr, "--http", "127.0.0.1:0", "--data-dir", t.TempDir(), "--log-level", "warn"}, nil)
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		out := &logbuf.Buffer{}
-		cmd := exec.Command(bin, "--listen", addr, "--http", "127.0.0.1:0", "--data-dir", t.TempDir(), "--log-level", "warn")
-		cmd.Stdout, cmd.Stderr = out, out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
-		if err := waitPing(addr, exited); err != nil {
-			_ = cmd.Process.Kill()
-			if attempt < 3 {
-				continue
-			}
-			t.Fatalf("rlserver on %s: %v\n%s", addr, err, out)
-		}
-		t.Cleanup(func() {
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case err := <-exited:
-				if err != nil {
-					t.Errorf("rlserver exited with %v after SIGTERM\n%s", err, out)
-				}
-			case <-time.After(10 * time.Second):
-				_ = cmd.Process.Kill()
-				t.Errorf("rlserver did not exit within 10s of SIGTERM\n%s", out)
-			}
-		})
-		return addr
-	}
-}
-
-// waitPing polls PING at addr until it answers, the process exits, or 15
-// seconds pass.
-func waitPing(addr string, exited chan error) error {
-	gone := false
-	err := testutil.Poll(15*time.Second, func() error {
-		select {
-		case err := <-exited:
-			exited <- err
-			gone = true
-			return testutil.Stop(fmt.Errorf("exited during start-up: %v", err))
-		default:
-		}
-		return redistest.Ping(addr)
+		return p, p.WaitPing(addr, 15*time.Second, func() error { return rlproc.Ping(addr) })
 	})
-	if err != nil && !gone {
-		return fmt.Errorf("no PONG within 15s: %w", err)
+	if err != nil {
+		if p != nil {
+			p.Kill()
+		}
+		t.Fatal(err)
 	}
-	return err
+	t.Cleanup(func() {
+		if err := p.Stop(10 * time.Second); err != nil {
+			t.Errorf("%v\n%s", err, p.Log())
+		}
+	})
+	return addr
 }
