@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -23,6 +22,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/rlserver/rlserver/internal/redistest"
+	"github.com/rlserver/rlserver/internal/rlproc"
 	"github.com/rlserver/rlserver/internal/testutil"
 )
 
@@ -107,7 +107,7 @@ type side struct {
 	client  pb.RateLimitServiceClient
 	httpURL string // base URL of POST /json
 	metrics string // URL of its Prometheus exposition
-	log     *bytes.Buffer
+	proc    *rlproc.Proc
 }
 
 // pair is the reference and rlserver serving the same YAML file.
@@ -141,38 +141,47 @@ func startPair(t *testing.T, domain, yaml string, o opts) *pair {
 	p := &pair{t: t, yamlPath: filepath.Join(cfgDir, "rls.yaml")}
 	p.write(yaml)
 
-	redisPort := testutil.FreePort(t)
-	start(t, "redis-server", exec.Command("redis-server", "--port", strconv.Itoa(redisPort), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no"), nil)
-	waitTCP(t, fmt.Sprintf("127.0.0.1:%d", redisPort))
+	redisAddr := redistest.Start(t)
 
+	// The reference runs in w, with its settings in its environment: env(1)
+	// sets them, as rlproc.Start starts a binary with arguments alone.
 	grpcRef, httpRef, debugRef, promRef := testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t)
-	cmd := exec.Command(refPath)
-	cmd.Dir = w
-	cmd.Env = append(os.Environ(), "USE_STATSD=false", "LOG_LEVEL=warn", "REDIS_SOCKET_TYPE=tcp",
-		"REDIS_URL=127.0.0.1:"+strconv.Itoa(redisPort), "RUNTIME_ROOT="+filepath.Join(w, "runtime"),
+	refEnv := append([]string{"-C", w, "USE_STATSD=false", "LOG_LEVEL=warn", "REDIS_SOCKET_TYPE=tcp",
+		"REDIS_URL=" + redisAddr, "RUNTIME_ROOT=" + filepath.Join(w, "runtime"),
 		"RUNTIME_SUBDIRECTORY=ratelimit", "RUNTIME_WATCH_ROOT=false",
-		"HOST=127.0.0.1", "PORT="+strconv.Itoa(httpRef), "GRPC_HOST=127.0.0.1", "GRPC_PORT="+strconv.Itoa(grpcRef),
-		"DEBUG_HOST=127.0.0.1", "DEBUG_PORT="+strconv.Itoa(debugRef),
-		"USE_PROMETHEUS=true", "PROMETHEUS_ADDR=127.0.0.1:"+strconv.Itoa(promRef),
+		"HOST=127.0.0.1", "PORT=" + strconv.Itoa(httpRef), "GRPC_HOST=127.0.0.1", "GRPC_PORT=" + strconv.Itoa(grpcRef),
+		"DEBUG_HOST=127.0.0.1", "DEBUG_PORT=" + strconv.Itoa(debugRef),
+		"USE_PROMETHEUS=true", "PROMETHEUS_ADDR=127.0.0.1:" + strconv.Itoa(promRef),
 		// Its counters reach its exporter when its stats are flushed, every
 		// 10 s by default: TestMetricsNames waited up to that for them.
-		"STATS_FLUSH_INTERVAL=500ms")
-	cmd.Env = append(cmd.Env, o.env...)
+		"STATS_FLUSH_INTERVAL=500ms"}, o.env...)
 	p.ref = &side{name: "envoyproxy/ratelimit", httpURL: fmt.Sprintf("http://127.0.0.1:%d", httpRef),
-		metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", promRef), log: &bytes.Buffer{}}
-	start(t, "envoyproxy/ratelimit", cmd, p.ref.log)
+		metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", promRef)}
+	p.ref.proc = start(t, p.ref.name, "env", append(refEnv, refPath))
 	p.ref.client = dial(t, fmt.Sprintf("127.0.0.1:%d", grpcRef))
 
-	grpcOurs, httpOurs, respOurs := testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t)
-	args := append([]string{"--listen", fmt.Sprintf("127.0.0.1:%d", respOurs), "--http", fmt.Sprintf("127.0.0.1:%d", httpOurs),
-		"--grpc", fmt.Sprintf("127.0.0.1:%d", grpcOurs), "--data-dir", "", "--envoy-config", p.yamlPath, "--log-level", "warn"}, o.args...)
-	cmd = exec.Command(oursPath, args...)
-	cmd.Env = append(os.Environ(), o.env...)
-	p.ours = &side{name: "rlserver", httpURL: fmt.Sprintf("http://127.0.0.1:%d", httpOurs),
-		metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", httpOurs), log: &bytes.Buffer{}}
-	start(t, "rlserver", cmd, p.ours.log)
-	p.ours.client = dial(t, fmt.Sprintf("127.0.0.1:%d", grpcOurs))
+	// rlserver on free ports, started again on others should another
+	// process take one (rlproc.OnFreeAddrs), waited for by PING.
+	var grpcOurs, httpOurs string
+	ours, err := rlproc.OnFreeAddrs(3, func(addrs []string) (*rlproc.Proc, error) {
+		respOurs := addrs[0]
+		httpOurs, grpcOurs = addrs[1], addrs[2]
+		args := append([]string{"--listen", respOurs, "--http", httpOurs, "--grpc", grpcOurs, "--data-dir", "",
+			"--envoy-config", p.yamlPath, "--log-level", "warn"}, o.args...)
+		rp, err := rlproc.Start("rlserver", "env", append(append(append([]string{}, o.env...), oursPath), args...), nil)
+		if err != nil {
+			return nil, err
+		}
+		return rp, rp.WaitPing(respOurs, 20*time.Second, func() error { return rlproc.Ping(respOurs) })
+	})
+	if ours != nil {
+		t.Cleanup(func() { stopped(t, "rlserver", ours) })
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.ours = &side{name: "rlserver", httpURL: "http://" + httpOurs, metrics: "http://" + httpOurs + "/metrics", proc: ours}
+	p.ours.client = dial(t, grpcOurs)
 
 	for _, s := range []*side{p.ref, p.ours} {
 		p.waitLoaded(s, domain)
@@ -184,34 +193,23 @@ func startPair(t *testing.T, domain, yaml string, o opts) *pair {
 	return p
 }
 
-// waitTCP waits until addr accepts connections.
-func waitTCP(t *testing.T, addr string) {
+// start starts bin with args (rlproc.Start) until the test ends.
+func start(t *testing.T, name, bin string, args []string) *rlproc.Proc {
 	t.Helper()
-	testutil.WaitForErr(t, 10*time.Second, "a listener on "+addr, func() error {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-		}
-		return err
-	})
-}
-
-// start runs cmd until the test ends, its output into log.
-func start(t *testing.T, name string, cmd *exec.Cmd, log *bytes.Buffer) {
-	t.Helper()
-	if log != nil {
-		cmd.Stdout, cmd.Stderr = log, log
-	}
-	if err := cmd.Start(); err != nil {
+	p, err := rlproc.Start(name, bin, args, nil)
+	if err != nil {
 		t.Fatalf("start %s: %v", name, err)
 	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		if t.Failed() && log != nil {
-			t.Logf("%s's output:\n%s", name, tail(log.Bytes()))
-		}
-	})
+	t.Cleanup(func() { stopped(t, name, p) })
+	return p
+}
+
+// stopped kills p, and logs the end of its output if the test failed.
+func stopped(t *testing.T, name string, p *rlproc.Proc) {
+	p.Kill()
+	if t.Failed() {
+		t.Logf("%s's output:\n%s", name, tail([]byte(p.Log().String())))
+	}
 }
 
 func dial(t *testing.T, addr string) pb.RateLimitServiceClient {
@@ -235,6 +233,9 @@ func (p *pair) waitLoaded(s *side, domain string) {
 func (p *pair) waitProbe(s *side, domain string, want uint32) {
 	p.t.Helper()
 	err := testutil.Poll(20*time.Second, func() error {
+		if !s.proc.Alive() {
+			return testutil.Stop(fmt.Errorf("%s exited: %v", s.name, s.proc.Err()))
+		}
 		d := desc("probe", "x")
 		d.HitsAddend = zero()
 		resp, err := p.call(s, &pb.RateLimitRequest{Domain: domain, Descriptors: []*rlpb.RateLimitDescriptor{d}})
@@ -244,7 +245,7 @@ func (p *pair) waitProbe(s *side, domain string, want uint32) {
 		return errors.New(fmt.Sprint(resp, err))
 	})
 	if err != nil {
-		p.t.Fatalf("%s did not load the configuration of %s (probe limit %d): %v\n%s", s.name, domain, want, err, tail(s.log.Bytes()))
+		p.t.Fatalf("%s did not load the configuration of %s (probe limit %d): %v\n%s", s.name, domain, want, err, tail([]byte(s.proc.Log().String())))
 	}
 }
 
