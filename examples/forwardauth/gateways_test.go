@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/internal/redistest"
+	"github.com/rlserver/rlserver/internal/rlproc"
 	"github.com/rlserver/rlserver/internal/testserver"
 	"github.com/rlserver/rlserver/internal/testutil"
 	"github.com/rlserver/rlserver/rules"
@@ -108,35 +108,33 @@ func setup(t *testing.T, config string) (string, string, *backend, *testserver.N
 	return config, "http://127.0.0.1:" + strconv.Itoa(port), b, n
 }
 
-// run starts a gateway process and stops it when the test ends; its
-// output goes to the test's log on failure.
-func run(t *testing.T, dir string, env []string, name string, args ...string) {
-	cmd := exec.Command(name, args...)
-	cmd.Dir, cmd.Env = dir, append(os.Environ(), env...)
-	out, err := os.Create(filepath.Join(dir, filepath.Base(name)+".out"))
+// run starts a gateway process in dir with env added to its environment
+// (through env(1): rlproc.Start starts a binary with arguments alone) and
+// kills it when the test ends; its output goes to the test's log on
+// failure.
+func run(t *testing.T, dir string, env []string, name string, args ...string) *rlproc.Proc {
+	t.Helper()
+	p, err := rlproc.Start(filepath.Base(name), "env", append(append(append([]string{"-C", dir}, env...), name), args...), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); out.Close(); close(done) }()
 	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-done
+		p.Kill()
 		if t.Failed() {
-			logs, _ := os.ReadFile(filepath.Join(dir, filepath.Base(name)+".out"))
-			t.Logf("%s's output:\n%s", name, logs)
+			t.Logf("%s's output:\n%s", name, p.Log())
 		}
 	})
+	return p
 }
 
-// waitUp polls url until the gateway answers, for up to 20 s.
-func waitUp(t *testing.T, url string) {
+// waitUp polls url until the gateway p answers, for up to 20 s; it fails
+// the test at once, with the gateway's output, if the gateway exits.
+func waitUp(t *testing.T, p *rlproc.Proc, url string) {
 	t.Helper()
 	testutil.WaitForErr(t, 20*time.Second, "the gateway to answer at "+url, func() error {
+		if !p.Alive() {
+			return testutil.Stop(fmt.Errorf("it exited: %v\n%s", p.Err(), p.Log()))
+		}
 		resp, err := http.Get(url + "/healthz-of-the-backend")
 		if err == nil {
 			resp.Body.Close()
@@ -281,9 +279,9 @@ func startCaddy(t *testing.T) rig {
 	if err := os.WriteFile(filepath.Join(dir, "Caddyfile"), []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	run(t, dir, []string{"HOME=" + dir, "XDG_DATA_HOME=" + dir + "/data", "XDG_CONFIG_HOME=" + dir + "/config"},
+	caddy := run(t, dir, []string{"HOME=" + dir, "XDG_DATA_HOME=" + dir + "/data", "XDG_CONFIG_HOME=" + dir + "/config"},
 		"caddy", "run", "--config", filepath.Join(dir, "Caddyfile"), "--adapter", "caddyfile")
-	waitUp(t, url)
+	waitUp(t, caddy, url)
 	// Caddy hands rlserver's 429 to the client as is; on a 200 it copies
 	// the headers to the request it sends the backend.
 	return rig{url, b, n, gateway{deniedBody: `"allowed":false`}}
@@ -316,9 +314,9 @@ http {
 	if err := os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(main), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	run(t, dir, nil, nginx, "-p", dir, "-e", filepath.Join(dir, "error.log"), "-c", filepath.Join(dir, "nginx.conf"),
+	p := run(t, dir, nil, nginx, "-p", dir, "-e", filepath.Join(dir, "error.log"), "-c", filepath.Join(dir, "nginx.conf"),
 		"-g", "daemon off; pid "+filepath.Join(dir, "nginx.pid")+";")
-	waitUp(t, url)
+	waitUp(t, p, url)
 	t.Cleanup(func() {
 		if t.Failed() {
 			logs, _ := os.ReadFile(filepath.Join(dir, "error.log"))
