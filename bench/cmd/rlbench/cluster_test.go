@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/bench/load"
+	"github.com/rlserver/rlserver/bench/nodes"
 	"github.com/rlserver/rlserver/internal/testutil"
 	"github.com/rlserver/rlserver/slots"
 )
@@ -260,24 +261,18 @@ func TestClusterRealNodes(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", server, "../../../cmd/rlserver").CombinedOutput(); err != nil {
 		t.Fatalf("go build rlserver: %v\n%s", err, out)
 	}
-	var peers []string
-	raft, resp, web := make([]string, 3), make([]string, 3), make([]string, 3)
-	for i := range 3 {
-		raft[i], resp[i], web[i] = testutil.FreeAddr(t), testutil.FreeAddr(t), testutil.FreeAddr(t)
-		peers = append(peers, fmt.Sprintf("n%d=%s", i+1, raft[i]))
+	// Three nodes on free ports (a node is started again on others should
+	// another process take one), each waited for by PING; their output goes
+	// to the test's stderr, as before.
+	ns, err := nodes.Start(nodes.Spec{Bin: server, Dir: dir, Nodes: 3, Cluster: true, Log: os.Stderr, Flags: []string{"--groups", "4"}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	for i := range 3 {
-		cmd := exec.Command(server, "--node-id", fmt.Sprintf("n%d", i+1), "--peers", strings.Join(peers, ","),
-			"--raft-addr", raft[i], "--listen", resp[i], "--http", web[i], "--data-dir", filepath.Join(dir, fmt.Sprint(i)),
-			"--groups", "4", "--log-level", "warn")
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	for _, nd := range ns {
+		defer nd.Kill()
 	}
-	waitBalanced(t, web[0], 30*time.Second)
-	out, err := exec.Command("go", "run", ".", "-cluster", "-addr", resp[2], "-c", "4", "-P", "16", "-r", "10000",
+	waitBalanced(t, ns[0].HTTP, 30*time.Second)
+	out, err := exec.Command("go", "run", ".", "-cluster", "-addr", ns[2].RESP, "-c", "4", "-P", "16", "-r", "10000",
 		"-d", "500ms", "-warmup", "100ms", "-json", "-").Output()
 	if err != nil {
 		t.Fatalf("rlbench -cluster: %v\n%s", err, out)

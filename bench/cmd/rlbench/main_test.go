@@ -1,14 +1,14 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"testing"
 	"time"
+
+	"github.com/rlserver/rlserver/bench/nodes"
 )
 
 // TestAlgosDoNotShareKeys runs the README's rlbench line, -algos with
@@ -22,31 +22,14 @@ func TestAlgosDoNotShareKeys(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	srv := exec.CommandContext(ctx, server, "--listen", "127.0.0.1:0", "--http", "", "--data-dir", filepath.Join(dir, "data"))
-	logs, err := srv.StderrPipe()
+	// One node on free ports (others should another process take one),
+	// waited for by PING; an exit at start fails with its log.
+	ns, err := nodes.Start(nodes.Spec{Bin: server, Dir: dir, Nodes: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cancel(); srv.Wait() }()
-	// The log's start line names the address the kernel chose.
-	addr := ""
-	started := regexp.MustCompile(`resp=(127\.0\.0\.1:\d+)`)
-	sc := bufio.NewScanner(logs)
-	for addr == "" && sc.Scan() {
-		if m := started.FindStringSubmatch(sc.Text()); m != nil {
-			addr = m[1]
-		}
-	}
-	if addr == "" {
-		t.Fatal("rlserver did not log its address")
-	}
-	go func() {
-		for sc.Scan() {
-		}
-	}()
+	defer ns[0].Kill()
+	addr := ns[0].RESP
 	out, err := exec.CommandContext(ctx, "go", "run", ".", "-addr", addr, "-c", "4", "-P", "16", "-r", "1000",
 		"-d", "300ms", "-warmup", "100ms", "-algos", "fixed,token,gcra", "-dist", "zipf", "-json", "-").Output()
 	if err != nil {
