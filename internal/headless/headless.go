@@ -1,8 +1,9 @@
 // Package headless drives Debian's chromium in headless mode for the
 // tests of the status page: load a page, let its script run (a virtual
 // time budget, so that its timers fire without the test sleeping), and
-// hand back the DOM it built, or a screenshot. Tests skip when chromium
-// is not installed.
+// hand back the DOM it built, or a screenshot. A test fails when chromium
+// is not installed, naming the package: CI installs it (.ci/run), as every
+// tool the tests need.
 package headless
 
 import (
@@ -17,22 +18,25 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rlserver/rlserver/internal/testutil"
 )
 
 // budgetMs is the virtual time a page runs for before it is dumped: long
 // enough for a few of the status page's one-second polls.
 const budgetMs = "5000"
 
-// Browser returns chromium's path, or skips the test when there is none.
+// Browser returns chromium's path (chromium, else chromium-browser, on
+// PATH), or fails the test when there is none, with how to install it
+// (testutil.RequireTool).
 func Browser(t testing.TB) string {
 	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
+	if _, err := exec.LookPath("chromium"); err != nil {
+		if p, err := exec.LookPath("chromium-browser"); err == nil {
 			return p
 		}
 	}
-	t.Skip("chromium is not installed (apt-get install chromium)")
-	return ""
+	return testutil.RequireTool(t, "chromium", "apt-get install chromium fonts-dejavu-core")
 }
 
 // run runs chromium on url with extra flags and returns its stdout.
