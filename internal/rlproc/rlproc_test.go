@@ -52,12 +52,12 @@ func TestStopReportsTheExit(t *testing.T) {
 	for _, tc := range []struct {
 		name, script, want string
 	}{
-		{"clean", `trap "exit 0" TERM; while :; do sleep 0.01; done`, ""},
-		{"status 4", `trap "exit 4" TERM; while :; do sleep 0.01; done`, "exit after SIGTERM: exit status 4"},
-		{"ignores SIGTERM", `trap "" TERM; while :; do sleep 0.01; done`, "no exit within 200ms of SIGTERM (killed)"},
+		{"clean", `trap "exit 0" TERM`, ""},
+		{"status 4", `trap "exit 4" TERM`, "exit after SIGTERM: exit status 4"},
+		{"ignores SIGTERM", `trap "" TERM`, "no exit within 200ms of SIGTERM (killed)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := sh(t, "echo up >&2; "+tc.script)
+			p := sh(t, tc.script+"; echo up >&2; while :; do sleep 0.01; done")
 			for !strings.Contains(p.Log().String(), "up") { // its trap is set
 				time.Sleep(time.Millisecond)
 			}
