@@ -131,6 +131,20 @@ func watchBelow(dir string, n int64) <-chan time.Time {
 
 // diskLoad is crashLoad's clients, which go on after a MISCONF reply (the
 // refused check is counted in its key's inflight, as one that may have
+// awaitMisconf waits up to 10 s, after the disk was filled, for l's first
+// MISCONF answer from p, failing the test with p's log if none comes.
+func awaitMisconf(t *testing.T, l *diskLoad, p *proc) {
+	t.Helper()
+	if testutil.Poll(10*time.Second, func() error {
+		if l.misconf.Load() == 0 {
+			return errors.New("no MISCONF yet")
+		}
+		return nil
+	}) != nil {
+		t.Fatalf("no MISCONF within 10s of filling the disk\n%s", p.logs)
+	}
+}
+
 // been admitted) and record any other error.
 type diskLoad struct {
 	*crashLoad
@@ -216,14 +230,7 @@ func TestDiskFull(t *testing.T) {
 			fillStart := time.Now()
 			filler := fillDisk(t, mnt)
 			filled := time.Now()
-			if testutil.Poll(10*time.Second, func() error {
-				if l.misconf.Load() == 0 {
-					return errors.New("no MISCONF yet")
-				}
-				return nil
-			}) != nil {
-				t.Fatalf("no MISCONF within 10s of filling the disk\n%s", p.logs)
-			}
+			awaitMisconf(t, l, p)
 			firstMisc := time.Unix(0, l.firstMisc.Load())
 			assertServesReads(t, p)
 			assertShowsCondition(t, p, true)
@@ -481,14 +488,7 @@ func TestKill9OnFullDiskFastForgetsAtMostTheLastIntervals(t *testing.T) {
 	l := startDiskLoad(t, p.resp)
 	time.Sleep(1500 * time.Millisecond)
 	filler := fillDisk(t, mnt)
-	if testutil.Poll(10*time.Second, func() error {
-		if l.misconf.Load() == 0 {
-			return errors.New("no MISCONF yet")
-		}
-		return nil
-	}) != nil {
-		t.Fatalf("no MISCONF within 10s of filling the disk\n%s", p.logs)
-	}
+	awaitMisconf(t, l, p)
 	time.Sleep(300 * time.Millisecond)
 	p.kill()
 	l.stop.Store(true)
