@@ -80,7 +80,7 @@ func run(o options) error {
 	var rlRESP, rlHTTP string
 	rl, err := rlproc.OnFreeAddrs(2, func(addrs []string) (*rlproc.Proc, error) {
 		rlRESP, rlHTTP = addrs[0], addrs[1]
-		p, err := rlproc.Start("rlserver", o.rlserver, []string{"--listen", rlRESP, "--http", rlHTTP, "--data-dir", ""}, nil)
+		p, err := rlproc.Start("rlserver", o.rlserver, []string{"--listen", rlRESP, "--http", rlHTTP, "--data-dir", "", "--grpc", ""}, nil)
 		if err != nil {
 			return nil, err
 		}
