@@ -293,9 +293,18 @@ func (a *applier) flush() (idle bool) {
 	a.closeRetired()
 	groups := a.groups
 	ps := make([]pending, len(groups))
+	// Each entry goes to the queue of the activation it was collected
+	// in, read here under the gate: the group may be deactivated and
+	// activated again (a new queue) before it is sent, and that
+	// activation's commit loop must not get an epoch of the one before
+	// (the race detector saw the queue read below while activate wrote
+	// it). The old queue is closed only by a later flush (closeRetired),
+	// in this goroutine: the send below never finds it closed.
+	queues := make([]chan pending, len(groups))
 	idle = true
 	for i, g := range groups {
 		ps[i] = a.collect(g, epoch)
+		queues[i] = g.inflight
 		idle = idle && ps[i].records == 0
 	}
 	if len(groups) == 0 {
@@ -307,8 +316,8 @@ func (a *applier) flush() (idle bool) {
 		// (a node that leads no group would keep them until a timeout).
 		a.notify()
 	}
-	for i, g := range groups {
-		g.inflight <- ps[i] // bounded: back-pressure
+	for i, q := range queues {
+		q <- ps[i] // bounded: back-pressure
 	}
 	return idle
 }
