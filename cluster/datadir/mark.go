@@ -13,6 +13,7 @@ import (
 	"slices"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/rlserver/rlserver/internal/durable"
 	"github.com/rlserver/rlserver/internal/wire"
 )
 
@@ -240,7 +241,7 @@ func (w *markWriter) replace(rec []byte) error {
 	}
 	buf := make([]byte, 2*size)
 	copy(buf, rec)
-	if err := writeDurably(w.fs, w.dir, MarkFile, buf); err != nil {
+	if err := durable.WriteFile(w.fs, filepath.Join(w.dir, MarkFile), buf); err != nil {
 		return err
 	}
 	w.close()

@@ -13,6 +13,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rlserver/rlserver/internal/durable"
 	"github.com/rlserver/rlserver/raftlog"
 	"github.com/rlserver/rlserver/snapshot"
 )
@@ -138,7 +139,7 @@ func OpenStorage(dir string, o StorageOptions) (*Storage, error) {
 	if err := o.FS.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
-	if err := syncDir(o.FS, filepath.Dir(filepath.Clean(dir))); err != nil {
+	if err := durable.SyncDir(o.FS, filepath.Dir(filepath.Clean(dir))); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
 	known, err := readID(o.FS, dir)
@@ -301,7 +302,7 @@ func identity(dir, known, wanted string, m *mark, log *slog.Logger) (string, err
 // GroupStorage opens them), repairs what precheck found if the damage is
 // accepted, and starts keeping the mark.
 func (st *Storage) start(o StorageOptions, found []damage, initialised bool) error {
-	if err := syncDir(o.FS, st.dir); err != nil {
+	if err := durable.SyncDir(o.FS, st.dir); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
 	if len(found) > 0 {
@@ -417,49 +418,11 @@ func (st *Storage) MarkInitialised() error {
 	if _, err := st.fs.Stat(path); err == nil {
 		return nil
 	}
-	return writeDurably(st.fs, st.dir, IDFile, []byte(st.NodeID+"\n"))
+	return durable.WriteFile(st.fs, filepath.Join(st.dir, IDFile), []byte(st.NodeID+"\n"))
 }
 
 // Dir returns the path of the data directory, as OpenStorage was given it.
 func (st *Storage) Dir() string { return st.dir }
-
-// writeDurably writes data as the file name of directory dir, whole or
-// not at all: into name.tmp, synced, renamed over name, and the directory
-// synced.
-func writeDurably(fs vfs.FS, dir, name string, data []byte) error {
-	path := filepath.Join(dir, name)
-	f, err := fs.Create(path+".tmp", vfs.WriteCategoryUnspecified)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = fs.Rename(path+".tmp", path)
-	}
-	if err == nil {
-		err = syncDir(fs, dir)
-	}
-	return err
-}
-
-// syncDir makes the entries of directory path durable.
-func syncDir(fs vfs.FS, path string) error {
-	d, err := fs.OpenDir(path)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
 
 // LogStats are the counters of a log store that a node reports.
 type LogStats struct {

@@ -7,6 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/rlserver/rlserver/internal/durable"
 )
 
 // A cluster node's data directory remembers how the node was started —
@@ -78,36 +82,5 @@ func rememberSettings(cfg *Config, dir string) error {
 		s.Flags[name] = *p
 	}
 	b, _ := json.MarshalIndent(s, "", "  ")
-	path := filepath.Join(dir, settingsFile)
-	f, err := os.Create(path + ".tmp")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(append(b, '\n'))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(path+".tmp", path)
-	}
-	if err == nil {
-		err = syncDirectory(dir)
-	}
-	return err
-}
-
-// syncDirectory makes the entries of dir durable.
-func syncDirectory(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return durable.WriteFile(vfs.Default, filepath.Join(dir, settingsFile), append(b, '\n'))
 }

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/rlserver/rlserver/internal/durable"
 )
 
 // Boot identifies the machine's current boot and reads its boot clock
@@ -116,31 +119,5 @@ func Load(path string) (m Mark, ok bool, err error) {
 // Save writes m to path durably: a temporary file, synced, renamed over
 // path, and the directory synced.
 func Save(path string, m Mark) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(Encode(m))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		return err
-	}
-	d, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return durable.WriteFile(vfs.Default, path, Encode(m))
 }
