@@ -161,7 +161,8 @@ func (p *Pulse) peer(addr raft.ServerAddress) (*pulsePeer, error) {
 	}
 	pp := p.peers[addr]
 	if pp == nil {
-		pp = &pulsePeer{addr: addr, wake: make(chan struct{}, 1), inflight: make(chan struct{}, ticksInFlight), groups: map[uint32]beatSeen{}}
+		pp = &pulsePeer{addr: addr, wake: make(chan struct{}, 1), inflight: make(chan struct{}, ticksInFlight),
+			groups: map[uint32]beatSeen{}, posted: map[uint32]*beat{}}
 		p.peers[addr] = pp
 		go p.run(pp)
 	}
@@ -176,12 +177,49 @@ type pulsePeer struct {
 	inflight chan struct{} // one token per tick waiting for its answer
 
 	mu      sync.Mutex
-	pending []*beat
+	pending []*beat             // heartbeats whose senders wait for the tick's answer
+	posted  map[uint32]*beat    // heartbeats answered already (post), the last one of each group
+	armed   bool                // run was woken for what is pending or posted
 	groups  map[uint32]beatSeen // each group's last answer from that node
 	heard   time.Time           // when that node last answered a tick
 }
 
-// beat is one raft heartbeat waiting for its tick.
+// arm wakes pp's loop unless it was woken already for what is waiting;
+// pp.mu is held.
+func (pp *pulsePeer) arm() {
+	if pp.armed {
+		return
+	}
+	pp.armed = true
+	select {
+	case pp.wake <- struct{}{}:
+	default:
+	}
+}
+
+// take returns what the next tick carries: every heartbeat pending, and
+// the last one posted of each group that none of those is for.
+func (pp *pulsePeer) take() []*beat {
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	batch := pp.pending
+	pp.pending, pp.armed = nil, false
+	for g, b := range pp.posted {
+		dup := false
+		for _, w := range batch {
+			dup = dup || w.group == g
+		}
+		if !dup {
+			batch = append(batch, b)
+		}
+	}
+	clear(pp.posted)
+	return batch
+}
+
+// beat is one raft heartbeat waiting for its tick. done is closed when
+// the tick is answered; a posted heartbeat, which nobody waits for, has
+// none.
 type beat struct {
 	group uint32
 	req   *raft.AppendEntriesRequest
@@ -230,11 +268,8 @@ func (p *Pulse) heartbeat(group uint32, addr raft.ServerAddress, req *raft.Appen
 	b := &beat{group: group, req: req, done: make(chan struct{})}
 	pp.mu.Lock()
 	pp.pending = append(pp.pending, b)
+	pp.arm()
 	pp.mu.Unlock()
-	select {
-	case pp.wake <- struct{}{}:
-	default:
-	}
 	select {
 	case <-b.done:
 	case <-p.done:
@@ -249,6 +284,21 @@ func (p *Pulse) heartbeat(group uint32, addr raft.ServerAddress, req *raft.Appen
 	}
 	*resp = b.resp
 	return nil
+}
+
+// post sends raft's heartbeat req of group to the node at addr with the
+// next tick without waiting for its answer: the caller answered it
+// already (QuietTransport's fresh answer). The tick's answer still
+// becomes the group's last answer from that node (seen).
+func (p *Pulse) post(group uint32, addr raft.ServerAddress, req *raft.AppendEntriesRequest) {
+	pp, err := p.peer(addr)
+	if err != nil {
+		return
+	}
+	pp.mu.Lock()
+	pp.posted[group] = &beat{group: group, req: req}
+	pp.arm()
+	pp.mu.Unlock()
 }
 
 // run sends pp's ticks: whenever heartbeats wait, at most one call per
@@ -275,10 +325,7 @@ func (p *Pulse) run(pp *pulsePeer) {
 				return
 			}
 		}
-		pp.mu.Lock()
-		batch := pp.pending
-		pp.pending = nil
-		pp.mu.Unlock()
+		batch := pp.take()
 		if len(batch) == 0 {
 			continue
 		}
@@ -330,7 +377,9 @@ func (p *Pulse) tick(pp *pulsePeer, batch []*beat, sent time.Time) {
 	}
 	pp.mu.Unlock()
 	for _, b := range batch {
-		close(b.done)
+		if b.done != nil {
+			close(b.done)
+		}
 	}
 }
 

@@ -84,7 +84,7 @@ func (pc *pulseCluster) start(t *testing.T, node *pulseNode, g uint32) {
 	conf.Logger = hclog.NewNullLogger()
 	trans := NewQuietTransport(NoPipeline{NetworkTransport: raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: node.mux.Stream(g), MaxPool: 3, Timeout: 2 * time.Second, Logger: hclog.NewNullLogger(),
-	})}, g, node.pulse, Fresh(pulseHB))
+	})}, g, node.pulse, Fresh(Period(pulseHB)))
 	st := node.store[g]
 	r, err := raft.NewRaft(conf, &raft.MockFSM{}, st, st, raft.NewInmemSnapshotStore(), trans)
 	if err != nil {
@@ -269,5 +269,71 @@ func TestBeatsWireRoundTrip(t *testing.T) {
 	p.readMark(&d)
 	if _, err := decodeBeats(&d); err == nil {
 		t.Error("a body with a trailing byte parsed")
+	}
+}
+
+// TestFreshHeartbeatAnsweredLocally: a heartbeat waits for its tick until
+// the follower answered one; while that answer came with a tick sent
+// within fresh, the next heartbeats are answered at once with it and
+// still travel with the next tick; once it is older than fresh, or the
+// follower refused a heartbeat (a newer term), the next one waits for its
+// tick again and gets the follower's own answer.
+func TestFreshHeartbeatAnsweredLocally(t *testing.T) {
+	const group, fresh = 4, 300 * time.Millisecond
+	var now atomic.Int64 // the leader's clock, in ns; the test moves it
+	clock := func() time.Time { return time.Unix(0, now.Load()) }
+	now.Store(time.Unix(1000, 0).UnixNano())
+
+	follower := New("n2", nil, time.Millisecond, time.Second, time.Now)
+	var term atomic.Uint64 // the follower's term: it refuses older heartbeats
+	term.Store(5)
+	follower.serve(group, func(rpc raft.RPC) {
+		req := rpc.Command.(*raft.AppendEntriesRequest)
+		rpc.Respond(&raft.AppendEntriesResponse{Term: term.Load(), LastLog: 9, Success: req.Term >= term.Load()}, nil)
+	})
+	var calls atomic.Int64
+	call := func(_ context.Context, _, _ string, body []byte) ([]byte, error) {
+		calls.Add(1)
+		return follower.Answer(body)
+	}
+	leader := New("n1", call, time.Millisecond, time.Second, clock)
+	t.Cleanup(leader.Stop)
+	qt := NewQuietTransport(NoPipeline{}, group, leader, fresh)
+	req := &raft.AppendEntriesRequest{RPCHeader: raft.RPCHeader{ID: []byte("n1"), Addr: []byte("n1")}, Term: 5}
+	beat := func() (raft.AppendEntriesResponse, int64) {
+		t.Helper()
+		before := calls.Load()
+		var resp raft.AppendEntriesResponse
+		if err := qt.AppendEntries("n2", "n2", req, &resp); err != nil {
+			t.Fatalf("heartbeat: %v", err)
+		}
+		return resp, calls.Load() - before
+	}
+
+	if resp, n := beat(); !resp.Success || resp.Term != 5 || n != 1 {
+		t.Fatalf("first heartbeat: %+v after %d calls, want the follower's acceptance after one tick", resp, n)
+	}
+	now.Add(int64(fresh / 2))
+	if resp, n := beat(); !resp.Success || resp.Term != 5 || resp.LastLog != 9 || n != 0 {
+		t.Fatalf("fresh heartbeat: %+v after %d calls, want the last answer at once", resp, n)
+	}
+	testutil.WaitFor(t, 5*time.Second, "the posted heartbeat to go with a tick", func() bool { return calls.Load() >= 2 })
+
+	now.Add(int64(2 * fresh)) // the last tick was sent longer than fresh ago
+	if resp, n := beat(); !resp.Success || n != 1 {
+		t.Fatalf("stale heartbeat: %+v after %d calls, want one tick and the follower's answer", resp, n)
+	}
+
+	term.Store(6) // the follower moved on: the next tick's answer refuses
+	now.Add(int64(fresh / 3))
+	if resp, n := beat(); !resp.Success || n != 0 {
+		t.Fatalf("heartbeat before the refusal is known: %+v after %d calls, want the last answer at once", resp, n)
+	}
+	testutil.WaitFor(t, 5*time.Second, "the posted heartbeat's refusal", func() bool {
+		_, ok := leader.seen("n2", group)
+		return !ok
+	})
+	if resp, n := beat(); resp.Success || resp.Term != 6 || n != 1 {
+		t.Fatalf("heartbeat after a refusal: %+v after %d calls, want the follower's refusal after one tick", resp, n)
 	}
 }
