@@ -111,6 +111,13 @@ type Cluster struct {
 	mux   *transport.Mux
 	rpc   rpcClient    // this node's internal calls to the others, over mux
 	pulse *pulse.Pulse // this node's raft heartbeats, coalesced per peer node
+	// relaxed (fast mode): the pulse ticks every pulse.RelaxedPeriod, and
+	// replicas wait longer while they lead or hear their leader
+	// (paceReplica). tick is the pulse's period, timing the raft timeouts
+	// this node gives its replicas (raftTimeouts).
+	relaxed bool
+	tick    time.Duration
+	timing  raftTimeouts
 	// lastMark is the status mark last computed (statusMark).
 	lastMark atomic.Pointer[heardMark]
 	meta     *meta.FSM
@@ -212,7 +219,9 @@ func OpenCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("raft listener on %s: %w", cfg.RaftAddr, err)
 	}
-	c.pulse = pulse.New(cfg.NodeID, c.mux.Call, pulse.Period(cfg.HeartbeatTimeout), cfg.HeartbeatTimeout, time.Now)
+	c.relaxed = cfg.Consistency != Strong
+	c.tick, c.timing = timeouts(cfg, c.relaxed)
+	c.pulse = pulse.New(cfg.NodeID, c.mux.Call, c.tick, cfg.HeartbeatTimeout, time.Now)
 	c.pulse.Mark, c.pulse.Marked = c.statusMark, c.heardMark
 	c.rpc = rpcClient{mux: c.mux}
 	c.mux.Handle(c.handleRPC)
@@ -438,16 +447,16 @@ func (c *Cluster) transport(id uint32) raft.Transport {
 	return pulse.NewQuietTransport(pulse.NoPipeline{NetworkTransport: raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: c.mux.Stream(id), MaxPool: 3, Timeout: 10 * time.Second,
 		Logger: newRaftLogger(c.log.With("group", id), c.peerLog),
-	})}, id, c.pulse, pulse.Fresh(c.cfg.HeartbeatTimeout))
+	})}, id, c.pulse, pulse.Fresh(c.tick))
 }
 
 // raftConfig returns the raft configuration of group id.
 func (c *Cluster) raftConfig(id uint32) *raft.Config {
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(c.cfg.NodeID)
-	rc.HeartbeatTimeout = c.cfg.HeartbeatTimeout
-	rc.ElectionTimeout = c.cfg.ElectionTimeout
-	rc.LeaderLeaseTimeout = c.cfg.LeaderLeaseTimeout
+	rc.HeartbeatTimeout = c.timing.heartbeat
+	rc.ElectionTimeout = c.timing.election
+	rc.LeaderLeaseTimeout = c.timing.lease
 	// A leader with nothing new to send tells its followers the commit
 	// index every CommitTimeout (a new entry is sent at once, with the
 	// commit index so far). At 5ms, 16 groups' leaders kept an idle
@@ -463,6 +472,9 @@ func (c *Cluster) raftConfig(id uint32) *raft.Config {
 	if id == metaGroup {
 		rc.CommitTimeout = metaCommitTimeout
 	}
+	if c.relaxed && id != metaGroup {
+		rc.CommitTimeout = relaxedCommitTimeout
+	}
 	rc.MaxAppendEntries = 256
 	rc.BatchApplyCh = true
 	rc.SnapshotThreshold = c.cfg.SnapshotEntries
@@ -473,10 +485,52 @@ func (c *Cluster) raftConfig(id uint32) *raft.Config {
 }
 
 // The leaders' CommitTimeout, data groups' and the meta group's (see
-// raftConfig).
+// raftConfig), and data groups' in fast mode, where an idle append goes for
+// real at most every period anyway (it is answered locally while the
+// follower answers ticks, pulse.QuietTransport).
 const (
-	dataCommitTimeout = 200 * time.Millisecond
-	metaCommitTimeout = 50 * time.Millisecond
+	dataCommitTimeout    = 200 * time.Millisecond
+	metaCommitTimeout    = 50 * time.Millisecond
+	relaxedCommitTimeout = time.Second
+)
+
+// raftTimeouts are the raft timeouts a node gives its replicas: heartbeat,
+// election and lease as raft starts with them; long, the heartbeat timeout
+// of a replica that leads, or follows and hears its leader, in fast mode
+// (paceReplica).
+type raftTimeouts struct {
+	heartbeat, election, lease, long time.Duration
+}
+
+// timeouts returns the pulse's period and the raft timeouts for cfg. In
+// strong mode they are the configured ones, with ticks every fifth of the
+// heartbeat timeout. In fast mode (relaxed) the ticks go every two thirds
+// of it, 200 ms at the defaults; the lease is twice the configured one,
+// so that a leader that heartbeats every tenth to fifth of a long
+// timeout (100 to 200 ms) keeps it with room to spare, and the heartbeat and
+// election timeouts are at least the lease, as raft wants them (500 ms at
+// the defaults). A cut-off fast leader then stops deciding at most the lease
+// and pulse.Fresh (300 ms) after its last contact: 800 ms at the
+// defaults.
+func timeouts(cfg ClusterConfig, relaxed bool) (time.Duration, raftTimeouts) {
+	t := raftTimeouts{heartbeat: cfg.HeartbeatTimeout, election: cfg.ElectionTimeout, lease: cfg.LeaderLeaseTimeout}
+	if !relaxed {
+		t.long = t.heartbeat
+		return pulse.Period(cfg.HeartbeatTimeout), t
+	}
+	t.lease *= relaxedLease
+	t.heartbeat = max(t.heartbeat, t.lease)
+	t.election = max(t.election, t.heartbeat)
+	t.long = max(longWait, t.heartbeat)
+	return pulse.RelaxedPeriod(cfg.HeartbeatTimeout), t
+}
+
+// relaxedLease is how many configured leases a fast-mode leader's lease
+// is; longWait is the heartbeat timeout of a replica that leads, or
+// follows and hears its leader, in fast mode.
+const (
+	relaxedLease = 2
+	longWait     = time.Second
 )
 
 // deferTo lengthens the election timeouts of a replica that is not its

@@ -53,6 +53,19 @@ type group struct {
 	// leader (see Cluster.Takeover).
 	lastLeader atomic.Pointer[string]
 	expected   atomic.Int64
+	// waitLong: the replica runs with the long heartbeat timeout of a
+	// leader, or a follower that hears its leader (Cluster.paceReplica);
+	// poke wakes its watcher (wake).
+	waitLong atomic.Bool
+	poke     chan struct{}
+}
+
+// wake has g's watcher look at once.
+func (g *group) wake() {
+	select {
+	case g.poke <- struct{}{}:
+	default:
+	}
 }
 
 // newGroup returns a group over store and its storage; start it with
@@ -64,6 +77,7 @@ func newGroup(id uint32, store *shards.Store, logs raft.LogStore, snaps raft.Sna
 		fsm:    &fsm{store: store},
 		notify: make(chan bool, notifyDepth),
 		dirty:  make(chan struct{}, 1),
+		poke:   make(chan struct{}, 1),
 		stop:   make(chan struct{}),
 	}
 }

@@ -129,6 +129,9 @@ func (p *phase) deferElection() { p.set(phaseDeferring, 0) }
 // clears it restores the usual timeouts.
 func (p *phase) endDeferral() bool { return p.set(0, phaseDeferring)&phaseDeferring != 0 }
 
+// deferring reports whether the replica still has its deferred timeouts.
+func (p *phase) deferring() bool { return p.bits.Load()&phaseDeferring != 0 }
+
 // String names the phase for logs and tests: following, serving,
 // abandoned, with "handing over" and "deferring" added when they hold.
 func (p *phase) String() string {

@@ -24,6 +24,7 @@ func (c *Cluster) startBackground() {
 	c.goLoop(c.poll)
 	c.goLoop(c.balance)
 	c.goLoop(c.snapshots)
+	c.goLoop(c.pace)
 }
 
 func (c *Cluster) goLoop(fn func()) {
@@ -42,7 +43,11 @@ func (c *Cluster) goLoop(fn func()) {
 // rebuilds the state from the log, which its memory may have run ahead
 // of.
 func (c *Cluster) watch(g *group) {
-	t := time.NewTicker(c.cfg.HeartbeatTimeout)
+	every := c.cfg.HeartbeatTimeout
+	if c.relaxed {
+		every = watchEvery * c.cfg.HeartbeatTimeout // the pacer wakes it when it must look
+	}
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		dirty := false
@@ -54,11 +59,16 @@ func (c *Cluster) watch(g *group) {
 		case <-g.notify:
 		case <-g.dirty:
 			dirty = true
+		case <-g.poke:
 		case <-t.C:
 		}
 		c.reconcile(g, dirty)
 	}
 }
+
+// watchEvery is, in heartbeat timeouts, how often a fast-mode watcher
+// looks without being woken (pace wakes it when it must).
+const watchEvery = 5
 
 // startWatch starts g's watcher; dropReplica waits for it to end
 // (g.watched) before it deletes the replica's data.
@@ -166,9 +176,85 @@ func (c *Cluster) noteLeader(g *group) {
 	}
 	if id != "" && g.phase.endDeferral() {
 		rc := g.raft.ReloadableConfig()
-		rc.HeartbeatTimeout, rc.ElectionTimeout = c.cfg.HeartbeatTimeout, c.cfg.ElectionTimeout
+		rc.HeartbeatTimeout, rc.ElectionTimeout = c.timing.heartbeat, c.timing.election
 		if err := g.raft.ReloadConfig(rc); err != nil {
 			c.log.Warn("restoring a group's election timeouts failed", "group", g.id, "err", err)
+		}
+		g.waitLong.Store(false)
+	}
+	c.paceReplica(g)
+}
+
+// paceReplica gives g's replica, in fast mode, the long heartbeat
+// timeout while it leads, or follows leader and has heard it within
+// staleAfter ticks, and the usual one (raftTimeouts) otherwise.
+//
+// A leader's heartbeats go once per tick (every 200 ms at the defaults),
+// so a follower waiting the usual timeout (500 ms) would start an election
+// after two late ticks; it waits long (1 s) while it hears its leader.
+// The pacer checks every tick, and once the leader has been silent for
+// staleAfter ticks the usual timeout comes back, which raft checks at once
+// (a shorter HeartbeatTimeout resets a follower's timer): the follower
+// starts an election then, at most one tick later than it would with the
+// usual timeout. A leader with the long timeout heartbeats every 100 to 200
+// ms, answered locally while the ticks come back (pulse.QuietTransport),
+// well within its lease (500 ms). A replica deferring to its group's
+// preferred leader keeps its deferred timeouts (noteLeader).
+func (c *Cluster) paceReplica(g *group) {
+	if !c.relaxed || g.standalone || g.phase.deferring() {
+		return
+	}
+	long := false
+	switch g.raft.State() {
+	case raft.Leader:
+		long = true
+	case raft.Follower:
+		_, leader := g.raft.LeaderWithID()
+		long = leader != "" && time.Since(g.raft.LastContact()) < staleAfter*c.tick
+	}
+	if g.waitLong.Load() == long {
+		return
+	}
+	rc := g.raft.ReloadableConfig()
+	rc.HeartbeatTimeout, rc.ElectionTimeout = c.timing.heartbeat, c.timing.election
+	if long { // raft wants an election timeout no shorter
+		rc.HeartbeatTimeout = c.timing.long
+		rc.ElectionTimeout = max(rc.ElectionTimeout, rc.HeartbeatTimeout)
+	}
+	if err := g.raft.ReloadConfig(rc); err != nil {
+		c.log.Warn("changing a replica's heartbeat timeout failed", "group", g.id, "err", err)
+		return
+	}
+	g.waitLong.Store(long)
+}
+
+// staleAfter is how many ticks without its leader's heartbeat a follower
+// waits before it takes the usual heartbeat timeout again.
+const staleAfter = 3
+
+// pace runs, in fast mode, every tick: it paces each replica
+// (paceReplica) and wakes the watcher of one whose serving state is not
+// raft's, or which leads on a node that must hand its leads over, so that
+// the watchers themselves need to look only every watchEvery.
+func (c *Cluster) pace() {
+	if !c.relaxed {
+		return
+	}
+	t := time.NewTicker(c.tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.shutdownCh:
+			return
+		case <-t.C:
+		}
+		handOver := c.stopping.Load() || c.diskLow()
+		for _, g := range c.hostedGroups() {
+			c.paceReplica(g)
+			leading := g.raft.State() == raft.Leader
+			if leading != g.phase.serving() || leading && handOver || g.phase.abandoned() {
+				g.wake()
+			}
 		}
 	}
 }

@@ -168,7 +168,7 @@ func flagSet(cfg *Config) *flag.FlagSet {
 	fs.StringVar(&cfg.Announce, "announce", "", `cluster: host clients reach this node at (MOVED, CLUSTER SLOTS); "" takes --listen's host, or --raft-addr's when --listen's is unspecified (0.0.0.0)`)
 	fs.DurationVar(&cfg.HeartbeatTimeout, "raft-heartbeat-timeout", cluster.DefaultHeartbeatTimeout, "cluster: a follower that hears nothing from its leader this long (randomized up to twice it) starts an election")
 	fs.DurationVar(&cfg.ElectionTimeout, "raft-election-timeout", cluster.DefaultElectionTimeout, "cluster: how long a candidate waits for votes before it tries again")
-	fs.DurationVar(&cfg.LeaderLeaseTimeout, "raft-leader-lease-timeout", cluster.DefaultLeaderLeaseTimeout, "cluster: a leader that cannot reach a majority this long steps down (at most --raft-heartbeat-timeout)")
+	fs.DurationVar(&cfg.LeaderLeaseTimeout, "raft-leader-lease-timeout", cluster.DefaultLeaderLeaseTimeout, "cluster: a leader that cannot reach a majority this long steps down (at most --raft-heartbeat-timeout; fast mode doubles it)")
 	fs.StringVar(&cfg.TestClockShiftFile, "test-clock-shift-file", "", `for tests only: a file holding a duration ("-1h", "24h") added to the wall clock this node reads, read every 10ms, so that tests can step a real node's clock; "" reads the system's clock as it is`)
 	return fs
 }
