@@ -71,8 +71,11 @@ type ClusterConfig struct {
 	// TRYAGAIN before CLUSTERDOWN (default 2s).
 	DownAfter time.Duration
 	// DiskErr reports why the node's disk refuses state changes now (nil
-	// when it has room); default Storage.Space.Err. A node whose disk
-	// refuses hands its leads to nodes whose disks do not, and takes none.
+	// when it has room); default Storage.Space.Refusal (the last reading:
+	// the status mark and the pacer ask every tick, and a fresh reading
+	// each time would keep the disk guard's poller at its busy pace on an
+	// idle node). A node whose disk refuses hands its leads to nodes whose
+	// disks do not, and takes none.
 	DiskErr func() error
 	// MaxBlocks bounds the blocks the meta group holds (--max-blocks; 0:
 	// no bound). It travels in each block this node proposes, so that every
@@ -118,6 +121,9 @@ type Cluster struct {
 	relaxed bool
 	tick    time.Duration
 	timing  raftTimeouts
+	// metaWaitLong: the meta group's raft has the long heartbeat timeout
+	// (paceRaft).
+	metaWaitLong atomic.Bool
 	// lastMark is the status mark last computed (statusMark).
 	lastMark atomic.Pointer[heardMark]
 	meta     *meta.FSM
@@ -270,7 +276,7 @@ func clusterDefaults(cfg ClusterConfig) ClusterConfig {
 		cfg.RaftAdvertise = cfg.RaftAddr
 	}
 	if cfg.DiskErr == nil && cfg.Storage != nil && cfg.Storage.Space != nil {
-		cfg.DiskErr = cfg.Storage.Space.Err
+		cfg.DiskErr = cfg.Storage.Space.Refusal
 	}
 	return cfg
 }
@@ -369,7 +375,14 @@ func (c *Cluster) startGroups(l *Layout) error {
 	for _, p := range l.Peers {
 		addrs[p.ID] = p.Raft
 	}
-	r, err := raft.NewRaft(c.raftConfig(metaGroup), c.meta, st.Logs, st.Logs, st.Snaps, c.transport(metaGroup))
+	// The meta leader's replication reads its last entry every
+	// CommitTimeout (50 ms) to send an idle append, answered locally while
+	// nothing changed: a few entries kept in memory spare it the read.
+	metaLogs, err := raft.NewLogCache(metaLogCache, st.Logs)
+	if err != nil {
+		return fmt.Errorf("meta group: log cache: %w", err)
+	}
+	r, err := raft.NewRaft(c.raftConfig(metaGroup), c.meta, metaLogs, st.Logs, st.Snaps, c.transport(metaGroup))
 	if err != nil {
 		return fmt.Errorf("meta group: start raft: %w", err)
 	}
@@ -494,6 +507,10 @@ const (
 	relaxedCommitTimeout = time.Second
 )
 
+// metaLogCache is how many of the meta group's last entries its raft
+// keeps in memory.
+const metaLogCache = 16
+
 // raftTimeouts are the raft timeouts a node gives its replicas: heartbeat,
 // election and lease as raft starts with them; long, the heartbeat timeout
 // of a replica that leads, or follows and hears its leader, in fast mode
@@ -507,7 +524,7 @@ type raftTimeouts struct {
 // heartbeat timeout. In fast mode (relaxed) the ticks go every two thirds
 // of it, 200 ms at the defaults; the lease is twice the configured one,
 // so that a leader that heartbeats every tenth to fifth of a long
-// timeout (100 to 200 ms) keeps it with room to spare, and the heartbeat and
+// timeout (150 to 300 ms) keeps it with room to spare, and the heartbeat and
 // election timeouts are at least the lease, as raft wants them (500 ms at
 // the defaults). A cut-off fast leader then stops deciding at most the lease
 // and pulse.Fresh (300 ms) after its last contact: 800 ms at the
@@ -521,16 +538,18 @@ func timeouts(cfg ClusterConfig, relaxed bool) (time.Duration, raftTimeouts) {
 	t.lease *= relaxedLease
 	t.heartbeat = max(t.heartbeat, t.lease)
 	t.election = max(t.election, t.heartbeat)
-	t.long = max(longWait, t.heartbeat)
+	t.long = max(longLeases*t.lease, t.heartbeat)
 	return pulse.RelaxedPeriod(cfg.HeartbeatTimeout), t
 }
 
 // relaxedLease is how many configured leases a fast-mode leader's lease
-// is; longWait is the heartbeat timeout of a replica that leads, or
-// follows and hears its leader, in fast mode.
+// is; longLeases how many of those leases the heartbeat timeout of a
+// replica that leads, or follows and hears its leader, is in fast mode
+// (1.5 s at the defaults): a leader heartbeats every tenth to fifth of it,
+// 0.3 to 0.6 of its lease.
 const (
 	relaxedLease = 2
-	longWait     = time.Second
+	longLeases   = 3
 )
 
 // deferTo lengthens the election timeouts of a replica that is not its

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -191,51 +192,62 @@ func (c *Cluster) noteLeader(g *group) {
 //
 // A leader's heartbeats go once per tick (every 200 ms at the defaults),
 // so a follower waiting the usual timeout (500 ms) would start an election
-// after two late ticks; it waits long (1 s) while it hears its leader.
-// The pacer checks every tick, and once the leader has been silent for
+// after two late ticks; it waits long (1.5 s) while it hears its leader.
+// The pacer (pace) checks every tick, and once the leader has been silent for
 // staleAfter ticks the usual timeout comes back, which raft checks at once
 // (a shorter HeartbeatTimeout resets a follower's timer): the follower
 // starts an election then, at most one tick later than it would with the
-// usual timeout. A leader with the long timeout heartbeats every 100 to 200
+// usual timeout. A leader with the long timeout heartbeats every 150 to 300
 // ms, answered locally while the ticks come back (pulse.QuietTransport),
 // well within its lease (500 ms). A replica deferring to its group's
 // preferred leader keeps its deferred timeouts (noteLeader).
 func (c *Cluster) paceReplica(g *group) {
-	if !c.relaxed || g.standalone || g.phase.deferring() {
+	if g.standalone || g.phase.deferring() {
+		return
+	}
+	c.paceRaft(g.raft, &g.waitLong, g.id)
+}
+
+// paceRaft is paceReplica for any of this node's rafts (the meta group's
+// too); waitLong says whether it has the long timeout now.
+func (c *Cluster) paceRaft(r *raft.Raft, waitLong *atomic.Bool, id uint32) {
+	if !c.relaxed {
 		return
 	}
 	long := false
-	switch g.raft.State() {
+	switch r.State() {
 	case raft.Leader:
 		long = true
 	case raft.Follower:
-		_, leader := g.raft.LeaderWithID()
-		long = leader != "" && time.Since(g.raft.LastContact()) < staleAfter*c.tick
+		_, leader := r.LeaderWithID()
+		long = leader != "" && time.Since(r.LastContact()) < staleAfter*c.tick
 	}
-	if g.waitLong.Load() == long {
+	if waitLong.Load() == long {
 		return
 	}
-	rc := g.raft.ReloadableConfig()
+	rc := r.ReloadableConfig()
 	rc.HeartbeatTimeout, rc.ElectionTimeout = c.timing.heartbeat, c.timing.election
 	if long { // raft wants an election timeout no shorter
 		rc.HeartbeatTimeout = c.timing.long
 		rc.ElectionTimeout = max(rc.ElectionTimeout, rc.HeartbeatTimeout)
 	}
-	if err := g.raft.ReloadConfig(rc); err != nil {
-		c.log.Warn("changing a replica's heartbeat timeout failed", "group", g.id, "err", err)
+	if err := r.ReloadConfig(rc); err != nil {
+		c.log.Warn("changing a replica's heartbeat timeout failed", "group", id, "err", err)
 		return
 	}
-	g.waitLong.Store(long)
+	waitLong.Store(long)
 }
 
 // staleAfter is how many ticks without its leader's heartbeat a follower
 // waits before it takes the usual heartbeat timeout again.
 const staleAfter = 3
 
-// pace runs, in fast mode, every tick: it paces each replica
-// (paceReplica) and wakes the watcher of one whose serving state is not
-// raft's, or which leads on a node that must hand its leads over, so that
-// the watchers themselves need to look only every watchEvery.
+// pace runs, in fast mode, every tick: it notes each replica's leader
+// (noteLeader: since when a group has none, for CLUSTERDOWN, and the
+// pace of its timeouts, paceReplica) and wakes the watcher of one whose
+// serving state is not raft's, or which leads on a node that must hand
+// its leads over, so that the watchers themselves need to look only every
+// watchEvery.
 func (c *Cluster) pace() {
 	if !c.relaxed {
 		return
@@ -249,8 +261,11 @@ func (c *Cluster) pace() {
 		case <-t.C:
 		}
 		handOver := c.stopping.Load() || c.diskLow()
+		if c.metaR != nil {
+			c.paceRaft(c.metaR, &c.metaWaitLong, metaGroup)
+		}
 		for _, g := range c.hostedGroups() {
-			c.paceReplica(g)
+			c.noteLeader(g) // the leader as raft knows it, and the pace
 			leading := g.raft.State() == raft.Leader
 			if leading != g.phase.serving() || leading && handOver || g.phase.abandoned() {
 				g.wake()

@@ -179,6 +179,17 @@ func (s *Space) Err() error {
 	return nil
 }
 
+// Refusal is Err without taking a reading: the refusal as of the last
+// one, which the poller takes at least every idlePolls Polls. A caller
+// that asks periodically on an idle node (status, hand-overs) uses it, so
+// that its asking does not keep the poller at its busy pace.
+func (s *Space) Refusal() error {
+	if e := s.refusal.Load(); e != nil {
+		return *e
+	}
+	return nil
+}
+
 // Allow is asked before a write of about n bytes to the database (the
 // caller counts what the write will cost on disk: a log entry is written
 // to the WAL and once more when its memtable is flushed). It reads the

@@ -293,24 +293,23 @@ const sweepGrace = time.Second
 // now is the node's clock: the sweep drops what has expired by it, so a
 // step of the wall clock drops nothing the checks would still count.
 func sweep(ctx context.Context, store *shards.Store, now func() int64) {
-	t := time.NewTicker(100 * time.Millisecond)
+	t := time.NewTimer(sweepPace)
 	defer t.Stop()
-	idle, skip := 0, 0
+	idle := 0
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if skip > 0 {
-				skip--
-				continue
-			}
-			if store.Sweep(now()-int64(sweepGrace), 32) > 0 {
-				idle = 0
-			} else {
-				idle = min(2*idle+1, 9)
-			}
-			skip = idle
 		}
+		if store.Sweep(now()-int64(sweepGrace), 32) > 0 {
+			idle = 0
+		} else {
+			idle = min(2*idle+1, 9)
+		}
+		t.Reset(time.Duration(idle+1) * sweepPace) // asleep between sweeps, not ticking
 	}
 }
+
+// sweepPace is the background sweep's shortest pause.
+const sweepPace = 100 * time.Millisecond
