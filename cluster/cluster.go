@@ -485,7 +485,7 @@ func (c *Cluster) raftConfig(id uint32) *raft.Config {
 	if id == metaGroup {
 		rc.CommitTimeout = metaCommitTimeout
 	}
-	if c.relaxed && id != metaGroup {
+	if c.relaxed { // the meta leader sends a barrier after each change (metaApply)
 		rc.CommitTimeout = relaxedCommitTimeout
 	}
 	rc.MaxAppendEntries = 256
@@ -498,9 +498,9 @@ func (c *Cluster) raftConfig(id uint32) *raft.Config {
 }
 
 // The leaders' CommitTimeout, data groups' and the meta group's (see
-// raftConfig), and data groups' in fast mode, where an idle append goes for
-// real at most every period anyway (it is answered locally while the
-// follower answers ticks, pulse.QuietTransport).
+// raftConfig), and every group's in fast mode, where an idle append is
+// answered locally while the follower answers ticks (pulse.QuietTransport)
+// and the meta leader sends a barrier after each change (metaApply).
 const (
 	dataCommitTimeout    = 200 * time.Millisecond
 	metaCommitTimeout    = 50 * time.Millisecond

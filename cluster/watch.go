@@ -69,7 +69,7 @@ func (c *Cluster) watch(g *group) {
 
 // watchEvery is, in heartbeat timeouts, how often a fast-mode watcher
 // looks without being woken (pace wakes it when it must).
-const watchEvery = 5
+const watchEvery = 20
 
 // startWatch starts g's watcher; dropReplica waits for it to end
 // (g.watched) before it deletes the replica's data.
