@@ -3,6 +3,7 @@ package pulse
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -274,10 +275,11 @@ func TestBeatsWireRoundTrip(t *testing.T) {
 
 // TestFreshHeartbeatAnsweredLocally: a heartbeat waits for its tick until
 // the follower answered one; while that answer came with a tick sent
-// within fresh, the next heartbeats are answered at once with it and
-// still travel with the next tick; once it is older than fresh, or the
-// follower refused a heartbeat (a newer term), the next one waits for its
-// tick again and gets the follower's own answer.
+// within fresh, the next heartbeats are answered at once with it (even
+// while the follower's answers are held up) and still travel with the
+// next tick; once it is older than fresh, or the follower refused a
+// heartbeat (a newer term), the next one waits for its tick again and gets
+// the follower's own answer.
 func TestFreshHeartbeatAnsweredLocally(t *testing.T) {
 	const group, fresh = 4, 300 * time.Millisecond
 	var now atomic.Int64 // the leader's clock, in ns; the test moves it
@@ -292,7 +294,11 @@ func TestFreshHeartbeatAnsweredLocally(t *testing.T) {
 		rpc.Respond(&raft.AppendEntriesResponse{Term: term.Load(), LastLog: 9, Success: req.Term >= term.Load()}, nil)
 	})
 	var calls atomic.Int64
+	var gate atomic.Pointer[chan struct{}] // while set, the follower's answers wait for it to close
 	call := func(_ context.Context, _, _ string, body []byte) ([]byte, error) {
+		if ch := gate.Load(); ch != nil {
+			<-*ch
+		}
 		calls.Add(1)
 		return follower.Answer(body)
 	}
@@ -300,40 +306,67 @@ func TestFreshHeartbeatAnsweredLocally(t *testing.T) {
 	t.Cleanup(leader.Stop)
 	qt := NewQuietTransport(NoPipeline{}, group, leader, fresh)
 	req := &raft.AppendEntriesRequest{RPCHeader: raft.RPCHeader{ID: []byte("n1"), Addr: []byte("n1")}, Term: 5}
-	beat := func() (raft.AppendEntriesResponse, int64) {
+	// beat sends a heartbeat while the follower's answers are held up;
+	// local says whether it must be answered before they are let through.
+	beat := func(step string, local bool) raft.AppendEntriesResponse {
 		t.Helper()
-		before := calls.Load()
+		ch := make(chan struct{})
+		gate.Store(&ch)
+		release := sync.OnceFunc(func() { gate.Store(nil); close(ch) })
+		defer release()
 		var resp raft.AppendEntriesResponse
-		if err := qt.AppendEntries("n2", "n2", req, &resp); err != nil {
-			t.Fatalf("heartbeat: %v", err)
+		done := make(chan error, 1)
+		go func() { done <- qt.AppendEntries("n2", "n2", req, &resp) }()
+		wait := 5 * time.Second
+		if !local {
+			wait = 50 * time.Millisecond
 		}
-		return resp, calls.Load() - before
+		select {
+		case err := <-done:
+			if !local {
+				t.Fatalf("%s: answered while the follower's answers were held up: %+v, %v", step, resp, err)
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", step, err)
+			}
+			return resp
+		case <-time.After(wait):
+			if local {
+				t.Fatalf("%s: not answered within %v while the follower's answers were held up", step, wait)
+			}
+		}
+		release()
+		if err := <-done; err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		return resp
 	}
 
-	if resp, n := beat(); !resp.Success || resp.Term != 5 || n != 1 {
-		t.Fatalf("first heartbeat: %+v after %d calls, want the follower's acceptance after one tick", resp, n)
+	if resp := beat("first heartbeat", false); !resp.Success || resp.Term != 5 {
+		t.Fatalf("first heartbeat: %+v, want the follower's acceptance", resp)
 	}
 	now.Add(int64(fresh / 2))
-	if resp, n := beat(); !resp.Success || resp.Term != 5 || resp.LastLog != 9 || n != 0 {
-		t.Fatalf("fresh heartbeat: %+v after %d calls, want the last answer at once", resp, n)
+	before := calls.Load()
+	if resp := beat("fresh heartbeat", true); !resp.Success || resp.Term != 5 || resp.LastLog != 9 {
+		t.Fatalf("fresh heartbeat: %+v, want the last answer", resp)
 	}
-	testutil.WaitFor(t, 5*time.Second, "the posted heartbeat to go with a tick", func() bool { return calls.Load() >= 2 })
+	testutil.WaitFor(t, 5*time.Second, "the fresh heartbeat to go with a tick", func() bool { return calls.Load() > before })
 
 	now.Add(int64(2 * fresh)) // the last tick was sent longer than fresh ago
-	if resp, n := beat(); !resp.Success || n != 1 {
-		t.Fatalf("stale heartbeat: %+v after %d calls, want one tick and the follower's answer", resp, n)
+	if resp := beat("stale heartbeat", false); !resp.Success || resp.Term != 5 {
+		t.Fatalf("stale heartbeat: %+v, want the follower's acceptance", resp)
 	}
 
 	term.Store(6) // the follower moved on: the next tick's answer refuses
 	now.Add(int64(fresh / 3))
-	if resp, n := beat(); !resp.Success || n != 0 {
-		t.Fatalf("heartbeat before the refusal is known: %+v after %d calls, want the last answer at once", resp, n)
+	if resp := beat("heartbeat before the refusal is known", true); !resp.Success || resp.Term != 5 {
+		t.Fatalf("heartbeat before the refusal is known: %+v, want the last answer", resp)
 	}
 	testutil.WaitFor(t, 5*time.Second, "the posted heartbeat's refusal", func() bool {
 		_, ok := leader.seen("n2", group)
 		return !ok
 	})
-	if resp, n := beat(); resp.Success || resp.Term != 6 || n != 1 {
-		t.Fatalf("heartbeat after a refusal: %+v after %d calls, want the follower's refusal after one tick", resp, n)
+	if resp := beat("heartbeat after a refusal", false); resp.Success || resp.Term != 6 {
+		t.Fatalf("heartbeat after a refusal: %+v, want the follower's refusal", resp)
 	}
 }
