@@ -213,10 +213,13 @@ func (c *Cluster) metaApply(ctx context.Context, cmd []byte) (meta.Result, error
 			return meta.Result{}, fmt.Errorf("TRYAGAIN the rule store is changing leaders: %v", err)
 		}
 		res, _ := f.Response().(meta.Result)
-		// The followers learn the new commit index with the next append
-		// (raft sends none on its own before CommitTimeout): a barrier is
-		// one, so every node applies the change within a round trip.
-		c.metaR.Barrier(rpcTimeout)
+		// The followers learn the new commit index with the next append,
+		// which raft sends only after CommitTimeout (1 s in fast mode): a
+		// barrier is one, so every node applies the change within a round
+		// trip. Strong mode keeps its 50 ms and needs none.
+		if c.relaxed {
+			c.metaR.Barrier(rpcTimeout)
+		}
 		return res, nil
 	}
 	addr, _ := c.metaR.LeaderWithID()

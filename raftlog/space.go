@@ -173,10 +173,7 @@ func (s *Space) Err() error {
 	if s.stale.Load() {
 		s.freshen()
 	}
-	if e := s.refusal.Load(); e != nil {
-		return *e
-	}
-	return nil
+	return s.Refusal()
 }
 
 // Refusal is Err without taking a reading: the refusal as of the last
