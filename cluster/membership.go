@@ -200,17 +200,10 @@ func (c *Cluster) addMetaServer(n NodeInfo) error {
 // reconcile moves this node's groups toward the meta group's placement,
 // every half second.
 func (c *Cluster) reconcileLoop() {
-	t := time.NewTicker(500 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-c.shutdownCh:
-			return
-		case <-t.C:
-		}
+	c.every(500*time.Millisecond, func() {
 		m := c.meta.Current()
 		if m.Groups == 0 || len(m.Placement) == 0 {
-			continue
+			return
 		}
 		for g := 1; g <= m.Groups; g++ {
 			placed := slices.Contains(m.Placement[g], c.cfg.NodeID)
@@ -231,7 +224,7 @@ func (c *Cluster) reconcileLoop() {
 			c.forgetLeft(m)
 		}
 		c.noteLeft(m)
-	}
+	})
 }
 
 // noteLeft (run by reconcileLoop alone) says once, when this node has left the cluster (it is leaving

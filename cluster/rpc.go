@@ -347,14 +347,7 @@ func (p *peerInfo) connected() bool { return p != nil && time.Since(p.seen) < 2*
 // that its status mark is still the one of the status it last reported
 // (then every slowPoll heartbeat timeouts).
 func (c *Cluster) poll() {
-	t := time.NewTicker(c.cfg.HeartbeatTimeout)
-	defer t.Stop()
-	for {
-		select {
-		case <-c.shutdownCh:
-			return
-		case <-t.C:
-		}
+	c.every(c.cfg.HeartbeatTimeout, func() {
 		var wg sync.WaitGroup
 		now := time.Now()
 		for id, addr := range c.peerAddrs() {
@@ -369,7 +362,7 @@ func (c *Cluster) poll() {
 		}
 		wg.Wait()
 		c.noteRemoteLeaders()
-	}
+	})
 }
 
 // slowPoll is how many heartbeat timeouts a node whose status did not

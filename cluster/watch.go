@@ -28,6 +28,20 @@ func (c *Cluster) startBackground() {
 	c.goLoop(c.pace)
 }
 
+// every runs fn every d until the cluster shuts down.
+func (c *Cluster) every(d time.Duration, fn func()) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.shutdownCh:
+			return
+		case <-t.C:
+		}
+		fn()
+	}
+}
+
 func (c *Cluster) goLoop(fn func()) {
 	c.wg.Add(1)
 	go func() {
@@ -252,14 +266,7 @@ func (c *Cluster) pace() {
 	if !c.relaxed {
 		return
 	}
-	t := time.NewTicker(c.tick)
-	defer t.Stop()
-	for {
-		select {
-		case <-c.shutdownCh:
-			return
-		case <-t.C:
-		}
+	c.every(c.tick, func() {
 		handOver := c.stopping.Load() || c.diskLow()
 		if c.metaR != nil {
 			c.paceRaft(c.metaR, &c.metaWaitLong, metaGroup)
@@ -271,7 +278,7 @@ func (c *Cluster) pace() {
 				g.wake()
 			}
 		}
-	}
+	})
 }
 
 func (c *Cluster) markLeader(g int, has bool) {
@@ -334,14 +341,7 @@ func (c *Cluster) register() {
 // snapshots takes a snapshot of each hosted group when fsm.snapshotDue
 // says so (raft itself counts entries), checking every second.
 func (c *Cluster) snapshots() {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-c.shutdownCh:
-			return
-		case <-t.C:
-		}
+	c.every(time.Second, func() {
 		for _, g := range c.hostedGroups() {
 			if g == nil {
 				continue
@@ -352,7 +352,7 @@ func (c *Cluster) snapshots() {
 				}
 			}
 		}
-	}
+	})
 }
 
 // balance hands the lead of each group this node leads to the group's
@@ -361,15 +361,8 @@ func (c *Cluster) snapshots() {
 // leaders spread evenly over the nodes and come back to a node that
 // returns after a failure. A group is moved at most every few seconds.
 func (c *Cluster) balance() {
-	t := time.NewTicker(2 * time.Second)
-	defer t.Stop()
 	last := map[uint32]time.Time{}
-	for {
-		select {
-		case <-c.shutdownCh:
-			return
-		case <-t.C:
-		}
+	c.every(2*time.Second, func() {
 		place := c.placement()
 		addrs := c.peerAddrs()
 		for _, g := range c.hostedGroups() {
@@ -384,7 +377,7 @@ func (c *Cluster) balance() {
 			c.log.Info("handing the lead to the group's preferred leader", "group", g.id, "to", voters[0])
 			c.handOff(g, voters[0], addrs[voters[0]])
 		}
-	}
+	})
 }
 
 // caughtUp reports whether node id is connected, takes clients (its
