@@ -44,7 +44,10 @@ type conn struct {
 	lp    *loop
 	fd    int
 	stuck bool
-	hup   bool // the loop saw the peer hang up: read until EOF
+	// deferred: out waits in the loop's round to be written with the
+	// round's other replies (see loop.flushRound).
+	deferred bool
+	hup      bool // the loop saw the peer hang up: read until EOF
 	// onReadable is s.readable for this connection, made once so that
 	// serving allocates nothing; stop is why it ended the connection.
 	onReadable func(fd uintptr) bool
@@ -219,6 +222,9 @@ func (s *Server) armIdle(c *conn, d time.Duration) {
 		c.nc.SetReadDeadline(aLongTimeAgo)
 	}
 }
+
+// aLongTimeAgo is a deadline that has passed.
+var aLongTimeAgo = time.Unix(1, 0)
 
 // stillActive reports whether a read that failed with err only reached
 // the idle deadline of a connection that has been active since it was
@@ -514,6 +520,18 @@ func (c *conn) linger() {
 // failed. On an event loop it never waits: what the socket does not take
 // stays in out, and stuck is set.
 func (c *conn) flush() bool {
+	if len(c.out) == 0 {
+		return true
+	}
+	if l := c.lp; l != nil && l.inRound && !c.closing && !c.s.closing.Load() {
+		l.deferFlush(c)
+		return true
+	}
+	return c.write()
+}
+
+// write writes out now (flush without the loop's deferral).
+func (c *conn) write() bool {
 	if len(c.out) == 0 {
 		return true
 	}

@@ -10,7 +10,12 @@ import (
 
 // loop is an event loop; there are none outside Linux, where every
 // connection has a goroutine of its own.
-type loop struct{ nwaiting atomic.Int32 }
+type loop struct {
+	nwaiting atomic.Int32
+	inRound  bool
+}
+
+func (l *loop) deferFlush(c *conn) {}
 
 func (l *loop) signal() {}
 
