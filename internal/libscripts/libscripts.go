@@ -54,10 +54,19 @@ func Text(library, name string) (string, error) {
 	return "", fmt.Errorf("libscripts: unknown library %q", library)
 }
 
-// moduleDir returns the directory of module path in the module cache.
+// moduleDir returns the directory of module path in the module cache,
+// downloading the module first if only its go.mod is there (as on a fresh
+// machine where no package that imports it was built yet).
 func moduleDir(path string) (string, error) {
 	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", path).Output()
 	dir := strings.TrimSpace(string(out))
+	if err == nil && dir == "" {
+		if dl, derr := exec.Command("go", "mod", "download", path).CombinedOutput(); derr != nil {
+			return "", fmt.Errorf("libscripts: go mod download %s: %v (%s)", path, derr, dl)
+		}
+		out, err = exec.Command("go", "list", "-m", "-f", "{{.Dir}}", path).Output()
+		dir = strings.TrimSpace(string(out))
+	}
 	if err != nil || dir == "" {
 		return "", fmt.Errorf("libscripts: go list -m %s: %v (%s)", path, err, out)
 	}
