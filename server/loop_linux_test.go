@@ -9,11 +9,14 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/internal/libscripts"
 	"github.com/rlserver/rlserver/internal/testutil"
+	"github.com/rlserver/rlserver/shards"
 )
 
 // TestLoopHandsOverAClientThatDoesNotRead: a client that pipelines far
@@ -220,4 +223,70 @@ func (c *rawConn) untilPong(req string) string {
 		b.WriteString(line)
 	}
 	return strings.TrimSuffix(b.String(), "+PONG\r\n")
+}
+
+// gateStore holds up the check of key "hold", and the second check of
+// keys "a" and "b", until their release channels are closed, so that a
+// test can stop an event loop in the middle of a round.
+type gateStore struct {
+	*shards.Store
+	ab                 atomic.Int32
+	entered            chan string
+	release1, release2 chan struct{}
+}
+
+func (g *gateStore) Check(key []byte, a engine.Algo, p engine.Params, cost, now int64) (engine.Result, error) {
+	switch k := string(key); {
+	case k == "hold":
+		g.entered <- k
+		<-g.release1
+	case (k == "a" || k == "b") && g.ab.Add(1) == 2:
+		g.entered <- k
+		<-g.release2
+	}
+	return g.Store.Check(key, a, p, cost, now)
+}
+
+// TestLoopWritesARoundsRepliesTogether: an event loop writes the replies
+// of a round at its end, not as each connection's batch ends. Two clients'
+// requests become ready while the loop is held in a round before; in the
+// next round, the second of them is held up, and the first one's reply
+// must not have arrived meanwhile. Both arrive once the round goes on.
+func TestLoopWritesARoundsRepliesTogether(t *testing.T) {
+	g := &gateStore{Store: shards.New(4), entered: make(chan string, 2),
+		release1: make(chan struct{}), release2: make(chan struct{})}
+	_, addr := startServer(t, Config{Limiter: g, Clock: fakeClock(), IOLoops: 1})
+	a, b, holder := dialRaw(t, addr), dialRaw(t, addr), dialRaw(t, addr)
+	for _, c := range []*rawConn{a, b, holder} {
+		c.roundTrip(resp("PING"), "+PONG\r\n") // each connection is on the loop
+	}
+	check := func(key string) string { return resp("RL.CHECK", key, "fixed", "10", "60") }
+	holder.send(check("hold"))
+	waitEntered(t, g.entered, "hold")
+	a.send(check("a"))
+	b.send(check("b"))
+	time.Sleep(100 * time.Millisecond) // both requests reach the server's sockets
+	close(g.release1)
+	holder.expect(ints(1, 10, 9, 0, 60000))
+	second := waitEntered(t, g.entered, "a or b")
+	first := map[string]*rawConn{"a": b, "b": a}[second]
+	first.nc.SetReadDeadline(time.Now().Add(150 * time.Millisecond))
+	if got, err := first.rd.Peek(1); err == nil {
+		t.Fatalf("a reply was written before its round ended: %q", got)
+	}
+	close(g.release2)
+	a.expect(ints(1, 10, 9, 0, 60000))
+	b.expect(ints(1, 10, 9, 0, 60000))
+}
+
+// waitEntered returns the key that entered a gate, failing after 5s.
+func waitEntered(t *testing.T, entered chan string, what string) string {
+	t.Helper()
+	select {
+	case k := <-entered:
+		return k
+	case <-time.After(5 * time.Second):
+		t.Fatalf("no check of %s reached the store", what)
+		return ""
+	}
 }
