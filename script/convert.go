@@ -165,9 +165,10 @@ func (st *state) tableReply(t *lua.LTable, top int) values.Reply {
 	}
 	var elems []values.Reply
 	if n := t.MaxN(); n > 0 {
-		// One allocation for a usual reply; not more than 256 ahead of
-		// the elements, since the array ends at its first nil.
-		elems = make([]values.Reply, 0, min(n, 256))
+		// Room for a usual reply at once, in the memory the Caller lends
+		// (Exec.Elems) or one allocation; not more than 256 ahead of the
+		// elements, since the array ends at its first nil.
+		elems = st.x.Elems(min(n, 256))[:0]
 	}
 	for j := 1; ; j++ {
 		v := t.RawGetInt(j)
