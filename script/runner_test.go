@@ -238,3 +238,27 @@ func TestConcurrentRuns(t *testing.T) {
 		}
 	}
 }
+
+// TestArgumentsOfTheLastRun: a state keeps an argument's string when the
+// next run passes the same bytes, so each run must still see its own
+// arguments, whatever the run before left in KEYS and ARGV.
+func TestArgumentsOfTheLastRun(t *testing.T) {
+	e := New(Config{})
+	defer e.Close()
+	sha, errReply := e.Load([]byte("local got = KEYS[1] .. ':' .. table.concat(ARGV, ',') " +
+		"KEYS[1], ARGV[1] = 'changed', 'changed' return got"))
+	if errReply != nil {
+		t.Fatal(string(errReply.Str))
+	}
+	mem := newMemCaller()
+	for i, args := range [][]string{{"100", "60"}, {"100", "60"}, {"100", "61"}, {"100"}, {"100", "60", "1"}, {"changed", "60"}, {"100", "60"}} {
+		argv := make([][]byte, len(args))
+		for j, a := range args {
+			argv[j] = []byte(a)
+		}
+		r := e.Eval(Request{SHA: []byte(sha), Keys: [][]byte{[]byte("k")}, Args: argv}, mem)
+		if want := "k:" + strings.Join(args, ","); r.Kind != values.Bulk || string(r.Str) != want {
+			t.Fatalf("run %d: %q, want %q", i, replyText(r), want)
+		}
+	}
+}

@@ -201,6 +201,11 @@ func (st *state) setArgs(t **lua.LTable, name string, args [][]byte) {
 		old = 0
 	}
 	for i, a := range args {
+		// An argument equal to the one the state's last run had at i (a
+		// limiter's limit and window, as a rule) keeps that string: no copy.
+		if prev, ok := tb.RawGetInt(i + 1).(lua.LString); ok && string(prev) == string(a) {
+			continue
+		}
 		tb.RawSetInt(i+1, lua.LString(a))
 	}
 	for i := len(args) + 1; i <= old; i++ {
