@@ -3,6 +3,7 @@ package script
 import (
 	"regexp"
 	"sync"
+	"sync/atomic"
 
 	lua "github.com/yuin/gopher-lua"
 
@@ -19,6 +20,7 @@ type Script struct {
 	flags ScriptFlags
 	every bool // names KEYS, SCAN or DBSIZE in a string literal
 	e     *Engine
+	nat   atomic.Pointer[nativeRef] // see native
 }
 
 // SHA returns the script's lower-case hex sha1.
@@ -46,16 +48,28 @@ func (s *Script) Run(x *Exec) values.Reply {
 	return r
 }
 
-// scriptCache maps lower-case shas to scripts.
+// scriptCache maps lower-case shas to scripts. An EVALSHA finds its
+// script in snap without taking a lock (connections on several cores would
+// otherwise contend for one); a script added since the snapshot was made
+// waits in added, under mu, until the next snapshot takes it in. A cache
+// of up to snapAtOnce scripts makes a new snapshot with every script it
+// adds; a larger one when added holds half as many as snap, so that a
+// client that EVALs new bodies without end costs a constant per script.
 type scriptCache struct {
-	e  *Engine
-	mu sync.RWMutex
-	m  map[string]*Script
+	e     *Engine
+	snap  atomic.Pointer[map[string]*Script] // replaced, never changed
+	mu    sync.Mutex
+	added map[string]*Script
 }
+
+// snapAtOnce is the size up to which every script added is in the next
+// EVALSHA's snapshot.
+const snapAtOnce = 1024
 
 func (c *scriptCache) init(e *Engine) {
 	c.e = e
-	c.m = map[string]*Script{}
+	c.snap.Store(&map[string]*Script{})
+	c.added = map[string]*Script{}
 }
 
 // get returns the cached script sha (hex, any case).
@@ -65,18 +79,34 @@ func (c *scriptCache) get(sha []byte) (*Script, bool) {
 	}
 	var buf [40]byte
 	key := lowerHex(append(buf[:0], sha...))
-	c.mu.RLock()
-	s, ok := c.m[string(key)]
-	c.mu.RUnlock()
+	if s, ok := (*c.snap.Load())[string(key)]; ok {
+		return s, true
+	}
+	// Under mu, a snapshot made since the one above holds what added held.
+	c.mu.Lock()
+	s, ok := c.lookup(string(key))
+	c.mu.Unlock()
+	return s, ok
+}
+
+// lookup returns the script of sha (lower-case) under mu.
+func (c *scriptCache) lookup(sha string) (*Script, bool) {
+	if s, ok := (*c.snap.Load())[sha]; ok {
+		return s, true
+	}
+	s, ok := c.added[sha]
 	return s, ok
 }
 
 // load returns the script of body, compiling and caching it if needed.
 func (c *scriptCache) load(body []byte) (*Script, *values.Reply) {
 	sha := SHA(body)
-	c.mu.RLock()
-	s, ok := c.m[sha]
-	c.mu.RUnlock()
+	if s, ok := (*c.snap.Load())[sha]; ok {
+		return s, nil
+	}
+	c.mu.Lock()
+	s, ok := c.lookup(sha)
+	c.mu.Unlock()
 	if ok {
 		return s, nil
 	}
@@ -85,18 +115,29 @@ func (c *scriptCache) load(body []byte) (*Script, *values.Reply) {
 		return nil, errReply
 	}
 	c.mu.Lock()
-	if old, ok := c.m[sha]; ok {
-		s = old
-	} else {
-		c.m[sha] = s
+	defer c.mu.Unlock()
+	if old, ok := c.lookup(sha); ok {
+		return old, nil
 	}
-	c.mu.Unlock()
+	c.added[sha] = s
+	if snap := *c.snap.Load(); len(snap)+len(c.added) <= snapAtOnce || 2*len(c.added) >= len(snap) {
+		m := make(map[string]*Script, len(snap)+len(c.added))
+		for k, v := range snap {
+			m[k] = v
+		}
+		for k, v := range c.added {
+			m[k] = v
+		}
+		c.snap.Store(&m)
+		c.added = map[string]*Script{}
+	}
 	return s, nil
 }
 
 // flush forgets every script.
 func (c *scriptCache) flush() {
 	c.mu.Lock()
-	c.m = map[string]*Script{}
+	c.snap.Store(&map[string]*Script{})
+	c.added = map[string]*Script{}
 	c.mu.Unlock()
 }

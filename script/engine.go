@@ -154,9 +154,23 @@ func (e *Engine) Register(sha string, r Runner) {
 	e.native.Store(&m)
 }
 
-// nativeFor returns the native handler registered for sha, if any: a map
-// read without a lock (Register replaces the map).
-func (e *Engine) nativeFor(sha string) *nativeEntry { return (*e.native.Load())[sha] }
+// nativeRef is a script's native handler, found in registry m.
+type nativeRef struct {
+	m *map[string]*nativeEntry
+	n *nativeEntry
+}
+
+// native returns the native handler registered for s, if any, looking it
+// up once for each registry Register makes rather than at every run.
+func (s *Script) native() *nativeEntry {
+	m := s.e.native.Load()
+	if r := s.nat.Load(); r != nil && r.m == m {
+		return r.n
+	}
+	r := &nativeRef{m: m, n: (*m)[s.sha]}
+	s.nat.Store(r)
+	return r.n
+}
 
 // HasNative reports whether a native handler is registered for sha, the
 // lower-case hex sha1 of a script (an EVALSHA's argument as the libraries

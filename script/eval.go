@@ -87,7 +87,7 @@ func (e *Engine) Run(s *Script, req Request, c Caller) values.Reply {
 	x.rec.state.Store(runClean)
 	x.run, x.script, x.declined, x.native = &x.rec, s, false, req.NativeOnly
 	var reply values.Reply
-	if n := e.nativeFor(s.sha); n != nil {
+	if n := s.native(); n != nil {
 		reply = n.r.Run(x)
 		if !x.declined {
 			n.runs.Add(1)

@@ -3,7 +3,10 @@ package script
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/rlserver/rlserver/internal/testseed"
@@ -262,3 +265,63 @@ func TestArgumentsOfTheLastRun(t *testing.T) {
 		}
 	}
 }
+
+// TestCacheFindsEveryScriptLoaded: past snapAtOnce scripts, the cache
+// keeps new ones aside between snapshots; every script loaded is found at
+// once, in either case of its sha, by readers running meanwhile, and
+// SCRIPT FLUSH forgets them all.
+func TestCacheFindsEveryScriptLoaded(t *testing.T) {
+	e := New(Config{})
+	defer e.Close()
+	const n = 3 * snapAtOnce
+	shas := make([]string, n)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var loaded atomic.Int64
+	for r := 0; r < 2; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for rng := rand.New(rand.NewPCG(uint64(r), 1)); ; {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if k := loaded.Load(); k > 0 {
+					if i := rng.IntN(int(k)); !e.Exists([]byte(shaOfReturn(i))) {
+						t.Errorf("script %d of %d loaded is not found", i, k)
+						return
+					}
+				}
+			}
+		}()
+	}
+	for i := range shas {
+		sha, errReply := e.Load([]byte(fmt.Sprintf("return %d", i)))
+		if errReply != nil {
+			t.Fatal(string(errReply.Str))
+		}
+		shas[i] = sha
+		loaded.Store(int64(i + 1))
+		if !e.Exists([]byte(strings.ToUpper(sha))) {
+			t.Fatalf("script %d not found right after its load", i)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	for i, sha := range shas {
+		if r := e.Eval(Request{SHA: []byte(sha)}, &nopCaller{}); r.Kind != values.Int || r.Int != int64(i) {
+			t.Fatalf("script %d answered %q", i, replyText(r))
+		}
+	}
+	e.Flush()
+	for _, sha := range []string{shas[0], shas[n/2], shas[n-1]} {
+		if e.Exists([]byte(sha)) {
+			t.Fatalf("%s found after Flush", sha)
+		}
+	}
+}
+
+// shaOfReturn is the sha of the body "return i".
+func shaOfReturn(i int) string { return SHA([]byte(fmt.Sprintf("return %d", i))) }
