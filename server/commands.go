@@ -114,7 +114,7 @@ func (s *Server) lookup(b []byte) *command {
 // dispatch runs one command. now is the batch's clock reading.
 func (s *Server) dispatch(c *conn, args [][]byte, now int64) {
 	c.nreplies++
-	cmd := s.lookup(args[0])
+	cmd := c.command(args[0])
 	if c.multi != nil && s.queue(c, cmd, args) {
 		return
 	}

@@ -84,6 +84,12 @@ type conn struct {
 	multi *multiState // between MULTI and EXEC (see multi.go)
 	tx    *shards.Tx  // while EXEC runs: the locked state its commands use
 
+	// The command the connection named last, as it spelled it (see
+	// command).
+	lastFound   *command
+	lastName    []byte // in lastNameBuf
+	lastNameBuf [16]byte
+
 	// Read by other connections (CLIENT LIST), written here.
 	name     atomic.Pointer[string]
 	libName  atomic.Pointer[string]
@@ -305,7 +311,7 @@ type Blocking interface {
 // EVALSHA that a native handler runs (nativeOnLoop), which is bounded work
 // as a command is.
 func (s *Server) mayBlock(c *conn, args [][]byte) bool {
-	cmd := s.lookup(args[0])
+	cmd := c.command(args[0])
 	if cmd == nil {
 		return false
 	}
@@ -321,6 +327,21 @@ func (s *Server) mayBlock(c *conn, args [][]byte) bool {
 		}
 	}
 	return false
+}
+
+// command returns the command named name (Server.lookup). It remembers
+// the last one found and how the client spelled it, so that a stream of
+// one command costs a comparison rather than a lookup; event loops look a
+// request's command up twice (mayBlock, dispatch).
+func (c *conn) command(name []byte) *command {
+	if cmd := c.lastFound; cmd != nil && string(name) == string(c.lastName) {
+		return cmd
+	}
+	cmd := c.s.lookup(name)
+	if cmd != nil && len(name) <= len(c.lastNameBuf) {
+		c.lastFound, c.lastName = cmd, append(c.lastNameBuf[:0], name...)
+	}
+	return cmd
 }
 
 // nativeOnLoop reports whether cmd with args is an EVALSHA or EVALSHA_RO

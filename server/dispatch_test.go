@@ -67,3 +67,17 @@ func benchDispatchCheck(b *testing.B, s *Server, c *conn) {
 		s.dispatch(c, argv, t0+int64(i))
 	}
 }
+
+// TestConnCommandIsLookup: a connection's remembered command is the one
+// Server.lookup finds, whatever names came before: same length, another
+// case, unknown, longer than what it remembers.
+func TestConnCommandIsLookup(t *testing.T) {
+	s, c := benchConn()
+	names := []string{"GET", "GET", "SET", "get", "DEL", "nosuchcmd", "GET", "RL.CHECK", "rl.check",
+		"CLIENT", "a-command-name-longer-than-sixteen", "SET", "EVALSHA", "EVAL", "evalsha"}
+	for i, n := range names {
+		if got, want := c.command([]byte(n)), s.lookup([]byte(n)); got != want {
+			t.Fatalf("name %d (%q): %v, want %v", i, n, got, want)
+		}
+	}
+}
