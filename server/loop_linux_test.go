@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -288,5 +289,23 @@ func waitEntered(t *testing.T, entered chan string, what string) string {
 	case <-time.After(5 * time.Second):
 		t.Fatalf("no check of %s reached the store", what)
 		return ""
+	}
+}
+
+// TestDefaultIOLoops: without IOLoops, a server runs one loop fewer than
+// GOMAXPROCS, at least one.
+func TestDefaultIOLoops(t *testing.T) {
+	for procs, want := range map[int]int{1: 1, 2: 1, 4: 3, 8: 7} {
+		if got := DefaultIOLoops(procs); got != want {
+			t.Errorf("DefaultIOLoops(%d) = %d, want %d", procs, got, want)
+		}
+	}
+	s, addr := startServer(t, Config{Clock: fakeClock()})
+	dialRaw(t, addr).roundTrip(resp("PING"), "+PONG\r\n")
+	s.mu.Lock()
+	n := len(s.loops)
+	s.mu.Unlock()
+	if want := DefaultIOLoops(runtime.GOMAXPROCS(0)); n != want {
+		t.Fatalf("%d event loops at GOMAXPROCS %d, want %d", n, runtime.GOMAXPROCS(0), want)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -138,7 +139,7 @@ func TestConfigErrors(t *testing.T) {
 		{[]string{"--bogus"}, nil, "flag provided but not defined: -bogus (see --help)"},
 		{[]string{"--max-key-bytes", "abc"}, nil, `invalid value "abc" for flag -max-key-bytes`},
 		{[]string{"--max-key-bytes", "0"}, nil, "--max-key-bytes 0: want 1 to 1048576"},
-		{[]string{"--io-loops", "-2"}, nil, "--io-loops -2: want -1 (none), 0 (one per core) to 4096"},
+		{[]string{"--io-loops", "-2"}, nil, "--io-loops -2: want -1 (none), 0 (one fewer than the cores) to 4096"},
 		{[]string{"--maxclients", "0"}, nil, "--maxclients 0: want 1 to 1048576"},
 		{[]string{"--grpc-maxclients", "0"}, nil, "--grpc-maxclients 0: want 1 to 1048576"},
 		{[]string{"--maxmemory", "256xb"}, nil, `invalid value "256xb" for flag -maxmemory: want a size such as 256mb, 2gb or 1000000`},
@@ -283,5 +284,22 @@ func TestMaxBlocksDefault(t *testing.T) {
 	cfg, err := loadConfig([]string{"--config", file}, env(nil), nil)
 	if err != nil || maxBlocks(cfg) != 500 || cfg.MaxConfigBytes != 8<<20 {
 		t.Fatalf("from the config file: %d, %d, %v", cfg.MaxBlocks, cfg.MaxConfigBytes, err)
+	}
+}
+
+// TestIOLoopsByConsistency: --io-loops 0 leaves the server's default (one
+// loop fewer than the cores) in fast mode and asks for one per core in
+// strong mode; a number given is kept.
+func TestIOLoopsByConsistency(t *testing.T) {
+	for _, c := range []struct {
+		loops       int
+		consistency string
+		want        int
+	}{
+		{0, "fast", 0}, {0, "strong", runtime.GOMAXPROCS(0)}, {3, "strong", 3}, {-1, "strong", -1}, {2, "fast", 2},
+	} {
+		if got := ioLoops(&Config{IOLoops: c.loops, Consistency: c.consistency}); got != c.want {
+			t.Errorf("--io-loops %d --consistency %s: %d, want %d", c.loops, c.consistency, got, c.want)
+		}
 	}
 }
