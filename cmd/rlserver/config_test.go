@@ -291,6 +291,7 @@ func TestMaxBlocksDefault(t *testing.T) {
 // loop fewer than the cores) in fast mode and asks for one per core in
 // strong mode; a number given is kept.
 func TestIOLoopsByConsistency(t *testing.T) {
+	parallel(t)
 	for _, c := range []struct {
 		loops       int
 		consistency string
