@@ -570,24 +570,17 @@ func (n *Node) LastSnapshot() int64 {
 // snapshotLoop takes a snapshot when fsm.snapshotDue says so (raft itself
 // counts entries), checking every second.
 func (n *Node) snapshotLoop() {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-n.shutdownCh:
-			return
-		case <-t.C:
-			var last int64
-			if s := n.lastSnap.Load(); s != nil {
-				last = s.bytes
-			}
-			if n.fsm.snapshotDue(n.cfg.SnapshotBytes, last) {
-				if err := n.Snapshot(); err != nil {
-					n.log.Warn("snapshot failed", "err", err)
-				}
+	every(n.shutdownCh, time.Second, func() {
+		var last int64
+		if s := n.lastSnap.Load(); s != nil {
+			last = s.bytes
+		}
+		if n.fsm.snapshotDue(n.cfg.SnapshotBytes, last) {
+			if err := n.Snapshot(); err != nil {
+				n.log.Warn("snapshot failed", "err", err)
 			}
 		}
-	}
+	})
 }
 
 // snapshotDone records a snapshot's outcome (called from Persist).

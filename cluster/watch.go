@@ -29,12 +29,15 @@ func (c *Cluster) startBackground() {
 }
 
 // every runs fn every d until the cluster shuts down.
-func (c *Cluster) every(d time.Duration, fn func()) {
+func (c *Cluster) every(d time.Duration, fn func()) { every(c.shutdownCh, d, fn) }
+
+// every runs fn every d until stop is closed.
+func every(stop <-chan struct{}, d time.Duration, fn func()) {
 	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
-		case <-c.shutdownCh:
+		case <-stop:
 			return
 		case <-t.C:
 		}
