@@ -308,4 +308,15 @@ func TestDefaultIOLoops(t *testing.T) {
 	if want := DefaultIOLoops(runtime.GOMAXPROCS(0)); n != want {
 		t.Fatalf("%d event loops at GOMAXPROCS %d, want %d", n, runtime.GOMAXPROCS(0), want)
 	}
+	// In strong mode, where every reply waits for its commit: one per core.
+	for _, strong := range []bool{false, true} {
+		s := New(Config{Limiter: newHeldStore(strong), Clock: fakeClock()})
+		want := DefaultIOLoops(runtime.GOMAXPROCS(0))
+		if strong {
+			want = runtime.GOMAXPROCS(0)
+		}
+		if got := s.defaultIOLoops(); got != want {
+			t.Errorf("strong %v: %d loops by default, want %d", strong, got, want)
+		}
+	}
 }

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -284,23 +283,5 @@ func TestMaxBlocksDefault(t *testing.T) {
 	cfg, err := loadConfig([]string{"--config", file}, env(nil), nil)
 	if err != nil || maxBlocks(cfg) != 500 || cfg.MaxConfigBytes != 8<<20 {
 		t.Fatalf("from the config file: %d, %d, %v", cfg.MaxBlocks, cfg.MaxConfigBytes, err)
-	}
-}
-
-// TestIOLoopsByConsistency: --io-loops 0 leaves the server's default (one
-// loop fewer than the cores) in fast mode and asks for one per core in
-// strong mode; a number given is kept.
-func TestIOLoopsByConsistency(t *testing.T) {
-	parallel(t)
-	for _, c := range []struct {
-		loops       int
-		consistency string
-		want        int
-	}{
-		{0, "fast", 0}, {0, "strong", runtime.GOMAXPROCS(0)}, {3, "strong", 3}, {-1, "strong", -1}, {2, "fast", 2},
-	} {
-		if got := ioLoops(&Config{IOLoops: c.loops, Consistency: c.consistency}); got != c.want {
-			t.Errorf("--io-loops %d --consistency %s: %d, want %d", c.loops, c.consistency, got, c.want)
-		}
 	}
 }

@@ -110,7 +110,7 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 	srv := server.New(server.Config{
 		Limiter: st.lim, RequirePass: cfg.RequirePass, AdminToken: cfg.AdminToken,
 		MaxKeyBytes: cfg.MaxKeyBytes, MaxLogLimit: cfg.MaxLogLimit,
-		Logger: log, Registerer: reg, Version: version, IOLoops: ioLoops(&cfg),
+		Logger: log, Registerer: reg, Version: version, IOLoops: cfg.IOLoops,
 		MaxClients: clients, IdleTimeout: time.Duration(cfg.Timeout) * time.Second,
 		ConnMemory: &connMem, MaxBuffered: maxBuffered(cfg.MaxMemory), OpenClients: &open,
 		LuaTimeLimit: cfg.LuaTimeLimit, LuaMemoryLimit: cfg.LuaMemoryLimit, InterpretAllScripts: cfg.LuaInterpretAll,
@@ -313,15 +313,3 @@ func sweep(ctx context.Context, store *shards.Store, now func() int64) {
 
 // sweepPace is the background sweep's shortest pause.
 const sweepPace = 100 * time.Millisecond
-
-// ioLoops is --io-loops, with 0 made explicit where the server's default
-// (server.DefaultIOLoops, one fewer than the cores) is not the better one:
-// with --consistency strong every batch waits for its commit, and one
-// loop per core kept 10% more RL.CHECKs a second going at -P 16 than one
-// fewer (four alternating rounds on 2 cores, docs/performance.md).
-func ioLoops(cfg *Config) int {
-	if cfg.IOLoops == 0 && cfg.Consistency == "strong" {
-		return runtime.GOMAXPROCS(0)
-	}
-	return cfg.IOLoops
-}
