@@ -1,6 +1,7 @@
 package script
 
 import (
+	"maps"
 	"regexp"
 	"sync"
 	"sync/atomic"
@@ -122,12 +123,8 @@ func (c *scriptCache) load(body []byte) (*Script, *values.Reply) {
 	c.added[sha] = s
 	if snap := *c.snap.Load(); len(snap)+len(c.added) <= snapAtOnce || 2*len(c.added) >= len(snap) {
 		m := make(map[string]*Script, len(snap)+len(c.added))
-		for k, v := range snap {
-			m[k] = v
-		}
-		for k, v := range c.added {
-			m[k] = v
-		}
+		maps.Copy(m, snap)
+		maps.Copy(m, c.added)
 		c.snap.Store(&m)
 		c.added = map[string]*Script{}
 	}
