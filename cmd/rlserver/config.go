@@ -138,7 +138,7 @@ func flagSet(cfg *Config) *flag.FlagSet {
 	fs.StringVar(&cfg.EnvoyConfig, "envoy-config", "", "YAML file, or directory of them, in envoyproxy/ratelimit's format (domain, descriptors): the rate limit service's limits, reloaded when changed and on SIGHUP")
 	fs.StringVar(&cfg.EnvoyCharging, "envoy-charging", "each", "what a rate limit service request charges: each (every descriptor, also when the answer is OVER_LIMIT, as envoyproxy/ratelimit), stop-when-over (its STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=true, which this flag's default also reads) or all-or-nothing (nothing when refused, every counter at once when allowed)")
 	fs.IntVar(&cfg.Procs, "procs", 0, "CPU cores the server runs Go code on at once (GOMAXPROCS); 0 means all")
-	fs.IntVar(&cfg.IOLoops, "io-loops", 0, "event loops serving client connections (Linux); 0 means one fewer than --procs (at least one), or one per --procs with --consistency strong; -1 a goroutine per connection")
+	fs.IntVar(&cfg.IOLoops, "io-loops", 0, "event loops serving client connections (Linux); 0 means one fewer than --procs (at least one), or one per --procs on a durable node with --consistency strong; -1 a goroutine per connection")
 	fs.Var(sizeValue{&cfg.MaxMemory}, "maxmemory", "bound on the memory of key state and client connections (256mb, 2gb; 0 is none)")
 	fs.IntVar(&cfg.MaxBlocks, "max-blocks", 0, "most blocked identifiers held at once; a new block beyond it drops those nearest to their end first (rlserver_blocks_dropped_total); 0 sizes it to memory: a quarter of --maxmemory at 256 bytes a block, or 1000000 without --maxmemory")
 	fs.StringVar(&cfg.MaxMemoryPolicy, "maxmemory-policy", "volatile-ttl", "at --maxmemory: volatile-ttl evicts the state nearest to fresh, noeviction refuses new keys with -OOM")
