@@ -276,6 +276,7 @@ func (s *Server) readable(c *conn, fd uintptr) bool {
 // that stopped early are to run first.
 func (c *conn) read() error {
 	if c.pending {
+		c.rd.got = 0
 		return nil
 	}
 	return c.rd.fill()

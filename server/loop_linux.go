@@ -43,6 +43,7 @@ type loop struct {
 	// replies wait in pend and go out together at its end (flushRound).
 	inRound bool
 	pend    []*conn
+	read    int                   // bytes read in the round since pend was last written
 	onWake  func(fd uintptr) bool // l.wake, made once
 
 	// Connections whose replies wait for a commit (see durable.go), and
@@ -260,12 +261,30 @@ func (l *loop) deferFlush(c *conn) {
 // ready when it looks again, so it parks less often.
 func (l *loop) flushRound() {
 	l.inRound = false
+	l.sendPending()
+}
+
+// sendPending writes the replies waiting in pend.
+func (l *loop) sendPending() {
 	for _, c := range l.pend {
 		c.deferred = false
 		l.send(c)
 	}
 	clear(l.pend)
 	l.pend = l.pend[:0]
+	l.read = 0
+}
+
+// noteRead counts n bytes read in the round. Past a full read's worth
+// (maxRead), the replies waiting are written before the requests just
+// read run: a round that reads large requests (a million arguments, a
+// big SET) spends long on them, and the replies of the small ones served
+// before must not wait for that, as they would not without the round's
+// deferral.
+func (l *loop) noteRead(n int) {
+	if l.read += n; l.read >= maxRead {
+		l.sendPending()
+	}
 }
 
 // flushEarly writes c's deferred replies before c runs another batch in
@@ -464,6 +483,7 @@ func (l *loop) serve(c *conn) {
 		return
 	}
 	if err == nil {
+		l.noteRead(c.rd.got)
 		err = l.s.runBatch(c)
 	}
 	if err == errHold {

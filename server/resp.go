@@ -55,6 +55,7 @@ type reader struct {
 	buf    []byte
 	start  int // first unparsed byte
 	end    int // end of the bytes read
+	got    int // bytes the last fill read
 	// scanned is how far an incomplete inline line has been searched for
 	// its newline, so that a long line arriving in pieces is scanned once.
 	scanned int
@@ -137,7 +138,7 @@ func (rd *reader) fill() error {
 		}
 	}
 	n, err := rd.r.Read(rd.buf[rd.end:min(len(rd.buf), rd.end+maxRead)])
-	rd.end += n
+	rd.end, rd.got = rd.end+n, n
 	if n > 0 {
 		return nil
 	}
