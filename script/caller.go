@@ -49,6 +49,11 @@ type Request struct {
 	// caller that must not wait long (a server's event loop), which then
 	// runs the request again elsewhere without it.
 	NativeOnly bool
+	// OnLong, if set, is called once, from the run's goroutine, when an
+	// interpreted run has gone on for Config.LongRun: a caller that must not
+	// wait long (a server's event loop) hands its other work to another
+	// goroutine then, and the run goes on.
+	OnLong func()
 }
 
 // Declined is what Run returns for a NativeOnly request that it did not

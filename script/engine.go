@@ -30,6 +30,9 @@ type Config struct {
 	// a busy run ends (busy false), with the run's Request.Tag, from the
 	// run's goroutine and without the engine's locks held.
 	OnBusy func(tag any, busy bool)
+	// LongRun is how long an interpreted run goes on before its
+	// Request.OnLong is called. Default 5 ms.
+	LongRun time.Duration
 	// IdleStates is how many interpreter states are kept for reuse.
 	// Default 2 × GOMAXPROCS.
 	IdleStates int
@@ -39,6 +42,7 @@ type Config struct {
 const (
 	DefaultTimeLimit   = 5 * time.Second
 	DefaultMemoryLimit = 64 << 20
+	DefaultLongRun     = 5 * time.Millisecond
 )
 
 // Engine runs scripts. It is safe for concurrent use: runs proceed in
@@ -68,6 +72,9 @@ type Engine struct {
 func New(cfg Config) *Engine {
 	if cfg.TimeLimit <= 0 {
 		cfg.TimeLimit = DefaultTimeLimit
+	}
+	if cfg.LongRun <= 0 {
+		cfg.LongRun = DefaultLongRun
 	}
 	if cfg.MemoryLimit <= 0 {
 		cfg.MemoryLimit = DefaultMemoryLimit
@@ -171,6 +178,9 @@ func (s *Script) native() *nativeEntry {
 	s.nat.Store(r)
 	return r.n
 }
+
+// HasNative reports whether a native handler runs s (Engine.Register).
+func (s *Script) HasNative() bool { return s.native() != nil }
 
 // HasNative reports whether a native handler is registered for sha, the
 // lower-case hex sha1 of a script (an EVALSHA's argument as the libraries

@@ -85,7 +85,7 @@ func (e *Engine) Run(s *Script, req Request, c Caller) values.Reply {
 	x.readOnly = req.ReadOnly || s.flags&FlagNoWrites != 0
 	x.rec.tag, x.rec.sha, x.rec.busy = req.Tag, s.sha, false
 	x.rec.state.Store(runClean)
-	x.run, x.script, x.declined, x.native = &x.rec, s, false, req.NativeOnly
+	x.run, x.script, x.declined, x.native, x.onLong = &x.rec, s, false, req.NativeOnly, req.OnLong
 	var reply values.Reply
 	if n := s.native(); n != nil {
 		reply = n.r.Run(x)
@@ -100,7 +100,7 @@ func (e *Engine) Run(s *Script, req Request, c Caller) values.Reply {
 		reply = s.Run(x)
 	}
 	x.Keys, x.Args, x.caller, x.run, x.rec.tag, x.script = nil, nil, nil, nil, nil, nil
-	x.cc, x.arena, x.clock = nil, nil, nil
+	x.cc, x.arena, x.clock, x.onLong = nil, nil, nil, nil
 	e.execs.Put(x)
 	return reply
 }

@@ -35,6 +35,7 @@ type Exec struct {
 	script   *Script  // the compiled body: Interpret runs it
 	declined bool     // a native handler handed the run to Interpret
 	native   bool     // Request.NativeOnly: Interpret declines the run
+	onLong   func()   // Request.OnLong
 }
 
 // Interpret runs the script's body in the interpreter for this run and

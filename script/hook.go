@@ -44,6 +44,8 @@ type hook struct {
 	run     *run
 	began   time.Duration
 	busyAt  time.Duration // start + TimeLimit
+	longAt  time.Duration // start + LongRun
+	onLong  func()        // Request.OnLong, until it is called
 	busy    bool
 	err     error // why the run stops; sticky until the run ends
 	closed  chan struct{}
@@ -76,6 +78,7 @@ func (h *hook) start(x *Exec) {
 	h.n, h.run, h.err, h.busy, h.line = 0, x.run, nil, false, 1
 	h.began = x.run.start
 	h.busyAt = h.began + h.st.e.cfg.TimeLimit
+	h.longAt, h.onLong = h.began+h.st.e.cfg.LongRun, x.onLong
 	h.lastSample, h.walkAllocs, h.lastSize = h.began, 0, 0
 	if h.closed == nil {
 		h.closed = make(chan struct{})
@@ -89,7 +92,7 @@ func (h *hook) stop() {
 	if h.busy {
 		h.st.e.endRun(h.run)
 	}
-	h.run, h.err, h.busy = nil, nil, false
+	h.run, h.err, h.busy, h.onLong = nil, nil, false, nil
 }
 
 // check is the periodic look at the run.
@@ -107,6 +110,11 @@ func (h *hook) check() <-chan struct{} {
 	}
 	e := h.st.e
 	now := e.cfg.Now()
+	if h.onLong != nil && now >= h.longAt {
+		f := h.onLong
+		h.onLong = nil
+		f()
+	}
 	if !h.busy && now >= h.busyAt {
 		h.busy = true
 		e.markBusy(h.run)
