@@ -222,20 +222,8 @@ func (c *conn) hold(err error) bool {
 // connection to a goroutine of its own, which runs it again.
 func (s *Server) dispatchTop(c *conn, args [][]byte, now int64) (handOver bool) {
 	if s.cl == nil {
-		if c.lp == nil {
-			s.dispatch(c, args, now)
-			return false
-		}
-		nreplies, commands := c.nreplies, c.commands.Load()
 		s.dispatch(c, args, now)
-		if !c.declined {
-			return false
-		}
-		// A script that needs the interpreter (nativeOnLoop) answered
-		// nothing and counts for nothing: it runs again off the loop.
-		c.declined, c.nreplies = false, nreplies
-		c.commands.Store(commands)
-		return true
+		return false
 	}
 	var deadline time.Time
 	c.mayHold = true

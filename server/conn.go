@@ -68,11 +68,12 @@ type conn struct {
 	// be held while its slot moves; held: it was (see dispatchTop).
 	mayHold bool
 	held    bool
-	// declined: the request run last is a script that ran on an event loop
-	// (nativeOnLoop) and needs the interpreter, which may run long: it
-	// answered nothing, and runs again on the connection's own goroutine
-	// (see dispatchTop).
-	declined bool
+	// adrift: the event loop serving c was taken over by another goroutine
+	// while it ran c's script (loop.takeOver), and the goroutine running c's
+	// batch serves c from then on; onLong is c.takeOver, made once, for
+	// script.Request.OnLong.
+	adrift bool
+	onLong func()
 	// nudged is the last takeover this connection was told of (Nudger).
 	nudged uint64
 
@@ -307,17 +308,15 @@ type Blocking interface {
 // one. A command sent inside MULTI is only queued.
 //
 // A script may run for seconds (until SCRIPT KILL), so the EVAL family
-// may wait: its connection is served by a goroutine of its own from its
-// first script on, and never holds an event loop. The exception is an
-// EVALSHA that a native handler runs (nativeOnLoop), which is bounded work
-// as a command is.
+// may wait, but on a single node it runs on the event loop where it was
+// sent (scriptOnLoop) unless it is pipelined.
 func (s *Server) mayBlock(c *conn, args [][]byte) bool {
 	cmd := c.command(args[0])
 	if cmd == nil {
 		return false
 	}
 	if c.multi == nil {
-		return s.blocks(cmd) && !s.nativeOnLoop(cmd, args)
+		return s.blocks(cmd) && !s.scriptOnLoop(c, cmd, args)
 	}
 	if cmd.name != "exec" {
 		return false
@@ -345,16 +344,35 @@ func (c *conn) command(name []byte) *command {
 	return cmd
 }
 
-// nativeOnLoop reports whether cmd with args is an EVALSHA or EVALSHA_RO
-// of a script a native handler runs (package script/native: the limiter
-// libraries' scripts), on a single node: it runs on an event loop as a
-// command does. A run its handler would hand to the interpreter declines
-// there, before it has changed anything (script.Request.NativeOnly), and
-// the connection moves to a goroutine of its own to run it again (see
-// dispatchTop).
-func (s *Server) nativeOnLoop(cmd *command, args [][]byte) bool {
-	return s.cl == nil && len(args) > 1 && (cmd.name == "evalsha" || cmd.name == "evalsha_ro") &&
-		s.scripts.HasNative(args[1]) && !s.proxying()
+// takeOver hands c's event loop to another goroutine while c's script
+// runs on it (script.Request.OnLong, loop.takeOver).
+func (c *conn) takeOver() {
+	if l := c.lp; l != nil {
+		l.takeOver(c)
+	}
+}
+
+// scriptOnLoop reports whether cmd with args, sent on c, is a script that
+// runs on c's event loop, on a single node (a cluster node's scripts may
+// wait for other nodes): an EVALSHA or EVALSHA_RO of a script a native
+// handler runs (package script/native: the limiter libraries' scripts),
+// which is bounded work as a command is, and any script that is the only
+// request of its batch.
+//
+// An interpreted run that goes on for long (script.Config.LongRun) hands
+// the loop to a new goroutine and keeps the one it runs on, which serves
+// c from then on (loop.takeOver), so that it holds the loop's other
+// connections no longer than that. A pipelined interpreted script is
+// handed over, as before, with its connection, to a goroutine of its own:
+// its batch's scripts then run in parallel with those of the loop's other
+// connections, on every core, which at 16 requests a batch outweighs what
+// the handover costs; at one a batch the handover costs more (docs/scripts.md).
+func (s *Server) scriptOnLoop(c *conn, cmd *command, args [][]byte) bool {
+	if s.cl != nil || cmd.numKeysAt == 0 || s.proxying() {
+		return false
+	}
+	return len(c.batch) == 1 || len(args) > 1 && (cmd.name == "evalsha" || cmd.name == "evalsha_ro") &&
+		s.scripts.HasNative(args[1])
 }
 
 // blocks reports whether cmd may wait: a script, or what the Limiter says

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -28,16 +29,22 @@ import (
 // replies do not fit the socket's send buffer, or it must linger after a
 // protocol error — is handed over to a goroutine of its own for the rest
 // of its life (handoff); so would a command that must wait, such as one
-// that waits for a replicated commit.
+// that waits for a replicated commit. A script that runs on the loop
+// (scriptOnLoop) and goes on for long hands the loop itself to a new
+// goroutine (takeOver).
 type loop struct {
 	s      *Server
-	epfd   int
+	epfd   int             // changed by takeOver, under mu: add reads it under mu
 	file   *os.File        // epfd, for the netpoller and Shutdown's deadline
 	rc     syscall.RawConn // of file
 	events [256]syscall.EpollEvent
 	batch  [256]*conn
 	more   []*conn // to read again: their last read filled the buffer
 	spare  []*conn // more's other buffer
+	// The round being served: batch[:nround] from the wait, and again,
+	// the connections of more from the round before (see takeOver).
+	nround int
+	again  []*conn
 	idle   []*conn // reap's buffer
 	// inRound while the loop serves a round of ready connections: their
 	// replies wait in pend and go out together at its end (flushRound).
@@ -218,16 +225,14 @@ func dupCloexec(fd int) (int, error) {
 // serve, and even close, c before add returns.
 func (l *loop) add(c *conn, fd int) error {
 	l.mu.Lock()
+	defer l.mu.Unlock() // and epfd, which takeOver changes under it
 	if fd >= len(l.conns) {
 		l.conns = append(l.conns, make([]*conn, fd+1-len(l.conns)+len(l.conns)/2)...)
 	}
 	l.conns[fd] = c
-	l.mu.Unlock()
 	ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP | epollET, Fd: int32(fd)}
 	if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, fd, &ev); err != nil {
-		l.mu.Lock()
 		l.conns[fd] = nil
-		l.mu.Unlock()
 		return err
 	}
 	return nil
@@ -429,6 +434,7 @@ func (l *loop) wake(uintptr) bool {
 		}
 		again := l.more
 		l.more = l.spare[:0]
+		l.nround, l.again = n, again
 		for i := 0; i < n; i++ {
 			if c := l.batch[i]; c != nil && c.lp == l {
 				c.hup = c.hup || l.events[i].Events&hangUp != 0
@@ -443,6 +449,7 @@ func (l *loop) wake(uintptr) bool {
 		}
 		clear(again)
 		l.spare = again[:0]
+		l.nround, l.again = 0, nil
 		l.flushRound()
 		if n < len(l.events) && len(l.more) == 0 {
 			return false
@@ -485,6 +492,9 @@ func (l *loop) serve(c *conn) {
 	if err == nil {
 		l.noteRead(c.rd.got)
 		err = l.s.runBatch(c)
+		if c.adrift {
+			l.drift(c, err)
+		}
 	}
 	if err == errHold {
 		l.hold(c)
@@ -535,6 +545,88 @@ func (l *loop) handoff(c *conn, err error) {
 	l.s.mu.Unlock()
 	c.attach(nc)
 	go l.s.resume(c, err)
+}
+
+// takeOver is called on the loop's goroutine while it runs a script of
+// c's that has gone on for long (script.Request.OnLong, from inside the
+// run): a new goroutine takes the loop over, with the rest of the round,
+// and serves its other connections while the script goes on; c is taken
+// off the loop as handoff does, and the rest of its batch runs on this
+// goroutine, which then hands c to a goroutine of its own and ends
+// (drift). If the system refuses the descriptors this needs, nothing
+// changes: the loop waits for the script.
+//
+// The new goroutine reads the loop's epoll instance through a duplicate
+// descriptor: this goroutine holds the read lock of the one it waits on,
+// inside the callback of its RawConn.Read, until it ends.
+func (l *loop) takeOver(c *conn) {
+	fd, err := dupCloexec(l.epfd)
+	if err != nil {
+		l.s.log.Warn("event loop: taking a loop over from a long script failed", "err", err)
+		return
+	}
+	f := os.NewFile(uintptr(fd), "epoll")
+	rc, err := f.SyscallConn()
+	var nc net.Conn
+	if err == nil {
+		cf := os.NewFile(uintptr(c.fd), "")
+		nc, err = net.FileConn(cf) // duplicates the descriptor
+		cf.Close()
+	}
+	if err != nil {
+		f.Close()
+		l.s.log.Warn("event loop: taking a loop over from a long script failed", "err", err)
+		return
+	}
+	l.forget(c)
+	c.fd, c.adrift = -1, true
+	l.s.mu.Lock()
+	c.nc = nc
+	l.s.mu.Unlock()
+	c.attach(nc)
+
+	// The rest of the round: every connection it had, served or not, is
+	// read again (one with nothing to read costs a read).
+	for i, o := range l.batch[:l.nround] {
+		if o != nil && o.lp == l {
+			o.hup = o.hup || l.events[i].Events&hangUp != 0
+			l.more = append(l.more, o)
+		}
+	}
+	for _, o := range l.again {
+		if o.lp == l {
+			l.more = append(l.more, o)
+		}
+	}
+	clear(l.batch[:l.nround])
+	clear(l.again)
+	l.spare, l.nround, l.again = l.again[:0], 0, nil
+
+	l.mu.Lock()
+	old := l.file
+	l.file, l.rc, l.epfd = f, rc, fd
+	if l.s.closing.Load() {
+		f.SetReadDeadline(aLongTimeAgo) // Shutdown woke the old one (wakeLoops)
+	}
+	l.mu.Unlock()
+	l.s.takeovers.Add(1)
+	l.s.wg.Add(1)
+	go func() {
+		go old.Close() // once the goroutine that waits on it has ended
+		l.flushRound()
+		l.run()
+	}()
+}
+
+// drift ends the loop's goroutine that ran c's batch after the loop was
+// taken over (takeOver): c, off the loop already, goes on with a goroutine
+// of its own, as after handoff, and this one ends. Its deferred calls run:
+// its read lock of the old epoll descriptor is released, and run's count
+// in the server's wait group (the new goroutine has its own).
+func (l *loop) drift(c *conn, err error) {
+	c.adrift = false
+	go l.s.resume(c, err)
+	runtime.Goexit()
 }
 
 // closeFD closes a descriptor served by a loop.

@@ -167,8 +167,8 @@ func TestShutdownClosesLoopConnections(t *testing.T) {
 // TestLoopRunsNativeScripts: an EVALSHA of a limiter library's script runs
 // on the event loop, as a command does, and answers as on a connection of
 // its own goroutine; one whose arguments its native handler leaves to the
-// interpreter (a count that is not a number) answers nothing on the loop
-// and runs again, in order, on the goroutine the connection then moves to.
+// interpreter (a count that is not a number) runs again, interpreted, on
+// the loop, and answers in order as there.
 func TestLoopRunsNativeScripts(t *testing.T) {
 	incr := libText(t, libscripts.Ulule, "incr")
 	sha := fmt.Sprintf("%x", sha1.Sum([]byte(incr)))
@@ -199,11 +199,103 @@ func TestLoopRunsNativeScripts(t *testing.T) {
 		t.Fatalf("on the loop: %q, want %q", got, w)
 	}
 	got, s = run(1, reqs...)
-	if !handedOver(s) {
-		t.Fatal("a run that needs the interpreter stayed on the event loop")
+	if handedOver(s) {
+		t.Fatal("a run that needs the interpreter moved its connection off the event loop")
 	}
 	if got != want {
-		t.Fatalf("on the loop, then off it: %q, want %q", got, want)
+		t.Fatalf("on the loop, interpreted too: %q, want %q", got, want)
+	}
+}
+
+// TestLoopTakenOverFromALongScript: an interpreted script sent alone runs
+// on the event loop; one that goes on for long (script.Config.LongRun)
+// has another goroutine take the loop over, which serves the loop's other
+// connections meanwhile: a PING, the SCRIPT KILL that ends it, a new
+// client, and clients that keep counting through it all, every reply in
+// order (BUSY, and nothing counted, on the script's shard once it is busy).
+// The script's connection goes on with a goroutine of its own.
+func TestLoopTakenOverFromALongScript(t *testing.T) {
+	s, addr := startServer(t, Config{Clock: fakeClock(), IOLoops: 1, LuaTimeLimit: 50 * time.Millisecond})
+	a := dialRaw(t, addr)
+	a.roundTrip(resp("EVAL", "return redis.call('INCR', KEYS[1])", "1", "n"), ":1\r\n")
+	if handedOver(s) {
+		t.Fatal("a short script moved its connection off the event loop")
+	}
+
+	// Clients of the same loop that count all along, one request a round
+	// trip, so that the loop's rounds have other connections in them.
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for i := 0; i < 8; i++ {
+		c := dialRaw(t, addr)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			key := fmt.Sprintf("count%d", i)
+			for n := 1; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				c.nc.SetDeadline(time.Now().Add(10 * time.Second))
+				if _, err := io.WriteString(c.nc, resp("INCR", key)); err != nil {
+					errs <- err
+					return
+				}
+				line, err := c.rd.ReadString('\n')
+				if strings.HasPrefix(line, "-BUSY ") {
+					n-- // the script holds its shard: INCR ran not
+					continue
+				}
+				if want := fmt.Sprintf(":%d\r\n", n); err != nil || line != want {
+					errs <- fmt.Errorf("%s: reply %q (%v), want %q", key, line, err, want)
+					return
+				}
+			}
+		}()
+	}
+
+	if _, err := io.WriteString(a.nc, resp("EVAL", "while true do end", "1", "slow")); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 10*time.Second, "the long script to run", func() bool { return s.scripts.Stats().Interpreted == 2 })
+	b := dialRaw(t, addr)
+	b.roundTrip(resp("PING"), "+PONG\r\n")
+	testutil.WaitForErr(t, 10*time.Second, "SCRIPT KILL to stop the script", func() error {
+		b.nc.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := io.WriteString(b.nc, resp("SCRIPT", "KILL")); err != nil {
+			return testutil.Stop(err)
+		}
+		line, err := b.rd.ReadString('\n')
+		switch {
+		case err != nil:
+			return testutil.Stop(err)
+		case line == "+OK\r\n":
+			return nil
+		case strings.HasPrefix(line, "-NOTBUSY"): // not busy yet
+			return fmt.Errorf("%q", line)
+		}
+		return testutil.Stop(fmt.Errorf("SCRIPT KILL: %q", line))
+	})
+	a.nc.SetDeadline(time.Now().Add(5 * time.Second))
+	if line, err := a.rd.ReadString('\n'); err != nil || !strings.HasPrefix(line, "-ERR Script killed by user with SCRIPT KILL") {
+		t.Fatalf("the killed script answered %q (%v)", line, err)
+	}
+	a.roundTrip(resp("EVAL", "return redis.call('INCR', KEYS[1])", "1", "n"), ":2\r\n")
+	if !handedOver(s) {
+		t.Fatal("the long script's connection is still on the event loop")
+	}
+	if n := s.takeovers.Load(); n != 1 {
+		t.Fatalf("%d loops taken over, want 1", n)
+	}
+	dialRaw(t, addr).roundTrip(resp("PING"), "+PONG\r\n")
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
 

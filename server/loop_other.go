@@ -19,6 +19,8 @@ func (l *loop) deferFlush(c *conn) {}
 
 func (l *loop) signal() {}
 
+func (l *loop) takeOver(c *conn) {}
+
 func (s *Server) startLoops(n int) error {
 	return errors.New("event loops need Linux's epoll")
 }

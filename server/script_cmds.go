@@ -48,12 +48,21 @@ func scriptCommands() []*command {
 func cmdEval(s *Server, c *conn, args [][]byte, now int64) {
 	er := s.getEvalRun(true)
 	defer s.putEvalRun(er) // after the reply, which may be in er's arena, is written
-	// On an event loop (nativeOnLoop) only a native handler may run it.
-	er.nativeOnly = c.lp != nil && c.tx == nil
+	if c.lp != nil && c.tx == nil {
+		// On an event loop (scriptOnLoop): a native handler runs as a
+		// command does; an interpreted run hands the loop over should it go
+		// on for long (loop.takeOver).
+		if c.onLong == nil {
+			c.onLong = c.takeOver
+		}
+		er.onLoop, er.onLong = true, c.onLong
+	}
 	r, err := s.evalInto(er, c.tx, c.proto, args, now)
 	if er.nativeOnly && err == nil && script.IsDeclined(r) {
-		c.declined = true // answered off the loop (dispatchTop)
-		return
+		// Its handler hands this run to the interpreter, before it changed
+		// anything: it runs again, interpreted.
+		er.declined = true
+		r, err = s.evalInto(er, c.tx, c.proto, args, now)
 	}
 	if err != nil && c.tx == nil && s.proxying() && !errors.Is(err, shards.ErrBusy) {
 		if keys := s.lookup(args[0]).keysOf(args, nil); len(keys) > 0 {
@@ -78,18 +87,22 @@ func cmdScript(s *Server, c *conn, args [][]byte, now int64) {
 // for cmdEval, an arena for the reply of a native handler (script.ReplyArena),
 // which is valid until the run goes back to the pool.
 type evalRun struct {
-	s          *Server
-	nativeOnly bool // script.Request.NativeOnly: cmdEval on an event loop
-	req        script.Request
-	sc         *script.Script
-	every      bool
-	now        int64
-	reply      values.Reply
-	ran        bool
-	keys       shards.Keys
-	caller     scriptCaller
-	onTx       func(t *shards.Tx) // er.inTx
-	arena      replyArena
+	s *Server
+	// cmdEval on an event loop: a script a native handler runs is run
+	// NativeOnly (unless it declined once, and runs again), an interpreted
+	// one with onLong (script.Request.OnLong).
+	onLoop, declined, nativeOnly bool
+	onLong                       func()
+	req                          script.Request
+	sc                           *script.Script
+	every                        bool
+	now                          int64
+	reply                        values.Reply
+	ran                          bool
+	keys                         shards.Keys
+	caller                       scriptCaller
+	onTx                         func(t *shards.Tx) // er.inTx
+	arena                        replyArena
 }
 
 // replyArena is the memory a run lends its reply (script.ReplyArena).
@@ -112,7 +125,8 @@ func (s *Server) getEvalRun(arena bool) *evalRun {
 }
 
 func (s *Server) putEvalRun(er *evalRun) {
-	er.req, er.sc, er.reply, er.caller, er.nativeOnly = script.Request{}, nil, values.Reply{}, scriptCaller{}, false
+	er.req, er.sc, er.reply, er.caller = script.Request{}, nil, values.Reply{}, scriptCaller{}
+	er.onLoop, er.declined, er.nativeOnly, er.onLong = false, false, false, nil
 	clear(er.arena.elems[:er.arena.nelems])
 	s.evalRuns.Put(er)
 }
@@ -138,10 +152,16 @@ func (s *Server) evalInto(er *evalRun, tx *shards.Tx, proto int, args [][]byte, 
 			return values.ErrorReply(msg), nil
 		}
 	}
-	req.RESP, req.NativeOnly = proto, er.nativeOnly
+	req.RESP = proto
 	sc, bad := s.scripts.Script(&req) // compiled before any lock is taken
 	if bad != nil {
 		return *bad, nil
+	}
+	if er.onLoop {
+		er.nativeOnly = !er.declined && sc.HasNative()
+		if req.NativeOnly = er.nativeOnly; !er.nativeOnly {
+			req.OnLong = er.onLong
+		}
 	}
 	er.req, er.sc, er.now, er.ran = req, sc, now, false
 	er.every = sc.SeesEveryKey() || len(req.Keys) == 0

@@ -170,6 +170,7 @@ type Server struct {
 	totalConns    atomic.Int64
 	totalCommands atomic.Int64 // commands of closed connections
 	rejected      atomic.Int64
+	takeovers     atomic.Uint64 // event loops taken over from a long script (loop.takeOver)
 	lastMoved     atomic.Int64 // unix ns of the last MOVED answered
 }
 
@@ -255,7 +256,7 @@ func New(cfg Config) *Server {
 	if !cfg.InterpretAllScripts {
 		native.Register(s.scripts)
 	}
-	s.metrics.registerScripts(cfg.Registerer, s.scripts)
+	s.metrics.registerScripts(cfg.Registerer, s.scripts, &s.takeovers)
 	return s
 }
 
