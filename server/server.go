@@ -171,7 +171,7 @@ type Server struct {
 	totalCommands atomic.Int64 // commands of closed connections
 	rejected      atomic.Int64
 	takeovers     atomic.Uint64 // event loops taken over from a long script (loop.takeOver)
-	lastMoved     atomic.Int64 // unix ns of the last MOVED answered
+	lastMoved     atomic.Int64  // unix ns of the last MOVED answered
 }
 
 // LastMoved returns when the server last answered a command MOVED (the
