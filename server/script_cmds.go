@@ -87,22 +87,22 @@ func cmdScript(s *Server, c *conn, args [][]byte, now int64) {
 // for cmdEval, an arena for the reply of a native handler (script.ReplyArena),
 // which is valid until the run goes back to the pool.
 type evalRun struct {
-	s *Server
-	// cmdEval on an event loop: a script a native handler runs is run
-	// NativeOnly (unless it declined once, and runs again), an interpreted
-	// one with onLong (script.Request.OnLong).
+	s      *Server
+	req    script.Request
+	sc     *script.Script
+	every  bool
+	now    int64
+	reply  values.Reply
+	ran    bool
+	keys   shards.Keys
+	caller scriptCaller
+	onTx   func(t *shards.Tx) // er.inTx
+	arena  replyArena
+	// cmdEval on an event loop (onLoop): a script a native handler runs is
+	// run NativeOnly, unless it declined once and runs again; an
+	// interpreted one with onLong (script.Request.OnLong).
 	onLoop, declined, nativeOnly bool
 	onLong                       func()
-	req                          script.Request
-	sc                           *script.Script
-	every                        bool
-	now                          int64
-	reply                        values.Reply
-	ran                          bool
-	keys                         shards.Keys
-	caller                       scriptCaller
-	onTx                         func(t *shards.Tx) // er.inTx
-	arena                        replyArena
 }
 
 // replyArena is the memory a run lends its reply (script.ReplyArena).
