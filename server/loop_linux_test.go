@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/internal/libscripts"
 	"github.com/rlserver/rlserver/internal/testutil"
@@ -297,6 +298,47 @@ func TestLoopTakenOverFromALongScript(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
+}
+
+// TestLoopTakenOverFromLongScriptsInTurn: four clients of one loop start a
+// script that never ends, one after the other: each holds the loop in turn
+// until a new goroutine takes it over, which serves a bystander between
+// them, and one SCRIPT KILL ends them all.
+func TestLoopTakenOverFromLongScriptsInTurn(t *testing.T) {
+	st := shards.New(16)
+	s, addr := startServer(t, Config{Clock: fakeClock(), IOLoops: 1, LuaTimeLimit: 50 * time.Millisecond, Limiter: st})
+	// Keys of shards of their own: a script that would wait for another's
+	// shard gets BUSY instead of running.
+	var keys []string
+	used := map[uint64]bool{xxhash.Sum64String("seen") % uint64(st.Shards()): true}
+	for i := 0; len(keys) < 4; i++ {
+		k := fmt.Sprintf("slow%d", i)
+		if sh := xxhash.Sum64String(k) % uint64(st.Shards()); !used[sh] {
+			used[sh], keys = true, append(keys, k)
+		}
+	}
+	bystander := dialRaw(t, addr)
+	var long []*rawConn
+	for i, key := range keys {
+		c := dialRaw(t, addr)
+		c.roundTrip(resp("PING"), "+PONG\r\n") // on the loop
+		if _, err := io.WriteString(c.nc, resp("EVAL", "while true do end", "1", key)); err != nil {
+			t.Fatal(err)
+		}
+		testutil.WaitFor(t, 10*time.Second, "the loop taken over", func() bool { return s.takeovers.Load() == uint64(i+1) })
+		bystander.roundTrip(resp("INCR", "seen"), fmt.Sprintf(":%d\r\n", i+1))
+		long = append(long, c)
+	}
+	testutil.WaitFor(t, 10*time.Second, "the four scripts busy", func() bool { return len(s.scripts.BusyTags(nil)) == 4 })
+	bystander.roundTrip(resp("SCRIPT", "KILL"), "+OK\r\n")
+	for i, c := range long {
+		c.nc.SetDeadline(time.Now().Add(5 * time.Second))
+		if line, err := c.rd.ReadString('\n'); err != nil || !strings.HasPrefix(line, "-ERR Script killed by user with SCRIPT KILL") {
+			t.Fatalf("script %d answered %q (%v)", i, line, err)
+		}
+		c.roundTrip(resp("PING"), "+PONG\r\n")
+	}
+	bystander.roundTrip(resp("INCR", "seen"), ":5\r\n")
 }
 
 // untilPong sends req, which ends with a PING, and returns what comes back
