@@ -219,11 +219,26 @@ func (c *conn) hold(err error) bool {
 // connection's own goroutine it waits (Await) and runs again until the
 // slot settles or Config.MaxHold passes; on an event loop, which must never
 // wait, it runs nothing and reports true: runBatch then hands the
-// connection to a goroutine of its own, which runs it again.
+// connection to a goroutine of its own, which runs it again. So it does,
+// on any node, for a script on an event loop that would wait for a shard
+// another script holds (conn.wouldWait).
 func (s *Server) dispatchTop(c *conn, args [][]byte, now int64) (handOver bool) {
 	if s.cl == nil {
+		if c.lp == nil {
+			s.dispatch(c, args, now)
+			return false
+		}
+		nreplies, commands := c.nreplies, c.commands.Load()
 		s.dispatch(c, args, now)
-		return false
+		if !c.wouldWait {
+			return false
+		}
+		// A script that would wait for a shard another script holds
+		// (cmdEval) answered nothing and counts for nothing: it runs again
+		// off the loop.
+		c.wouldWait, c.nreplies = false, nreplies
+		c.commands.Store(commands)
+		return true
 	}
 	var deadline time.Time
 	c.mayHold = true

@@ -74,6 +74,10 @@ type conn struct {
 	// script.Request.OnLong.
 	adrift bool
 	onLong func()
+	// wouldWait: the request run last is a script on an event loop that
+	// would wait for a shard another script holds (shards.ErrWouldWait):
+	// it answered nothing, and runs again off the loop (see dispatchTop).
+	wouldWait bool
 	// nudged is the last takeover this connection was told of (Nudger).
 	nudged uint64
 

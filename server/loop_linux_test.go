@@ -341,6 +341,49 @@ func TestLoopTakenOverFromLongScriptsInTurn(t *testing.T) {
 	bystander.roundTrip(resp("INCR", "seen"), ":5\r\n")
 }
 
+// TestLoopScriptWaitsOffTheLoop: a script sent to an event loop whose key's
+// shard another script holds does not wait there: its connection moves to
+// a goroutine of its own to wait, and the loop answers a PING meanwhile,
+// before that script has answered anything.
+func TestLoopScriptWaitsOffTheLoop(t *testing.T) {
+	s, addr := startServer(t, Config{Clock: fakeClock(), IOLoops: 1, LuaTimeLimit: 3 * time.Second})
+	holder, waiter, other := dialRaw(t, addr), dialRaw(t, addr), dialRaw(t, addr)
+	if _, err := io.WriteString(holder.nc, resp("EVAL", "while true do end", "1", "k")); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 10*time.Second, "the loop taken over", func() bool { return s.takeovers.Load() == 1 })
+	if _, err := io.WriteString(waiter.nc, resp("EVAL", "return redis.call('GET', KEYS[1])", "1", "k")); err != nil {
+		t.Fatal(err)
+	}
+	other.roundTrip(resp("PING"), "+PONG\r\n")
+	waiter.nc.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+	if b, err := waiter.rd.Peek(1); err == nil {
+		t.Fatalf("the waiting script answered %q before the holder ended", b)
+	}
+	testutil.WaitForErr(t, 10*time.Second, "SCRIPT KILL to stop the holder", func() error {
+		other.nc.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := io.WriteString(other.nc, resp("SCRIPT", "KILL")); err != nil {
+			return testutil.Stop(err)
+		}
+		line, err := other.rd.ReadString('\n')
+		if err != nil || line == "+OK\r\n" {
+			return err
+		}
+		return fmt.Errorf("%q", line)
+	})
+	holder.nc.SetDeadline(time.Now().Add(5 * time.Second))
+	if line, err := holder.rd.ReadString('\n'); err != nil || !strings.HasPrefix(line, "-ERR Script killed") {
+		t.Fatalf("the holder answered %q (%v)", line, err)
+	}
+	// The waiter got BUSY when the holder turned busy, or ran once it was
+	// killed.
+	waiter.nc.SetDeadline(time.Now().Add(5 * time.Second))
+	if line, err := waiter.rd.ReadString('\n'); err != nil || line != "$-1\r\n" && !strings.HasPrefix(line, "-BUSY ") {
+		t.Fatalf("the waiter answered %q (%v)", line, err)
+	}
+	waiter.roundTrip(resp("EVAL", "return redis.call('GET', KEYS[1])", "1", "k"), "$-1\r\n")
+}
+
 // untilPong sends req, which ends with a PING, and returns what comes back
 // up to its PONG.
 func (c *rawConn) untilPong(req string) string {

@@ -64,6 +64,12 @@ func cmdEval(s *Server, c *conn, args [][]byte, now int64) {
 		er.declined = true
 		r, err = s.evalInto(er, c.tx, c.proto, args, now)
 	}
+	if errors.Is(err, shards.ErrWouldWait) {
+		// A script holds a shard of its keys, maybe for long: it runs
+		// again off the loop (dispatchTop), where it may wait.
+		c.wouldWait = true
+		return
+	}
 	if err != nil && c.tx == nil && s.proxying() && !errors.Is(err, shards.ErrBusy) {
 		if keys := s.lookup(args[0]).keysOf(args, nil); len(keys) > 0 {
 			r, err = s.forwardExec(keys[0], args, c.proto, now)
@@ -174,7 +180,8 @@ func (s *Server) evalInto(er *evalRun, tx *shards.Tx, proto int, args [][]byte, 
 	default:
 		// A native-only run is bounded, as a command is: it does not mark
 		// its shards as held by a script (see shards.TxPlan).
-		if err := t.Transact(shards.TxPlan{Keys: req.Keys, All: er.every, Script: !er.nativeOnly}, er.onTx); err != nil {
+		plan := shards.TxPlan{Keys: req.Keys, All: er.every, Script: !er.nativeOnly, NoWait: er.onLoop}
+		if err := t.Transact(plan, er.onTx); err != nil {
 			return values.Reply{}, err
 		}
 	}

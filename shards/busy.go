@@ -12,11 +12,33 @@ import (
 // limit (Tx.SetBusy) it gets ErrBusy, as Redis answers BUSY while a script
 // runs too long. So an event loop of the server, which serves many
 // connections and must not wait long, is held at most until the script
-// turns busy, and a SCRIPT KILL sent on any connection is read.
+// turns busy, and a SCRIPT KILL sent on any connection is read; a script's
+// transaction on a loop does not wait at all (TxPlan.NoWait: the server
+// runs it again off the loop).
 
 // ErrBusy is Redis's answer to a command that would wait for a script that
 // has run past its time limit.
 var ErrBusy = errors.New("BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.")
+
+// ErrWouldWait is Transact's answer, for a plan with NoWait, when a shard
+// it needs is held by a script, which may hold it for long: the caller,
+// which must not wait (an event loop), runs the transaction again where it
+// may.
+var ErrWouldWait = errors.New("a shard of the transaction is held by a script")
+
+// lockNoWait locks the shard, or returns ErrWouldWait if it is held and
+// more scripts than own (the caller's: 1 for a script's transaction, 0
+// otherwise) count on it.
+func (sh *shard) lockNoWait(own int32) error {
+	if sh.mu.TryLock() {
+		return nil
+	}
+	if sh.scripts.Load() > own {
+		return ErrWouldWait
+	}
+	sh.mu.Lock() // another command's microsecond
+	return nil
+}
 
 // lockCmd locks the shard for a client's command, or returns ErrBusy if a
 // script that holds it has run past its time limit.
@@ -54,10 +76,19 @@ func (sh *shard) awaitScript() error {
 // it unlock what it took and return ErrBusy, whether the transaction is a
 // command's or another script's. The index order keeps two transactions
 // from waiting for each other.
-func (tx *Tx) lockShards() error {
+//
+// With noWait (TxPlan.NoWait) a shard held by a script makes it unlock
+// what it took and return ErrWouldWait at once (lockNoWait; own as there).
+func (tx *Tx) lockShards(noWait bool, own int32) error {
 	s := tx.s
 	for i := tx.nextHeld(0); i < len(s.shards); i = tx.nextHeld(i + 1) {
-		if err := s.shards[i].lockCmd(); err != nil {
+		var err error
+		if sh := &s.shards[i]; noWait {
+			err = sh.lockNoWait(own)
+		} else {
+			err = sh.lockCmd()
+		}
+		if err != nil {
 			tx.unlockShards(i)
 			return err
 		}

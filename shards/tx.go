@@ -32,6 +32,10 @@ type TxPlan struct {
 	// the commands that would wait for them poll instead, and get ErrBusy
 	// once the run is marked busy (Tx.SetBusy; see busy.go).
 	Script bool
+	// NoWait makes Transact return ErrWouldWait, without calling run,
+	// rather than wait for a shard that a script holds: for a caller that
+	// must not wait (an event loop), which runs it again where it may.
+	NoWait bool
 }
 
 // Tx is a transaction's view of a Store: the Store's key and rule
@@ -54,7 +58,8 @@ type Tx struct {
 // seen by its rule checks: the transaction is ordered before them. run
 // must not call the Store's own methods on keys the plan names (their
 // shards are locked); it uses the Tx. It returns ErrBusy, without calling
-// run, if a shard is held by a script past its time limit (see busy.go).
+// run, if a shard is held by a script past its time limit (see busy.go),
+// and ErrWouldWait if one is held by a script at all and plan.NoWait.
 func (s *Store) Transact(plan TxPlan, run func(tx *Tx)) error {
 	tx, _ := s.txs.Get().(*Tx)
 	if tx == nil {
@@ -80,11 +85,13 @@ func (s *Store) Transact(plan TxPlan, run func(tx *Tx)) error {
 		s.jmu.Lock()
 		defer s.jmu.Unlock()
 	}
+	var own int32
 	if plan.Script {
+		own = 1
 		tx.countScript(1)
 		defer tx.countScript(-1)
 	}
-	if err := tx.lockShards(); err != nil {
+	if err := tx.lockShards(plan.NoWait, own); err != nil {
 		return err
 	}
 	defer tx.unlockShards(len(s.shards))

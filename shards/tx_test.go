@@ -160,3 +160,47 @@ func TestTransactWithoutAllRefusesWholeStore(t *testing.T) {
 		}
 	})
 }
+
+// TestTransactNoWait: a NoWait transaction gets ErrWouldWait, without
+// running, for a shard a script's transaction holds, whether it is a
+// script's own or not; it waits, as any transaction, for one held by a
+// transaction that is not a script's; and it runs at once on a shard of
+// its own.
+func TestTransactNoWait(t *testing.T) {
+	const n = 16
+	s := shards.New(n)
+	key, other := []byte("held"), []byte(keyOtherShard("held", n))
+	try := func(plan shards.TxPlan) error {
+		ran := false
+		err := s.Transact(plan, func(*shards.Tx) { ran = true })
+		if ran == (err != nil) {
+			t.Fatalf("plan %+v: ran %v, err %v", plan, ran, err)
+		}
+		return err
+	}
+	s.Transact(shards.TxPlan{Keys: [][]byte{key}, Script: true}, func(*shards.Tx) {
+		for _, script := range []bool{false, true} {
+			if err := try(shards.TxPlan{Keys: [][]byte{other, key}, NoWait: true, Script: script}); !errors.Is(err, shards.ErrWouldWait) {
+				t.Fatalf("script %v: %v, want ErrWouldWait", script, err)
+			}
+			if err := try(shards.TxPlan{Keys: [][]byte{other}, NoWait: true, Script: script}); err != nil {
+				t.Fatalf("script %v, a shard of its own: %v", script, err)
+			}
+		}
+	})
+	done := make(chan error)
+	s.Transact(shards.TxPlan{Keys: [][]byte{key}}, func(*shards.Tx) {
+		go func() { done <- try(shards.TxPlan{Keys: [][]byte{key}, NoWait: true, Script: true}) }()
+		select {
+		case err := <-done:
+			t.Fatalf("a NoWait transaction did not wait for a command's transaction: %v", err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	})
+	if err := <-done; err != nil {
+		t.Fatalf("after the command's transaction: %v", err)
+	}
+	if err := try(shards.TxPlan{Keys: [][]byte{key}, NoWait: true}); err != nil {
+		t.Fatal(err)
+	}
+}
