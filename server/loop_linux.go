@@ -530,28 +530,44 @@ func (l *loop) close(c *conn) {
 // socket did not take, then answers err (a protocol error, or errClose
 // after QUIT) or goes on serving c if err is nil.
 func (l *loop) handoff(c *conn, err error) {
-	l.forget(c)
-	f := os.NewFile(uintptr(c.fd), "")
-	nc, ferr := net.FileConn(f) // duplicates the descriptor
-	f.Close()
-	c.fd = -1
-	if ferr != nil {
-		l.s.log.Warn("event loop: handing a connection to a goroutine failed", "client", c.addr, "err", ferr)
-		l.s.closeConn(c)
+	if derr := l.detach(c); derr != nil {
+		l.s.log.Warn("event loop: handing a connection to a goroutine failed", "client", c.addr, "err", derr)
+		l.close(c)
 		return
 	}
+	go l.s.resume(c, err)
+}
+
+// detach takes c off the loop onto a net.Conn of its own (attach), for
+// whichever goroutine serves it next. If the system refuses a descriptor
+// for it, it returns the error and c is still the loop's, its descriptor
+// open.
+func (l *loop) detach(c *conn) error {
+	fd, err := dupCloexec(c.fd)
+	if err != nil {
+		return err
+	}
+	f := os.NewFile(uintptr(fd), "")
+	nc, err := net.FileConn(f) // duplicates fd again
+	f.Close()
+	if err != nil {
+		return err
+	}
+	l.forget(c)
+	closeFD(c.fd)
+	c.fd = -1
 	l.s.mu.Lock()
 	c.nc = nc
 	l.s.mu.Unlock()
 	c.attach(nc)
-	go l.s.resume(c, err)
+	return nil
 }
 
 // takeOver is called on the loop's goroutine while it runs a script of
 // c's that has gone on for long (script.Request.OnLong, from inside the
 // run): a new goroutine takes the loop over, with the rest of the round,
 // and serves its other connections while the script goes on; c is taken
-// off the loop as handoff does, and the rest of its batch runs on this
+// off the loop (detach, as handoff does), and the rest of its batch runs on this
 // goroutine, which then hands c to a goroutine of its own and ends
 // (drift). If the system refuses the descriptors this needs, nothing
 // changes: the loop waits for the script.
@@ -567,23 +583,15 @@ func (l *loop) takeOver(c *conn) {
 	}
 	f := os.NewFile(uintptr(fd), "epoll")
 	rc, err := f.SyscallConn()
-	var nc net.Conn
 	if err == nil {
-		cf := os.NewFile(uintptr(c.fd), "")
-		nc, err = net.FileConn(cf) // duplicates the descriptor
-		cf.Close()
+		err = l.detach(c)
 	}
 	if err != nil {
 		f.Close()
 		l.s.log.Warn("event loop: taking a loop over from a long script failed", "err", err)
 		return
 	}
-	l.forget(c)
-	c.fd, c.adrift = -1, true
-	l.s.mu.Lock()
-	c.nc = nc
-	l.s.mu.Unlock()
-	c.attach(nc)
+	c.adrift = true
 
 	// The rest of the round: every connection it had, served or not, is
 	// read again (one with nothing to read costs a read).
