@@ -477,6 +477,7 @@ func TestDefaultIOLoops(t *testing.T) {
 			t.Errorf("DefaultIOLoops(%d) = %d, want %d", procs, got, want)
 		}
 	}
+	t.Setenv("RLSERVER_TEST_IOLOOPS", "") // the default, whatever the pass
 	s, addr := startServer(t, Config{Clock: fakeClock()})
 	dialRaw(t, addr).roundTrip(resp("PING"), "+PONG\r\n")
 	s.mu.Lock()
