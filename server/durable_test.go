@@ -74,6 +74,14 @@ func (h *heldStore) commit(err error) {
 	}
 }
 
+// seal closes the epoch open now, as a flush does: its changes are on
+// their way to the log, not committed.
+func (h *heldStore) seal() {
+	h.mu.Lock()
+	h.open++
+	h.mu.Unlock()
+}
+
 func (h *heldStore) Lagging() (uint64, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -137,6 +145,28 @@ func TestStrongRepliesWaitForTheCommit(t *testing.T) {
 	c.expectNothing(100 * time.Millisecond)
 	h.commit(nil)
 	c.expect(ints(1, 10, 6, 0, 60000))
+}
+
+// TestLoopAwaitsACommitBriefly: while a connection's replies wait for a
+// commit already on its way to the log, the event loop waits for that
+// commit rather than for the next request (awaitCommit), but only for a
+// moment each round: the loop's other clients are served while the commit
+// stalls. (Waiting for the commit alone, the loop answered the first PING,
+// read before the wait, and no other.)
+func TestLoopAwaitsACommitBriefly(t *testing.T) {
+	h := newHeldStore(true)
+	_, addr := startServer(t, Config{Limiter: h, Clock: fakeClock(), IOLoops: 1})
+	c := dialRaw(t, addr)
+	c.send(check)
+	c.expectNothing(50 * time.Millisecond)
+	h.seal()
+	bystander := dialRaw(t, addr)
+	for i := 0; i < 5; i++ {
+		bystander.roundTrip(resp("PING"), "+PONG\r\n")
+	}
+	c.expectNothing(50 * time.Millisecond)
+	h.commit(nil)
+	c.expect(ints(1, 10, 9, 0, 60000))
 }
 
 // TestFastModeWaitsForRuleChangesOnly: in fast mode a check is answered at

@@ -60,6 +60,8 @@ type loop struct {
 	waiting  []*conn
 	ready    []*conn // release's scratch
 	nwaiting atomic.Int32
+	await    *time.Timer // awaitCommit's, made once
+	recheck  bool        // awaitCommit saw a commit: release at the next round
 
 	mu    sync.Mutex
 	conns []*conn // by descriptor
@@ -429,7 +431,8 @@ func (l *loop) wake(uintptr) bool {
 		}
 		l.mu.Unlock()
 		l.inRound = true
-		if wake {
+		if wake || l.recheck {
+			l.recheck = false
 			l.release()
 		}
 		again := l.more
@@ -451,11 +454,52 @@ func (l *loop) wake(uintptr) bool {
 		l.spare = again[:0]
 		l.nround, l.again = 0, nil
 		l.flushRound()
-		if n < len(l.events) && len(l.more) == 0 {
+		if n < len(l.events) && len(l.more) == 0 && !l.awaitCommit() {
 			return false
 		}
 	}
 }
+
+// awaitCommit is a strong node's group commit on the loop's side, as
+// Redis's appendfsync always has it: while the loop's waiting connections
+// wait for a commit already on its way to the log (their epoch sealed),
+// the loop waits for that commit, up to maxAwait, instead of parking until
+// the next request comes. The requests that come meanwhile are then read
+// in one round and ride the same next commit; parked, the loop woke once
+// for each of them. It reports whether it waited (or found the commit
+// made), and the loop then serves what came.
+func (l *loop) awaitCommit() bool {
+	cm := l.s.committer
+	if len(l.waiting) == 0 || !cm.Strong() {
+		return false // committer is set whenever a connection waits
+	}
+	seq := l.waiting[0].waitSeq // the least: waiting is in hold order
+	if cm.Pending() <= seq {
+		return false // not sealed: its entry may still grow (the applier gathers)
+	}
+	ch := *l.s.commitGen.Load() // before the check: a later commit closes it
+	if ok, err := cm.Committed(seq); ok || err != nil {
+		l.recheck = true // its listener may not have signalled yet
+		return true
+	}
+	if l.await == nil {
+		l.await = time.NewTimer(maxAwait)
+	} else {
+		l.await.Reset(maxAwait)
+	}
+	select {
+	case <-ch:
+	case <-l.await.C:
+	}
+	l.await.Stop()
+	l.recheck = true
+	return true
+}
+
+// maxAwait bounds how long awaitCommit keeps a loop from reading: a log
+// whose writes stall delays the loop's other connections (a PING, a
+// command that waits for nothing) by at most this much a round.
+const maxAwait = 2 * time.Millisecond
 
 // wait returns the number of ready events, without blocking.
 func (l *loop) wait() int {
