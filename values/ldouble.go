@@ -94,7 +94,11 @@ func (x *ldouble) setLiteral(m []byte, hex bool) bool {
 	exact := new(big.Float).SetInt(mant)
 	switch {
 	case expBase == 2:
-		x.f.SetMantExp(exact, int(exp))
+		// SetMantExp takes exact's precision (Copy): round to the long
+		// double's after it, once. (Kept at the literal's, a hex string
+		// of more than 64 significant bits, such as 0x100.000003814697265625,
+		// made INCRBYFLOAT add at that precision.)
+		x.f.SetMantExp(exact, int(exp)).SetPrec(ldPrec)
 	case exp >= 0:
 		p := new(big.Int).Exp(big.NewInt(10), big.NewInt(exp), nil)
 		x.f.SetInt(p.Mul(p, mant))

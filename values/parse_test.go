@@ -159,6 +159,9 @@ func TestIncrByFloatLongDouble(t *testing.T) {
 		{"0", "-0.0", "0"},
 		{"0", "1e-4940", "0"},    // subnormal
 		{"10.5", "0x1p-1", "11"}, // hex
+		// A hex string of more than 64 significant bits is rounded to 64
+		// (it was kept at 81, and the sum computed at that precision).
+		{"0x100.000003814697265625", "1.4196453006699347e+11", "141964530322.9934702068567276"},
 		{"9223372036854775807", "1", "9223372036854775808"},
 	} {
 		x, ok1 := parseLongDouble([]byte(tc.a))
