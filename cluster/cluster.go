@@ -611,20 +611,16 @@ func (c *Cluster) appliedSum() uint64 {
 func (c *Cluster) handOver(ctx context.Context) {
 rounds:
 	for round := 0; round < handOverRounds; round++ {
-		var led []*group
-		for _, g := range c.hostedGroups() {
-			if g.phase.serving() || g.leader() {
-				led = append(led, g)
-			}
-		}
-		if len(led) == 0 {
+		led, awaited := c.unhanded()
+		if len(led) == 0 && awaited == 0 {
 			break
 		}
 		if round > 0 {
 			if !c.anotherUp() {
 				break // the last node up keeps its leads: nobody to take them
 			}
-			c.log.Info("some groups are still led here; handing them over again", "groups", len(led), "round", round+1)
+			c.log.Info("some groups are still led here, or their lead is on its way here; handing them over again",
+				"groups", len(led), "awaited", awaited, "round", round+1)
 			select {
 			case <-ctx.Done():
 				break rounds
@@ -644,6 +640,32 @@ rounds:
 	if c.metaR != nil && c.metaR.State() == raft.Leader {
 		c.metaR.LeadershipTransfer().Error()
 	}
+}
+
+// unhanded returns the groups this node leads or serves, and counts those
+// whose lead another node announced it would hand here before this node
+// began stopping, and may still land (group.awaited): one that lands
+// after the last round would be led by a node that is closing its
+// client connections.
+func (c *Cluster) unhanded() (led []*group, awaited int) {
+	now := time.Now()
+	for _, g := range c.hostedGroups() {
+		switch {
+		case g.phase.serving() || g.leader():
+			led = append(led, g)
+		case g.awaited(now):
+			awaited++
+		}
+	}
+	return led, awaited
+}
+
+// Unhanded reports whether this stopping node still leads or serves a
+// group, or awaits a lead announced to it, while another node is up to
+// take it: its client connections must stay open until it is handed over.
+func (c *Cluster) Unhanded() bool {
+	led, awaited := c.unhanded()
+	return (len(led) > 0 || awaited > 0) && c.anotherUp()
 }
 
 // anotherUp reports whether another node is heard and not stopping.

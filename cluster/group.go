@@ -50,14 +50,26 @@ type group struct {
 	// lastLeader is the other node last seen leading the group; expected
 	// is when (Unix ns) a node last said it would hand this node the lead
 	// (callExpect): a lead taken otherwise was taken from a lost
-	// leader (see Cluster.Takeover).
-	lastLeader atomic.Pointer[string]
-	expected   atomic.Int64
+	// leader (see Cluster.Takeover); expectedTerm is the group's raft
+	// term then, which the transfer's election raises (see awaited).
+	lastLeader   atomic.Pointer[string]
+	expected     atomic.Int64
+	expectedTerm atomic.Uint64
 	// waitLong: the replica runs with the long heartbeat timeout of a
 	// leader, or a follower that hears its leader (Cluster.paceReplica);
 	// poke wakes its watcher (wake).
 	waitLong atomic.Bool
 	poke     chan struct{}
+}
+
+// awaited reports whether a hand-over of g's lead to this node that it
+// accepted (callExpect) less than handOffTimeout ago may still land: raft
+// has held no election since and this node does not lead g. The node
+// that hands it over gives up within handOffTimeout of asking.
+func (g *group) awaited(now time.Time) bool {
+	at := g.expected.Load()
+	return at != 0 && now.Sub(time.Unix(0, at)) < handOffTimeout &&
+		g.raft.CurrentTerm() == g.expectedTerm.Load() && !g.leader()
 }
 
 // wake has g's watcher look at once.

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/rlserver/rlserver/cluster/transport"
 	"github.com/rlserver/rlserver/internal/testutil"
 	"github.com/rlserver/rlserver/shards"
@@ -136,4 +138,59 @@ func TestStepDownWaitsForANodeThatCanTakeTheLead(t *testing.T) {
 		}
 	}
 	t.Logf("every lead handed over %v after StepDown began", time.Since(start).Round(time.Millisecond))
+}
+
+// TestStepDownWaitsForALeadOnItsWay: a lead that another node announced
+// it would hand to this node (callExpect accepted) just before this node
+// began stopping, and that lands after StepDown's first look, is handed
+// over before StepDown returns. Before, StepDown returned at once when
+// the node led nothing, and the lead landed on a node that then closed
+// its client connections: the clients of its slots saw EOF on a graceful
+// stop (TestLongContainerRestarts, three times in CI).
+func TestStepDownWaitsForALeadOnItsWay(t *testing.T) {
+	tc := startCluster(t, 3, 8, Strong)
+	n1 := tc.nodes[0]
+	var from *Cluster
+	var g *group
+	for _, c := range tc.nodes[1:] {
+		for _, h := range c.hostedGroups() {
+			if h.leader() && h.phase.serving() && n1.replica(int(h.id)) != nil {
+				from, g = c, h
+			}
+		}
+	}
+	if g == nil {
+		t.Fatal("n2 and n3 lead no group n1 has a replica of: the test proves nothing")
+	}
+	if err := n1.expectLead(readyReq{Group: int(g.id), Index: g.fsm.applied.Load()}); err != nil {
+		t.Fatalf("n1 refused the lead of group %d before stopping: %v", g.id, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	returned := make(chan time.Time, 1)
+	go func() {
+		n1.StepDown(ctx)
+		returned <- time.Now()
+	}()
+	time.Sleep(2 * handOverPause)
+	f := g.raft.LeadershipTransferToServer(raft.ServerID(n1.cfg.NodeID), raft.ServerAddress(n1.cfg.RaftAdvertise))
+	if err := f.Error(); err != nil {
+		t.Fatalf("%s could not hand group %d to n1: %v", from.cfg.NodeID, g.id, err)
+	}
+	landed := time.Now()
+	select {
+	case at := <-returned:
+		t.Fatalf("StepDown returned %v before the lead of group %d, announced to n1, landed there",
+			landed.Sub(at).Round(time.Millisecond), g.id)
+	default:
+	}
+	<-returned
+	if n := leads(n1); n > 0 {
+		t.Errorf("n1 still serves %d groups after StepDown", n)
+	}
+	for _, h := range n1.hostedGroups() {
+		if h.leader() {
+			t.Errorf("n1 still leads group %d after StepDown", h.id)
+		}
+	}
 }

@@ -615,6 +615,7 @@ func (c *Cluster) expectLead(req readyReq) error {
 	case g.fsm.applied.Load()+64 < req.Index:
 		return fmt.Errorf("ERR this node has applied group %d's log to %d, behind %d", req.Group, g.fsm.applied.Load(), req.Index)
 	}
+	g.expectedTerm.Store(g.raft.CurrentTerm())
 	g.expected.Store(time.Now().UnixNano())
 	return nil
 }

@@ -211,16 +211,26 @@ func addReloads(ctx context.Context, rl *reloader, cfg Config, fr *fileRules, st
 // answered MOVED to the new leaders — and keeps answering until no client
 // has been sent away for drainQuiet (at most drainMax), so that every
 // client that uses this node learns where its slots went before the
-// listener closes: a rolling restart shows clients no error.
+// listener closes: a rolling restart shows clients no error. A lead that
+// comes to the node meanwhile (a hand-over another node began before
+// this one stopped taking leads) is handed over too, and the quiet
+// counts from then.
 func stepDown(ctx context.Context, cl *cluster.Cluster, srv *server.Server, log *slog.Logger) {
 	start := time.Now()
 	log.Info("stopping: handing this node's groups to the others before closing client connections")
 	cl.StepDown(ctx)
 	handed := time.Now()
+	quietFrom := handed
 	for time.Since(handed) < drainMax && ctx.Err() == nil {
+		if cl.Unhanded() {
+			log.Info("a group is led here again, or its lead is on its way here; handing it over")
+			cl.StepDown(ctx)
+			quietFrom = time.Now()
+			continue
+		}
 		last := srv.LastMoved()
-		if last.Before(handed) {
-			last = handed
+		if last.Before(quietFrom) {
+			last = quietFrom
 		}
 		if time.Since(last) >= drainQuiet {
 			break
