@@ -6,7 +6,8 @@ Checks keys prefix:0 .. prefix:keys-1 in turn (fixed windows of 366 days,
 as noRollover in main_test.go says why, and a limit no test reaches) at
 about rate checks a second, until its standard input closes; then prints
 one JSON line: the admissions acknowledged per key, the number of checks,
-and every error the client raised (time, text).
+and every error the client raised (time, text, and where in redis-py it was
+raised: an error inside the client, such as an IndexError, names its line).
 redis-py logs the errors it handles by itself (MOVED, TRYAGAIN) with
 tracebacks; they are sent to /dev/null: only what reaches the caller counts.
 """
@@ -15,8 +16,15 @@ import logging
 import sys
 import threading
 import time
+import traceback
 
 from redis.cluster import ClusterNode, RedisCluster
+
+
+def where(e):
+    """The innermost three frames of e's traceback, as ' at file:line in fn <- ...'."""
+    frames = traceback.extract_tb(e.__traceback__)[-3:]
+    return " at " + " <- ".join(f"{f.filename.rsplit('/', 2)[-1]}:{f.lineno} in {f.name}" for f in reversed(frames))
 
 
 def main():
@@ -45,7 +53,7 @@ def main():
             if r[0] == 1:
                 acked[k] += 1
         except Exception as e:  # noqa: BLE001 - every failure is reported
-            errors.append([time.time(), repr(e)])
+            errors.append([time.time(), repr(e) + where(e)])
         checks += 1
         due += interval
         pause = due - time.monotonic()
