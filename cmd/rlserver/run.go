@@ -141,7 +141,7 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 		return err
 	}
 	log.Info("rlserver started", "version", version, "resp", ln.Addr().String(), "http", cfg.HTTP,
-		"data_dir", cfg.DataDir, "shards", shardCount(st.stores), "procs", runtime.GOMAXPROCS(0), "auth", cfg.RequirePass != "",
+		"data_dir", cfg.DataDir, "shards", shardCount(st.stores()), "procs", runtime.GOMAXPROCS(0), "auth", cfg.RequirePass != "",
 		"tls", tc != nil)
 	warnExposed(cfg, log)
 	if ready != nil {
@@ -152,9 +152,7 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 	go rl.run(ctx, hup)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
-	for _, store := range st.stores {
-		go sweep(ctx, store, st.now)
-	}
+	go sweep(ctx, st.stores, st.now)
 	go clk.keep(ctx)
 	if st.cl != nil {
 		st.cl.Listening() // other nodes may hand this one leads now
@@ -295,14 +293,18 @@ func shardCount(stores []*shards.Store) int {
 // time; memory still follows the active keys within a second.
 const sweepGrace = time.Second
 
-// sweep drops expired keys in the background, a bounded slice at a time.
-// A sweep that finds nothing to drop makes the next one wait twice as long,
-// up to a second, so that a store whose keys do not expire is not scanned
-// ten times a second for nothing; one that drops keys resets the pace.
+// sweep drops expired keys in the background, a bounded slice of each of
+// the node's stores at a time, from one goroutine: a cluster node has a
+// store per group it hosts, and the stores are asked for each round, so
+// that a replica added after start (a join, a group moved here) is swept
+// too. A round that finds nothing to drop makes the next one wait twice
+// as long, up to a second, so that stores whose keys do not expire are
+// not scanned ten times a second for nothing; one that drops keys resets
+// the pace.
 //
 // now is the node's clock: the sweep drops what has expired by it, so a
 // step of the wall clock drops nothing the checks would still count.
-func sweep(ctx context.Context, store *shards.Store, now func() int64) {
+func sweep(ctx context.Context, stores func() []*shards.Store, now func() int64) {
 	t := time.NewTimer(sweepPace)
 	defer t.Stop()
 	idle := 0
@@ -312,13 +314,23 @@ func sweep(ctx context.Context, store *shards.Store, now func() int64) {
 			return
 		case <-t.C:
 		}
-		if store.Sweep(now()-int64(sweepGrace), 32) > 0 {
+		if sweepOnce(stores(), now()-int64(sweepGrace)) > 0 {
 			idle = 0
 		} else {
 			idle = min(2*idle+1, 9)
 		}
 		t.Reset(time.Duration(idle+1) * sweepPace) // asleep between sweeps, not ticking
 	}
+}
+
+// sweepOnce sweeps each store once, dropping what expired by cut, and
+// returns how many keys it dropped.
+func sweepOnce(stores []*shards.Store, cut int64) int {
+	dropped := 0
+	for _, s := range stores {
+		dropped += s.Sweep(cut, 32)
+	}
+	return dropped
 }
 
 // sweepPace is the background sweep's shortest pause.

@@ -27,10 +27,18 @@ type limiter interface {
 	ChangeRules(ch rules.Change) (rules.ChangeResult, error)
 }
 
+// only returns a state's stores function for a node with one store.
+func only(store *shards.Store) func() []*shards.Store {
+	stores := []*shards.Store{store}
+	return func() []*shards.Store { return stores }
+}
+
 // state is the node's key state and how to stop it.
 type state struct {
-	store   *shards.Store   // nil in a cluster, whose groups have a store each
-	stores  []*shards.Store // every store, for the background sweep
+	store *shards.Store // nil in a cluster, whose groups have a store each
+	// stores returns every store the node has now, for the background
+	// sweep: a cluster node's change as replicas are added and dropped.
+	stores  func() []*shards.Store
 	lim     limiter
 	node    *cluster.Node    // a durable standalone node, else nil
 	cl      *cluster.Cluster // a cluster node, else nil
@@ -54,7 +62,7 @@ func openState(ctx context.Context, cfg *Config, clk *nodeClock, opts shards.Opt
 	if cfg.DataDir == "" {
 		log.Warn("--data-dir is empty: state is kept in memory only and a restart forgets it")
 		store := shards.NewStore(opts)
-		return &state{store: store, stores: []*shards.Store{store}, lim: store, release: func() {}, now: clk.Now}, nil
+		return &state{store: store, stores: only(store), lim: store, release: func() {}, now: clk.Now}, nil
 	}
 	dirLock, err := lockDataDir(cfg.DataDir)
 	if err != nil {
@@ -120,7 +128,7 @@ func openState(ctx context.Context, cfg *Config, clk *nodeClock, opts shards.Opt
 		log.Warn("started read-only: the disk is below --min-free-disk, so state changes are refused until space is freed",
 			"data_dir", cfg.DataDir, "min_free_disk", cfg.MinFreeDisk)
 	}
-	return &state{store: store, stores: []*shards.Store{store}, lim: node, node: node, disk: disk, now: clk.Now, release: func() {
+	return &state{store: store, stores: only(store), lim: node, node: node, disk: disk, now: clk.Now, release: func() {
 		disk.Close()
 		unlock()
 	}}, nil
@@ -189,7 +197,7 @@ func openCluster(ctx context.Context, cfg Config, clk *nodeClock, opts shards.Op
 	}
 	log.Info("cluster node started", "node_id", disk.NodeID, "raft", cl.RaftAddr().String(), "announce", resp,
 		"groups", cl.Groups(), "consistency", dur.Consistency)
-	return &state{lim: clusterNode{cl}, cl: cl, stores: cl.Stores(), disk: disk, now: clk.Now, release: func() {
+	return &state{lim: clusterNode{cl}, cl: cl, stores: cl.Stores, disk: disk, now: clk.Now, release: func() {
 		disk.Close()
 		unlock()
 	}}, nil
