@@ -219,10 +219,14 @@ func stepDown(ctx context.Context, cl *cluster.Cluster, srv *server.Server, log 
 	cl.StepDown(ctx)
 	handed := time.Now()
 	quietFrom := handed
-	for time.Since(handed) < drainMax && ctx.Err() == nil {
+	// The drain, hand-overs included, ends by drainMax: shutdownGrace
+	// must leave the rest of the stop (committing the last changes) time.
+	dctx, cancel := context.WithDeadline(ctx, handed.Add(drainMax))
+	defer cancel()
+	for dctx.Err() == nil {
 		if cl.Unhanded() {
 			log.Info("a group is led here again, or its lead is on its way here; handing it over")
-			cl.StepDown(ctx)
+			cl.StepDown(dctx)
 			quietFrom = time.Now()
 			continue
 		}
