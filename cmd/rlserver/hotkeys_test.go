@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlserver/rlserver/internal/testutil"
 	"github.com/rlserver/rlserver/slots"
 )
 
@@ -104,6 +105,11 @@ func TestClusterHotKeys(t *testing.T) {
 	// The hot key's leader stops answering: the others leave it out.
 	hotLeader.process.Signal(syscall.SIGSTOP)
 	t.Cleanup(func() { hotLeader.process.Signal(syscall.SIGCONT) })
+	// The signal stops the process's threads one by one: until the last
+	// has stopped, one may still answer (once, in a fresh-clone run on a
+	// loaded machine, the "stopped" leader answered within 3 ms and its
+	// key was in the reply).
+	testutil.WaitFor(t, 10*time.Second, hotLeader.resp+" stopped by SIGSTOP", hotLeader.process.Stopped)
 	start := time.Now()
 	rows, _ := hotKeyRows(t, other, 51)
 	took := time.Since(start)

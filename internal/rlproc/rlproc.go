@@ -4,8 +4,8 @@
 // (Start, Proc.Log), waits until it answers PING while noticing an exit
 // (Proc.WaitPing), starts it again on other ports when another process
 // took one of those it was given (OnFreeAddrs), stops it with SIGTERM and
-// reports how it exited (Proc.Stop), kills it (Proc.Kill), and reads its
-// CPU time (CPUOf). FreePort picks the ports of every server a test or a
+// reports how it exited (Proc.Stop), kills it (Proc.Kill), tells whether a
+// SIGSTOP has stopped it (Proc.Stopped), and reads its CPU time (CPUOf). FreePort picks the ports of every server a test or a
 // benchmark starts. It imports neither testing nor anything of the
 // commands: a test wraps it in its testing.TB, a benchmark binary uses it
 // as it is.
@@ -151,6 +151,30 @@ func (p *Proc) Kill() {
 // CPU returns the CPU time (user + system) the process has used (see
 // CPUOf).
 func (p *Proc) CPU() time.Duration { return CPUOf(p.Pid()) }
+
+// Stopped reports whether every thread of the process is stopped (state T
+// in /proc/<pid>/task/*/stat), as a SIGSTOP leaves it once the kernel has
+// stopped them all: until then a thread may still answer a request.
+func (p *Proc) Stopped() bool {
+	dir := fmt.Sprintf("/proc/%d/task", p.Pid())
+	tasks, err := os.ReadDir(dir)
+	if err != nil || len(tasks) == 0 {
+		return false
+	}
+	for _, task := range tasks {
+		b, err := os.ReadFile(dir + "/" + task.Name() + "/stat")
+		if err != nil {
+			return false
+		}
+		// The state follows the command name, which is in parentheses
+		// and may hold spaces: "pid (comm) S ...".
+		i := strings.LastIndexByte(string(b), ')')
+		if i < 0 || i+2 >= len(b) || b[i+2] != 'T' {
+			return false
+		}
+	}
+	return true
+}
 
 // Attempts is how many times OnFreeAddrs tries.
 const Attempts = 3
