@@ -63,13 +63,22 @@ type group struct {
 }
 
 // awaited reports whether a hand-over of g's lead to this node that it
-// accepted (callExpect) less than handOffTimeout ago may still land: raft
-// has held no election since and this node does not lead g. The node
-// that hands it over gives up within handOffTimeout of asking.
+// accepted (callExpect) less than handOffTimeout ago may still land: this
+// node does not lead g, and raft has held no election since, or this node
+// is a candidate in one (the transfer's own election, under way). The
+// node that hands it over gives up within handOffTimeout of asking.
 func (g *group) awaited(now time.Time) bool {
 	at := g.expected.Load()
-	return at != 0 && now.Sub(time.Unix(0, at)) < handOffTimeout &&
-		g.raft.CurrentTerm() == g.expectedTerm.Load() && !g.leader()
+	if at == 0 || now.Sub(time.Unix(0, at)) >= handOffTimeout {
+		return false
+	}
+	switch g.raft.State() {
+	case raft.Leader:
+		return false // landed: it is led here
+	case raft.Candidate:
+		return true
+	}
+	return g.raft.CurrentTerm() == g.expectedTerm.Load()
 }
 
 // wake has g's watcher look at once.
