@@ -5,10 +5,10 @@
 // (Proc.WaitPing), starts it again on other ports when another process
 // took one of those it was given (OnFreeAddrs), stops it with SIGTERM and
 // reports how it exited (Proc.Stop), kills it (Proc.Kill), tells whether a
-// SIGSTOP has stopped it (Proc.Stopped), and reads its CPU time (CPUOf). FreePort picks the ports of every server a test or a
-// benchmark starts. It imports neither testing nor anything of the
-// commands: a test wraps it in its testing.TB, a benchmark binary uses it
-// as it is.
+// SIGSTOP has stopped it (Proc.Stopped), and reads its CPU time (CPUOf).
+// FreePort picks the ports of every server a test or a benchmark starts.
+// It imports neither testing nor anything of the commands: a test wraps it
+// in its testing.TB, a benchmark binary uses it as it is.
 package rlproc
 
 import (
