@@ -162,14 +162,7 @@ func (p *Proc) Stopped() bool {
 		return false
 	}
 	for _, task := range tasks {
-		b, err := os.ReadFile(dir + "/" + task.Name() + "/stat")
-		if err != nil {
-			return false
-		}
-		// The state follows the command name, which is in parentheses
-		// and may hold spaces: "pid (comm) S ...".
-		i := strings.LastIndexByte(string(b), ')')
-		if i < 0 || i+2 >= len(b) || b[i+2] != 'T' {
+		if f := statFields(dir + "/" + task.Name() + "/stat"); len(f) == 0 || f[0] != "T" {
 			return false
 		}
 	}
@@ -318,20 +311,27 @@ func Ping(addr string) error {
 // CPUOf returns the CPU time (user + system) of process pid, from
 // /proc/<pid>/stat (0 if it cannot be read).
 func CPUOf(pid int) time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// Fields after the command name, which is in parentheses.
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 || i+2 > len(b) {
-		return 0
-	}
-	f := strings.Fields(string(b[i+2:]))
+	f := statFields(fmt.Sprintf("/proc/%d/stat", pid))
 	if len(f) < 13 {
 		return 0
 	}
 	ut, _ := strconv.ParseInt(f[11], 10, 64)
 	st, _ := strconv.ParseInt(f[12], 10, 64)
 	return time.Duration(ut+st) * time.Second / 100 // USER_HZ is 100 on Linux
+}
+
+// statFields returns the fields of a /proc stat file (a process's or a
+// thread's) after the command name, from the state on; nil if it cannot be
+// read. The name is in parentheses and may hold spaces and parentheses:
+// "pid (comm) S ppid ...".
+func statFields(path string) []string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 || i+2 > len(b) {
+		return nil
+	}
+	return strings.Fields(string(b[i+2:]))
 }
