@@ -178,7 +178,12 @@ func TestStepDownWaitsForALeadOnItsWay(t *testing.T) {
 			landed.Sub(at).Round(time.Millisecond), g.id)
 	default:
 	}
-	assertLeadsNothing(t, n1, time.Since(landed))
+	select {
+	case at := <-returned:
+		assertLeadsNothing(t, n1, at.Sub(landed))
+	case <-time.After(15 * time.Second):
+		t.Fatalf("StepDown had not returned 15s after the lead of group %d landed on n1", g.id)
+	}
 }
 
 // assertLeadsNothing fails t if c serves or leads a group: StepDown has

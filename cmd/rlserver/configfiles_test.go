@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/rlserver/rlserver/internal/testutil"
 )
 
@@ -276,7 +278,12 @@ func TestSIGHUPBigRulesFileAppliedAtOnce(t *testing.T) {
 		return // a start that parses such a file again takes longer than restartProc waits
 	}
 	q := restartProc(t, p, "--listen", p.resp, "--http", p.http, "--rules", cur, "--max-config-bytes", raised)
-	if got, err := q.client.Do(context.Background(), "RL.RULE.LIST").StringSlice(); err != nil || len(got) != n {
+	// The list is megabytes: under the race detector on a busy machine its
+	// reply may take longer than go-redis's default 3s read timeout, which
+	// failed a CI run with "i/o timeout" while the count was right.
+	slow := redis.NewClient(&redis.Options{Addr: q.resp, MaxRetries: -1, ReadTimeout: time.Minute})
+	defer slow.Close()
+	if got, err := slow.Do(context.Background(), "RL.RULE.LIST").StringSlice(); err != nil || len(got) != n {
 		t.Fatalf("after a restart: %d rules, %v", len(got), err)
 	}
 	q.stop()
