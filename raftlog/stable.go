@@ -15,6 +15,7 @@ func (s *Store) Set(key, val []byte) error {
 		return fmt.Errorf("raftlog: group %d: set %q: %w", s.group, key, err)
 	}
 	s.stats.syncs.Add(1)
+	s.synced()
 	return nil
 }
 

@@ -35,6 +35,7 @@ type Store struct {
 	mu     sync.Mutex
 	bounds atomic.Pointer[bounds] // never nil after New; replaced, never changed
 	watch  SuffixWatcher          // set by Watch before use, or nil
+	onSync func()                 // set by OnSync before use, or nil
 
 	stats counters
 	guard Guard // nil: none
@@ -163,6 +164,7 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	}
 	s.bounds.Store(s.bounds.Load().widen(lo, hi))
 	s.stats.appended(len(logs), size, time.Since(start))
+	s.synced()
 	return nil
 }
 
@@ -207,6 +209,19 @@ type SuffixWatcher interface {
 // before the Store is used.
 func (s *Store) Watch(w SuffixWatcher) { s.watch = w }
 
+// OnSync makes the Store call fn after each synced commit that Stats
+// counts in Syncs (an append, a range deletion, a stable-store write),
+// so that a watcher can sleep while the log does not change. fn must not
+// block. Call it before the Store is used.
+func (s *Store) OnSync(fn func()) { s.onSync = fn }
+
+// synced calls the OnSync hook, if any.
+func (s *Store) synced() {
+	if s.onSync != nil {
+		s.onSync()
+	}
+}
+
 // DeleteRange deletes the entries from lo to hi, both included, with one
 // range deletion committed with pebble.Sync. Indexes with no entry are
 // skipped; a range that holds no entry, or lo > hi, writes nothing.
@@ -232,6 +247,7 @@ func (s *Store) DeleteRange(lo, hi uint64) error {
 		return fmt.Errorf("raftlog: group %d: delete logs %d-%d: %w", s.group, lo, hi, err)
 	}
 	s.stats.syncs.Add(1)
+	s.synced()
 	if lo > b.first && hi < b.last {
 		return nil // a hole in the middle: the bounds stay
 	}

@@ -108,6 +108,9 @@ func (k *chunkSink) Close() error {
 	}
 	took := k.store.now().Sub(k.start)
 	k.store.stats.written(took, k.rec.meta.Size)
+	if k.store.onSave != nil {
+		k.store.onSave()
+	}
 	k.store.logger.Info("snapshot committed", "id", k.ID(), "bytes", k.rec.meta.Size,
 		"chunks", k.rec.chunks, "took", took)
 	return nil

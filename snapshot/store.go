@@ -39,8 +39,9 @@ type Store struct {
 	mu   sync.Mutex
 	last uint64 // the highest snapshot number used or found
 
-	stats storeCounters
-	guard Guard // nil: none
+	stats  storeCounters
+	guard  Guard  // nil: none
+	onSave func() // set by OnSave before use, or nil
 }
 
 // Guard is asked before each chunk is written whether the disk can take
@@ -57,6 +58,11 @@ type Guard interface {
 // tries again later, instead of Pebble meeting a full disk in its WAL.
 // Call it before the Store is used.
 func (s *Store) SetGuard(g Guard) { s.guard = g }
+
+// OnSave makes the Store call fn after each snapshot a sink commits (what
+// Stats counts in Snapshots), so that a watcher can sleep while nothing
+// is saved. fn must not block. Call it before the Store is used.
+func (s *Store) OnSave(fn func()) { s.onSave = fn }
 
 var _ raft.SnapshotStore = (*Store)(nil)
 

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -58,9 +59,11 @@ type marker struct {
 	seen   uint64            // the stores' write count when the file was last written
 	failed int               // writes failed in a row
 
-	round sync.Mutex // one counter round at a time
-	stop  chan struct{}
-	done  chan struct{}
+	round   sync.Mutex    // one counter round at a time
+	changed chan struct{} // poked (capacity 1) after each synced write of a store
+	asleep  atomic.Bool   // run waits for a poke, its ticker stopped
+	stop    chan struct{}
+	done    chan struct{}
 }
 
 // markedStores are the stores of a group whose last index the file keeps.
@@ -74,7 +77,7 @@ type markedStores struct {
 // without one, or a damaged one).
 func newMarker(fs vfs.FS, dir, node string, m *mark, slot, size int, log *slog.Logger) *marker {
 	k := &marker{fs: fs, dir: dir, log: log, now: time.Now, out: newMarkWriter(fs, dir, m, slot, size),
-		stores: map[uint32]markedStores{}, caps: map[uint32]uint64{}}
+		stores: map[uint32]markedStores{}, caps: map[uint32]uint64{}, changed: make(chan struct{}, 1)}
 	if m != nil {
 		k.m, k.armed = *m, true
 	}
@@ -141,6 +144,10 @@ func (k *marker) loaded() *mark {
 // add makes the file keep the last index of group's log.
 func (k *marker) add(group uint32, logs *raftlog.Store, snaps *snapshot.Store) {
 	logs.Watch(k)
+	logs.OnSync(k.poke)
+	if snaps != nil {
+		snaps.OnSave(k.poke)
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.stores[group] = markedStores{logs, snaps}
@@ -186,7 +193,20 @@ func (k *marker) arm(db *pebble.DB, dbPath string, interval time.Duration) error
 	return nil
 }
 
-// run writes the file every interval in which a log changed.
+// poke tells run that a store made a synced write.
+func (k *marker) poke() {
+	select {
+	case k.changed <- struct{}{}:
+	default:
+	}
+}
+
+// run writes the file every interval in which a log changed. While no
+// store writes it sleeps: after a round that left nothing unmarked it
+// stops its ticker until a store pokes it, and the next round is one
+// interval after that write, as it would have been with the ticker
+// running. An idle node's marker then wakes nobody (an idle cluster
+// node's CPU is mostly its wake-ups; DESIGN.md, "Idle cost").
 func (k *marker) run(interval time.Duration) {
 	defer close(k.done)
 	if interval <= 0 {
@@ -195,14 +215,44 @@ func (k *marker) run(interval time.Duration) {
 	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	ticking := true
 	for {
+		var tick <-chan time.Time
+		var changed chan struct{}
+		if ticking {
+			tick = t.C
+		} else {
+			changed = k.changed
+		}
 		select {
 		case <-k.stop:
 			return
-		case <-t.C:
-			k.mark(false) // a failure is logged
+		case <-changed:
+			t.Reset(interval)
+			ticking = true
+			k.asleep.Store(false)
+			continue
+		case <-tick:
+		}
+		select { // a write from now on pokes again, and is marked
+		case <-k.changed:
+		default:
+		}
+		k.mark(false) // a failure is logged, and leaves the write unmarked
+		if k.marked() {
+			t.Stop()
+			ticking = false
+			k.asleep.Store(true)
 		}
 	}
+}
+
+// marked reports whether the file has counted every synced write the
+// stores made so far.
+func (k *marker) marked() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.writes() == k.seen
 }
 
 // release closes the file, once the database is closed.

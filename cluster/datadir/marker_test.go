@@ -60,3 +60,52 @@ func TestMarkFollowsASuffixDeletion(t *testing.T) {
 		t.Fatalf("the mark after DropGroup: %+v, want no group 3", m)
 	}
 }
+
+// TestMarkerSleepsWhileNothingChanges: once every synced write is marked
+// the marker stops its ticker (an idle cluster node's CPU is its
+// wake-ups), and a log append or a snapshot saved after that wakes it: the
+// file then records the append, and a new counter, within the interval.
+func TestMarkerSleepsWhileNothingChanges(t *testing.T) {
+	fs := vfs.NewMem()
+	st, err := OpenStorage("/data", StorageOptions{FS: fs, MarkInterval: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	logs, snaps, err := st.GroupStorage(3, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := st.marks
+	counter := func() uint64 {
+		m, err := readMark(fs, "/data")
+		if err != nil || m == nil {
+			t.Fatalf("the mark: %+v %v", m, err)
+		}
+		return m.counter
+	}
+	for i := uint64(1); i <= 3; i++ {
+		testutil.WaitFor(t, 10*time.Second, "the marker to sleep", k.asleep.Load)
+		before := counter()
+		if err := logs.StoreLogs([]*raft.Log{{Index: i, Term: 1, Type: raft.LogCommand, Data: []byte("x")}}); err != nil {
+			t.Fatal(err)
+		}
+		testutil.WaitForErr(t, 10*time.Second, "the append marked", func() error {
+			if m, err := readMark(fs, "/data"); m == nil || m.groups[3] != i || m.counter <= before {
+				return fmt.Errorf("the mark: %+v %v, want group 3 at %d and a counter over %d", m, err, i, before)
+			}
+			return nil
+		})
+	}
+	testutil.WaitFor(t, 10*time.Second, "the marker to sleep", k.asleep.Load)
+	before := counter()
+	sink, err := snaps.Create(raft.SnapshotVersionMax, 3, 1, raft.Configuration{}, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink.Write([]byte("state"))
+	if err := sink.Close(); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 10*time.Second, "a new counter after the snapshot", func() bool { return counter() > before })
+}
