@@ -86,6 +86,7 @@ func OpenDB(dir string, o Options) (*pebble.DB, error) {
 	if o.CacheSize > 0 {
 		opts.CacheSize = o.CacheSize
 	}
+	opts.Experimental.CompactionScheduler = &compactions{} // one per database; no ticker
 	db, err := pebble.Open(dir, opts)
 	if errors.Is(err, pebble.ErrDBDoesNotExist) {
 		return nil, fmt.Errorf("%w: %s", ErrNoDB, dir)
