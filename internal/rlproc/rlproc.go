@@ -320,6 +320,35 @@ func CPUOf(pid int) time.Duration {
 	return time.Duration(ut+st) * time.Second / 100 // USER_HZ is 100 on Linux
 }
 
+// SwitchesOf returns how many times the threads of process pid have been
+// switched out so far (the voluntary and involuntary context switches of
+// each /proc/<pid>/task/<tid>/status), or 0 if it cannot be read. An idle
+// process's CPU is mostly its wake-ups, and this count is a steadier
+// measure of them than its CPU time on a busy machine. A thread that
+// exits takes its count with it.
+func SwitchesOf(pid int) uint64 {
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	var n uint64
+	for _, task := range tasks {
+		b, err := os.ReadFile(dir + "/" + task.Name() + "/status")
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			name, val, ok := strings.Cut(line, ":")
+			if ok && (name == "voluntary_ctxt_switches" || name == "nonvoluntary_ctxt_switches") {
+				v, _ := strconv.ParseUint(strings.TrimSpace(val), 10, 64)
+				n += v
+			}
+		}
+	}
+	return n
+}
+
 // statFields returns the fields of a /proc stat file (a process's or a
 // thread's) after the command name, from the state on; nil if it cannot be
 // read. The name is in parentheses and may hold spaces and parentheses:

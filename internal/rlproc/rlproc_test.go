@@ -114,3 +114,23 @@ func TestKillDoesNotWaitForAChildHoldingItsOutput(t *testing.T) {
 		t.Fatalf("Kill took %v, waiting for the child that holds the pipe", took)
 	}
 }
+
+// TestSwitchesOfCountsAThreadThatSleeps: a shell that sleeps in a loop is
+// switched out at least once a sleep, and the count only grows.
+func TestSwitchesOfCountsAThreadThatSleeps(t *testing.T) {
+	t.Parallel()
+	p := sh(t, "while :; do sleep 0.01; done")
+	first := rlproc.SwitchesOf(p.Pid())
+	var last uint64
+	deadline := time.Now().Add(10 * time.Second)
+	for last < first+3 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+		last = rlproc.SwitchesOf(p.Pid())
+	}
+	if first == 0 || last < first+3 {
+		t.Fatalf("context switches of a sleeping shell: %d, then %d", first, last)
+	}
+	if n := rlproc.SwitchesOf(-1); n != 0 {
+		t.Fatalf("SwitchesOf(-1) = %d, want 0", n)
+	}
+}

@@ -12,12 +12,15 @@ import (
 )
 
 // Idle is the CPU one idle setup used: the percent of one core each of its
-// processes (the nodes of a cluster) spent over the same window.
+// processes (the nodes of a cluster) spent over the same window, and how
+// many times a second its threads were switched out (its wake-ups, a
+// steadier figure than the CPU on a busy machine).
 type Idle struct {
-	Setup   string    `json:"setup"`
-	Flags   string    `json:"flags"` // "default" or "--procs 1"
-	Percent []float64 `json:"percent_of_core"`
-	Window  float64   `json:"window_s"`
+	Setup    string    `json:"setup"`
+	Flags    string    `json:"flags"` // "default" or "--procs 1"
+	Percent  []float64 `json:"percent_of_core"`
+	Switches []float64 `json:"context_switches_per_s,omitempty"`
+	Window   float64   `json:"window_s"`
 }
 
 // The idle setups, as the table and the targets name them.
@@ -100,9 +103,11 @@ func startIdle(o options, s idleSetup, flagName string, flags []string, dir stri
 // end of one window of d.
 func measureIdle(ps []idleProcs, d time.Duration) []Idle {
 	before := make([][]time.Duration, len(ps))
+	switched := make([][]uint64, len(ps))
 	for i, p := range ps {
 		for _, pid := range p.pids {
 			before[i] = append(before[i], rlproc.CPUOf(pid))
+			switched[i] = append(switched[i], rlproc.SwitchesOf(pid))
 		}
 	}
 	t0 := time.Now()
@@ -114,10 +119,22 @@ func measureIdle(ps []idleProcs, d time.Duration) []Idle {
 		for j, pid := range p.pids {
 			used := rlproc.CPUOf(pid) - before[i][j]
 			out[i].Percent = append(out[i].Percent, 100*used.Seconds()/window.Seconds())
+			n := rlproc.SwitchesOf(pid) - min(switched[i][j], rlproc.SwitchesOf(pid)) // a thread that exits takes its count
+			out[i].Switches = append(out[i].Switches, float64(n)/window.Seconds())
 		}
-		fmt.Printf("  %-20s %-10s %s of a core\n", p.setup, p.flags, percents(out[i].Percent))
+		fmt.Printf("  %-20s %-10s %s of a core, %s context switches a second\n", p.setup, p.flags, percents(out[i].Percent),
+			perSecond(out[i].Switches))
 	}
 	return out
+}
+
+// perSecond formats per-process rates: "780 812 655".
+func perSecond(v []float64) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = fmt.Sprintf("%.0f", x)
+	}
+	return strings.Join(s, " ")
 }
 
 // percents formats per-process percentages: "0.12% 0.10% 0.35%".
@@ -165,11 +182,12 @@ func (r *report) idleTable(b *strings.Builder) {
 	fmt.Fprintf(b, "\n## Idle CPU\n\n")
 	b.WriteString("Every setup started at once, each process with its own data directory, and left alone: no client " +
 		"connection. After they settled (the cluster balanced), each process's user+system time " +
-		"(`/proc/<pid>/stat`) over the same window, as a percentage of one core. *default* is rlserver's default " +
+		"(`/proc/<pid>/stat`) over the same window, as a percentage of one core, and its threads' context switches " +
+		"a second (`/proc/<pid>/task/*/status`: its wake-ups, steadier than the CPU on a busy machine). *default* is rlserver's default " +
 		"flags (every core, event loops, fast consistency); the in-memory node has `--data-dir \"\"`; Redis runs " +
 		"without persistence.\n\n")
-	b.WriteString("| setup | rlserver flags | % of a core, per process | window |\n|---|---|---|---:|\n")
+	b.WriteString("| setup | rlserver flags | % of a core, per process | context switches a second, per process | window |\n|---|---|---|---|---:|\n")
 	for _, x := range r.Idle {
-		fmt.Fprintf(b, "| %s | %s | %s | %.0f s |\n", x.Setup, x.Flags, percents(x.Percent), x.Window)
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %.0f s |\n", x.Setup, x.Flags, percents(x.Percent), perSecond(x.Switches), x.Window)
 	}
 }
