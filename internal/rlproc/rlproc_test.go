@@ -116,7 +116,7 @@ func TestKillDoesNotWaitForAChildHoldingItsOutput(t *testing.T) {
 }
 
 // TestSwitchesOfCountsAThreadThatSleeps: a shell that sleeps in a loop is
-// switched out at least once a sleep, and the count only grows.
+// switched out at least once a sleep, so its count grows.
 func TestSwitchesOfCountsAThreadThatSleeps(t *testing.T) {
 	t.Parallel()
 	p := sh(t, "while :; do sleep 0.01; done")
@@ -127,7 +127,7 @@ func TestSwitchesOfCountsAThreadThatSleeps(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 		last = rlproc.SwitchesOf(p.Pid())
 	}
-	if first == 0 || last < first+3 {
+	if last < first+3 { // a shell just started may not have been switched out yet: first may be 0
 		t.Fatalf("context switches of a sleeping shell: %d, then %d", first, last)
 	}
 	if n := rlproc.SwitchesOf(-1); n != 0 {
