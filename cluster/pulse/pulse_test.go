@@ -2,6 +2,7 @@ package pulse
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -107,6 +108,31 @@ func (pc *pulseCluster) leader(g uint32, up func(*pulseNode) bool) *pulseNode {
 
 func everyNode(*pulseNode) bool { return true }
 
+// apply applies data to group g through its leader, and finds the leader
+// again when the lead moved meanwhile (a second election right after the
+// first, on a machine loaded by the race detector: "leadership lost while
+// committing log" failed a fresh-clone run so). The tests that use it are
+// about what follows the write, not about the lead. It returns the node
+// that applied it.
+func (pc *pulseCluster) apply(t *testing.T, g uint32, data []byte) *pulseNode {
+	t.Helper()
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(pulseHB / 10) {
+		node := pc.leader(g, everyNode)
+		if node == nil {
+			continue
+		}
+		if err = node.rafts[g].Apply(data, time.Second).Error(); err == nil {
+			return node
+		}
+		if !errors.Is(err, raft.ErrLeadershipLost) && !errors.Is(err, raft.ErrNotLeader) {
+			t.Fatalf("apply to group %d: %v", g, err)
+		}
+	}
+	t.Fatalf("apply to group %d: no leader took it within 10s (last: %v)", g, err)
+	return nil
+}
+
 // waitLeaders waits until every group has a leader among the nodes up.
 func (pc *pulseCluster) waitLeaders(t *testing.T, d time.Duration, up func(*pulseNode) bool) {
 	t.Helper()
@@ -169,9 +195,7 @@ func TestQuiescedGroupsElectWhenLeaderNodeDies(t *testing.T) {
 	pc := newPulseCluster(t, 3, groups)
 	pc.waitLeaders(t, 10*time.Second, everyNode)
 	for _, g := range groups { // a commit index to learn, then quiet
-		if err := pc.leader(g, everyNode).rafts[g].Apply([]byte("x"), time.Second).Error(); err != nil {
-			t.Fatalf("apply to group %d: %v", g, err)
-		}
+		pc.apply(t, g, []byte("x"))
 	}
 	time.Sleep(10 * pulseHB)
 	victim := pc.leader(groups[0], everyNode)
@@ -214,11 +238,9 @@ func TestRestartedFollowerLearnsCommitIndex(t *testing.T) {
 	const g = 3
 	pc := newPulseCluster(t, 3, []uint32{g})
 	pc.waitLeaders(t, 10*time.Second, everyNode)
-	lead := pc.leader(g, everyNode)
+	var lead *pulseNode
 	for i := range 5 {
-		if err := lead.rafts[g].Apply(fmt.Appendf(nil, "e%d", i), time.Second).Error(); err != nil {
-			t.Fatalf("apply: %v", err)
-		}
+		lead = pc.apply(t, g, fmt.Appendf(nil, "e%d", i))
 	}
 	want := lead.rafts[g].AppliedIndex()
 	var follower *pulseNode
