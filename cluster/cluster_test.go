@@ -622,9 +622,12 @@ func TestJoinAndLeaveUnderLoad(t *testing.T) {
 			t.Logf("%s leads %d groups, hosts %d", c.cfg.NodeID, leads(c), len(c.hostedGroups()))
 		}
 	}
-	if leads(tc.nodes[3]) < 2 {
-		t.Errorf("the node that joined leads %d groups of 8", leads(tc.nodes[3]))
-	}
+	// The balancer spreads the leads again (every 2s, a group at most every
+	// 5s); leads lost to missed heartbeats on a loaded machine may have left
+	// the joined node with fewer for a while (a fresh-clone run: n4 led 1
+	// when the load stopped, after 2 such losses).
+	testutil.WaitFor(t, 30*time.Second, "the node that joined to lead at least 2 groups of 8",
+		func() bool { return leads(tc.nodes[3]) >= 2 })
 }
 
 // leads returns the groups c serves.
