@@ -5,7 +5,8 @@
 // (Proc.WaitPing), starts it again on other ports when another process
 // took one of those it was given (OnFreeAddrs), stops it with SIGTERM and
 // reports how it exited (Proc.Stop), kills it (Proc.Kill), tells whether a
-// SIGSTOP has stopped it (Proc.Stopped), and reads its CPU time (CPUOf).
+// SIGSTOP has stopped it (Proc.Stopped), and reads its CPU time (CPUOf)
+// and its threads' context switches (SwitchesOf).
 // FreePort picks the ports of every server a test or a benchmark starts.
 // It imports neither testing nor anything of the commands: a test wraps it
 // in its testing.TB, a benchmark binary uses it as it is.
@@ -156,17 +157,31 @@ func (p *Proc) CPU() time.Duration { return CPUOf(p.Pid()) }
 // in /proc/<pid>/task/*/stat), as a SIGSTOP leaves it once the kernel has
 // stopped them all: until then a thread may still answer a request.
 func (p *Proc) Stopped() bool {
-	dir := fmt.Sprintf("/proc/%d/task", p.Pid())
-	tasks, err := os.ReadDir(dir)
-	if err != nil || len(tasks) == 0 {
+	tasks := taskDirs(p.Pid())
+	if len(tasks) == 0 {
 		return false
 	}
 	for _, task := range tasks {
-		if f := statFields(dir + "/" + task.Name() + "/stat"); len(f) == 0 || f[0] != "T" {
+		if f := statFields(task + "/stat"); len(f) == 0 || f[0] != "T" {
 			return false
 		}
 	}
 	return true
+}
+
+// taskDirs returns the /proc directories of process pid's threads
+// (/proc/<pid>/task/<tid>), or nil if they cannot be listed.
+func taskDirs(pid int) []string {
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	out := make([]string, len(tasks))
+	for i, task := range tasks {
+		out[i] = dir + "/" + task.Name()
+	}
+	return out
 }
 
 // Attempts is how many times OnFreeAddrs tries.
@@ -327,14 +342,9 @@ func CPUOf(pid int) time.Duration {
 // measure of them than its CPU time on a busy machine. A thread that
 // exits takes its count with it.
 func SwitchesOf(pid int) uint64 {
-	dir := fmt.Sprintf("/proc/%d/task", pid)
-	tasks, err := os.ReadDir(dir)
-	if err != nil {
-		return 0
-	}
 	var n uint64
-	for _, task := range tasks {
-		b, err := os.ReadFile(dir + "/" + task.Name() + "/status")
+	for _, task := range taskDirs(pid) {
+		b, err := os.ReadFile(task + "/status")
 		if err != nil {
 			continue
 		}

@@ -119,7 +119,8 @@ func measureIdle(ps []idleProcs, d time.Duration) []Idle {
 		for j, pid := range p.pids {
 			used := rlproc.CPUOf(pid) - before[i][j]
 			out[i].Percent = append(out[i].Percent, 100*used.Seconds()/window.Seconds())
-			n := rlproc.SwitchesOf(pid) - min(switched[i][j], rlproc.SwitchesOf(pid)) // a thread that exits takes its count
+			now := rlproc.SwitchesOf(pid)
+			n := now - min(switched[i][j], now) // a thread that exits takes its count
 			out[i].Switches = append(out[i].Switches, float64(n)/window.Seconds())
 		}
 		fmt.Printf("  %-20s %-10s %s of a core, %s context switches a second\n", p.setup, p.flags, percents(out[i].Percent),
