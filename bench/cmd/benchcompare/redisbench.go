@@ -30,6 +30,7 @@ type rbSpec struct {
 	pipeline int
 	n        int
 	cmd      string
+	keys     uint64 // redis-benchmark's -r; 0 takes -keys
 }
 
 // redisBenchmarks runs the headline comparisons of the chosen sections
@@ -84,10 +85,10 @@ func rbSpecs(f *fleet, secs sections, now int64) []rbSpec {
 	// add adds s's runs: -n n16 at -P 16, and -n n1 at -P 1 unless n1 is 0.
 	add := func(label string, s *server, cmd string, n16, n1 int) {
 		if s != nil {
-			specs = append(specs, rbSpec{label, s, 16, n16, cmd})
+			specs = append(specs, rbSpec{label, s, 16, n16, cmd, 0})
 		}
 		if s != nil && n1 > 0 {
-			specs = append(specs, rbSpec{label, s, 1, n1, cmd})
+			specs = append(specs, rbSpec{label, s, 1, n1, cmd, 0})
 		}
 	}
 	if secs[secThroughput] || secs[secDurable] {
@@ -126,8 +127,12 @@ func redisBenchmark(o options, sp rbSpec) (RBRun, error) {
 		return RBRun{}, err
 	}
 	host, port, _ := strings.Cut(sp.srv.addr, ":")
+	keys := o.keys
+	if sp.keys > 0 {
+		keys = sp.keys
+	}
 	args := []string{"-c", strconv.Itoa(o.conns), "-P", strconv.Itoa(sp.pipeline),
-		"-r", strconv.FormatUint(o.keys, 10), "-n", strconv.Itoa(sp.n)}
+		"-r", strconv.FormatUint(keys, 10), "-n", strconv.Itoa(sp.n)}
 	args = append(args, strings.Fields(sp.cmd)...)
 	cpu0 := sp.srv.cpuTime()
 	b, err := exec.Command(o.redisBenchmark, append([]string{"-h", host, "-p", port, "--csv"}, args...)...).Output()

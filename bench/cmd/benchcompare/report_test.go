@@ -203,3 +203,56 @@ func TestRatioText(t *testing.T) {
 		}
 	}
 }
+
+// TestScriptTargets evaluates made-up figures of the scripts section: each
+// script's ratio against Redis, and beside a native script's the
+// informative rows that set its goal's rate against the same server's PING
+// and RL.CHECK; an interpreted script gets none.
+func TestScriptTargets(t *testing.T) {
+	rep := &report{}
+	add := func(label string, p int, rps float64) {
+		rep.RedisBenchmark = append(rep.RedisBenchmark, RBRun{Label: label, Pipeline: p, RPS: rps})
+	}
+	for _, s := range sectionScripts(0) {
+		add(scriptLabel(s, true), 16, 300000)
+		add(scriptLabel(s, false), 16, 100000)
+		add(scriptLabel(s, true), 1, 60000)
+		add(scriptLabel(s, false), 1, 50000)
+	}
+	add(ceilings[0].label, 16, 1000000)
+	add(ceilings[1].label, 16, 600000)
+	add(ceilings[0].label, 1, 80000)
+	add(ceilings[1].label, 1, 75000)
+	rep.evaluateScripts()
+	targets := map[string]Target{}
+	for _, tg := range rep.Targets {
+		targets[tg.Name] = tg
+	}
+	for _, w := range []struct {
+		name        string
+		value       float64
+		met, inform bool
+	}{
+		{"EVALSHA redis_rate allowN, durable rlserver (default flags) vs Redis AOF everysec, -P 16, redis-benchmark", 3, false, false},
+		{"EVALSHA log.lua, durable rlserver (default flags) vs Redis AOF everysec, -P 16, redis-benchmark", 3, true, false},
+		{"EVALSHA ulule/limiter incr, durable rlserver (default flags) vs Redis AOF everysec, -P 1, redis-benchmark", 1.2, true, false},
+		{"the scripts' rlserver's PING and RL.CHECK against the goal's rate for redis_rate allowN (4× Redis's), -P 16, redis-benchmark", 1.5, false, true},
+		{"the scripts' rlserver's PING and RL.CHECK against the goal's rate for ulule/limiter incr (1.2× Redis's), -P 1, redis-benchmark", 1.25, false, true},
+	} {
+		tg, ok := targets[w.name]
+		if !ok || tg.Met != w.met || tg.Informative != w.inform || tg.Value < w.value-1e-9 || tg.Value > w.value+1e-9 {
+			t.Errorf("%s: %+v (present %v), want %v met %v informative %v", w.name, tg, ok, w.value, w.met, w.inform)
+		}
+	}
+	if tg := targets["the scripts' rlserver's PING and RL.CHECK against the goal's rate for redis_rate allowN (4× Redis's), -P 16, redis-benchmark"]; !strings.Contains(tg.Measured, "PING 2.50×") {
+		t.Errorf("ceiling row: %q, want PING at 2.50× of the goal's rate", tg.Measured)
+	}
+	for name := range targets {
+		if strings.Contains(name, "log.lua (") {
+			t.Errorf("an interpreted script has a ceiling row: %s", name)
+		}
+	}
+	if len(rep.Targets) != 6+2*2 {
+		t.Errorf("%d targets, want 6 goals and 4 ceiling rows", len(rep.Targets))
+	}
+}

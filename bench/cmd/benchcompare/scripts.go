@@ -96,12 +96,40 @@ func scriptSpecs(f *fleet, now int64) []rbSpec {
 	for _, s := range sectionScripts(now) {
 		cmd := "EVALSHA " + f.libShas[s.label] + " " + s.args
 		for _, p := range []struct{ pipeline, n int }{{16, 300000}, {1, 100000}} {
-			specs = append(specs, rbSpec{scriptLabel(s, true), f.rlScripts, p.pipeline, p.n, cmd},
-				rbSpec{scriptLabel(s, false), f.aofEverysec, p.pipeline, p.n, cmd})
+			specs = append(specs, rbSpec{scriptLabel(s, true), f.rlScripts, p.pipeline, p.n, cmd, 0},
+				rbSpec{scriptLabel(s, false), f.aofEverysec, p.pipeline, p.n, cmd, 0})
 		}
+		if s.lib != "" { // the native rows again on few keys: see fewKeys
+			specs = append(specs, rbSpec{scriptLabel(s, true) + fewKeysLabel, f.rlScripts, 16, 300000, cmd, fewKeys},
+				rbSpec{scriptLabel(s, false) + fewKeysLabel, f.aofEverysec, 16, 300000, cmd, fewKeys})
+		}
+	}
+	for _, c := range ceilings {
+		specs = append(specs, rbSpec{c.label, f.rlScripts, 16, 1000000, c.cmd, 0},
+			rbSpec{c.label, f.rlScripts, 1, 200000, c.cmd, 0})
 	}
 	return specs
 }
+
+// ceilings are the section's reference rows: the cheapest replies of the
+// scripts' rlserver, on the same machine, client and keys. No script can
+// run faster than PING here, nor a native handler (which does a check's
+// work and more: a longer command, a Redis value) much faster than
+// RL.CHECK; evaluateScripts sets each script's goal rate beside them.
+var ceilings = []struct{ label, cmd string }{
+	{"PING, durable fast, default flags (the scripts' rlserver)", "PING"},
+	{"RL.CHECK token, durable fast, default flags (the scripts' rlserver)", "RL.CHECK key:__rand_int__ token 100 60"},
+}
+
+// fewKeys is the -r of the native scripts' second -P 16 rows, which are
+// not goals: a working set that stays in the CPU caches (1,000 keys, a
+// few hundred KB) against -keys' 100,000 (tens of MB of Redis values in
+// rlserver). The pair shows how much of a native call's cost is the
+// store's memory traffic, not the handler: see docs/scripts.md.
+const fewKeys = 1000
+
+// fewKeysLabel ends the labels of those rows.
+const fewKeysLabel = ", 1,000 keys"
 
 // evaluateScripts adds the section's targets.
 func (r *report) evaluateScripts() {
@@ -117,6 +145,18 @@ func (r *report) evaluateScripts() {
 				Goal: fmt.Sprintf("≥ %g×", min), Measured: ratioText(v, min) + fmt.Sprintf(" (%.0f vs %.0f rps; server CPU %.2f vs %.2f µs/call)",
 					a.RPS, b.RPS, a.CPUPerReq, b.CPUPerReq),
 				Value: v, Met: v >= min})
+			if s.lib == "" {
+				continue
+			}
+			ping, check := r.rb(ceilings[0].label, p), r.rb(ceilings[1].label, p)
+			if ping == nil || check == nil {
+				continue
+			}
+			r.Targets = append(r.Targets, Target{
+				Name: fmt.Sprintf("the scripts' rlserver's PING and RL.CHECK against the goal's rate for %s (%g× Redis's), -P %d, redis-benchmark", s.label, min, p),
+				Goal: "—", Measured: fmt.Sprintf("PING %.2f×, RL.CHECK %.2f× of the goal's rate (%.0f and %.0f vs %.0f rps)",
+					ping.RPS/(min*b.RPS), check.RPS/(min*b.RPS), ping.RPS, check.RPS, min*b.RPS),
+				Value: check.RPS / (min * b.RPS), Informative: true})
 		}
 	}
 }
