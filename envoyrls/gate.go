@@ -33,6 +33,7 @@ var (
 // other's places: the calls with a token (or every call when no token is
 // set) and the health checks without one. It is safe for concurrent use.
 type gate struct {
+	onCall     func() // ServerOptions.OnCall
 	tokens     []string
 	msgTimeout time.Duration
 	refused    *prometheus.CounterVec // nil counts nothing
@@ -235,6 +236,9 @@ type callKey struct{}
 // runs once the message is read.
 func (g *gate) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	g.arrived(ctx)
+	if g.onCall != nil && info.FullMethod == pb.RateLimitService_ShouldRateLimit_FullMethodName {
+		g.onCall()
+	}
 	if g.requests == nil || info.FullMethod != pb.RateLimitService_ShouldRateLimit_FullMethodName {
 		return handler(ctx, req)
 	}

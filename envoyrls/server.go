@@ -21,6 +21,10 @@ import (
 // anything for it, and an admitted call that stalls is ended.
 type ServerOptions struct {
 	TLS *tls.Config // nil serves plaintext (h2c), as Envoy's clusters expect by default
+	// OnCall, if set, is called as each ShouldRateLimit call begins
+	// (rlserver's rest.Governor.Touch, which gives a resting process its
+	// cores back). It must be cheap and must not block.
+	OnCall func()
 	// Tokens, when not empty, are the bearer tokens a call must carry in
 	// its "authorization: Bearer <token>" metadata (Envoy's grpc_service
 	// initial_metadata sends it). They are checked on the call's headers,
@@ -103,6 +107,7 @@ func (o ServerOptions) withDefaults() ServerOptions {
 func NewGRPCServer(svc *Service, o ServerOptions) *grpc.Server {
 	o = o.withDefaults()
 	g := newGate(o.Tokens, o.MaxCalls, max(1, o.MaxCalls/4), max(1, o.MaxCalls/16), o.MessageTimeout)
+	g.onCall = o.OnCall
 	if o.Registerer != nil {
 		g.refused = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rlserver_grpc_calls_refused_total",
 			Help: "gRPC calls refused on their headers (unauthenticated; busy: every place is taken by a call that has its message) or ended while they waited for their message (no_message: it did not come in time; evicted: a new call needed the place)."},

@@ -20,11 +20,11 @@ type Checker interface {
 }
 
 func (a *api) routeChecks(mux *http.ServeMux) {
-	a.handle(mux, "POST /v1/check", "check", a.check)
+	a.handle(mux, "POST /v1/check", "check", a.touching(a.check))
 	mux.Handle("/v1/check", methodNotAllowed("POST"))
-	a.handle(mux, "POST /v1/checkrules", "checkrules", a.checkRules)
+	a.handle(mux, "POST /v1/checkrules", "checkrules", a.touching(a.checkRules))
 	mux.Handle("/v1/checkrules", methodNotAllowed("POST"))
-	a.handle(mux, "/v1/forward-auth", "forward_auth", a.forwardAuth) // any method: gateways send GET, HEAD, POST...
+	a.handle(mux, "/v1/forward-auth", "forward_auth", a.touching(a.forwardAuth)) // any method: gateways send GET, HEAD, POST...
 	// and /v1/forward-auth/..., Envoy's ext_authz: see New
 }
 

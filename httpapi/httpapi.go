@@ -23,6 +23,11 @@ type Config struct {
 	Gatherer prometheus.Gatherer
 	// Ready reports whether the node can serve checks; nil means always.
 	Ready func() error
+	// OnCheck, if set, is called as each check begins (POST /v1/check,
+	// /v1/checkrules and forward auth): rlserver's rest.Governor.Touch,
+	// which gives a resting process its cores back. It must be cheap and
+	// must not block.
+	OnCheck func()
 	// Checker serves POST /v1/check and /v1/checkrules; nil disables them.
 	Checker Checker
 	// Rules serves /rules; nil disables it.
@@ -234,7 +239,7 @@ func New(cfg Config) http.Handler {
 	// Envoy's ext_authz appends the request's path as the client wrote
 	// it: the mux would answer one it cleans ("//login", "/x/../login")
 	// with a redirect, so forward auth reads every path under its own.
-	envoy := a.counted("forward_auth", a.forwardAuth)
+	envoy := a.counted("forward_auth", a.touching(a.forwardAuth))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, forwardPrefix+"/") {
 			envoy.ServeHTTP(w, r)
@@ -257,6 +262,18 @@ func (a *api) metrics(h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// touching returns h, calling Config.OnCheck first when it is set.
+func (a *api) touching(h http.HandlerFunc) http.HandlerFunc {
+	on := a.cfg.OnCheck
+	if on == nil {
+		return h
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		on()
+		h(w, r)
+	}
 }
 
 // handle registers h for pattern, counted under name.

@@ -160,7 +160,8 @@ func (s *Server) infoSections(lim Limiter, now int64) []infoSection {
 	return []infoSection{
 		{"server", []string{"redis_version", redisVersion, "rlserver_version", s.cfg.Version,
 			"redis_mode", mode, "os", runtime.GOOS + " " + runtime.GOARCH, "arch_bits", "64",
-			"go_version", runtime.Version(), "process_id", itoa(int64(processID())), "tcp_port", port,
+			"go_version", runtime.Version(), "gomaxprocs", itoa(int64(runtime.GOMAXPROCS(0))),
+			"process_id", itoa(int64(processID())), "tcp_port", port,
 			"uptime_in_seconds", itoa(uptime), "uptime_in_days", itoa(uptime / 86400)}},
 		{"clients", []string{"connected_clients", itoa(int64(s.ConnCount())), "maxclients", itoa(int64(s.cfg.MaxClients))}},
 		{"stats", []string{"total_connections_received", itoa(s.totalConns.Load()),

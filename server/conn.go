@@ -411,6 +411,9 @@ func (s *Server) runBatch(c *conn) error {
 	}
 	now := s.cfg.Clock()
 	c.lastSeen.Store(now)
+	if f := s.cfg.OnBatch; f != nil {
+		f()
+	}
 	s.prefetch(c)
 	c.batchStart, c.nreplies, c.wait = len(c.out), 0, waitNone
 	handoff := false

@@ -90,6 +90,11 @@ type Config struct {
 	// seen: INFO adds the first to used_memory (as used_memory_overhead)
 	// and gives the second as used_memory_peak.
 	HeapMemory func() (overhead, peak int64)
+	// OnBatch, if set, is called before each batch of requests a client
+	// sent runs (the process's rest.Governor.Touch, which gives a resting
+	// process its cores back at the first request). It must be cheap and
+	// must not block.
+	OnBatch func()
 	// IdleTimeout closes a connection that has sent nothing for that
 	// long, as Redis's timeout; 0 means never.
 	IdleTimeout time.Duration
