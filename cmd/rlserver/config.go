@@ -24,6 +24,9 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
+// defaultRestAfter is --rest-after's default.
+const defaultRestAfter = 10 * time.Second
+
 // Config is everything rlserver is started with. Values come, from lowest
 // to highest precedence, from the defaults, the YAML file named by
 // --config, RLSERVER_* environment variables and command-line flags.
@@ -53,6 +56,12 @@ type Config struct {
 	Pprof           string
 	Procs           int
 	IOLoops         int
+	// RestAfter is --rest-after: how long an idle process waits before
+	// it runs Go code on one core (package internal/rest); 0 never.
+	RestAfter time.Duration
+	// process is set by main, for the process it runs: run governs
+	// GOMAXPROCS only then, never in a test's process.
+	process         bool
 	MaxClients      int
 	GRPCMaxClients  int // gRPC connections, a budget apart from MaxClients
 	Timeout         int // seconds
@@ -138,6 +147,7 @@ func flagSet(cfg *Config) *flag.FlagSet {
 	fs.StringVar(&cfg.EnvoyConfig, "envoy-config", "", "YAML file, or directory of them, in envoyproxy/ratelimit's format (domain, descriptors): the rate limit service's limits, reloaded when changed and on SIGHUP")
 	fs.StringVar(&cfg.EnvoyCharging, "envoy-charging", "each", "what a rate limit service request charges: each (every descriptor, also when the answer is OVER_LIMIT, as envoyproxy/ratelimit), stop-when-over (its STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=true, which this flag's default also reads) or all-or-nothing (nothing when refused, every counter at once when allowed)")
 	fs.IntVar(&cfg.Procs, "procs", 0, "CPU cores the server runs Go code on at once (GOMAXPROCS); 0 means all")
+	fs.DurationVar(&cfg.RestAfter, "rest-after", defaultRestAfter, "with --procs 0: after this long without a client request, and using under 5% of a core, run Go code on one core until the next request or load comes (an idle node wakes less); 0 never")
 	fs.IntVar(&cfg.IOLoops, "io-loops", 0, "event loops serving client connections (Linux); 0 means one fewer than --procs (at least one), or one per --procs on a durable node with --consistency strong; -1 a goroutine per connection")
 	fs.Var(sizeValue{&cfg.MaxMemory}, "maxmemory", "bound on the memory of key state and client connections (256mb, 2gb; 0 is none)")
 	fs.IntVar(&cfg.MaxBlocks, "max-blocks", 0, "most blocked identifiers held at once; a new block beyond it drops those nearest to their end first (rlserver_blocks_dropped_total); 0 sizes it to memory: a quarter of --maxmemory at 256 bytes a block, or 1000000 without --maxmemory")
@@ -309,6 +319,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--shards %d: want 1 to 65536", c.Shards)
 	case c.Procs < 0 || c.Procs > 1<<12:
 		return fmt.Errorf("--procs %d: want 0 (all cores) to 4096", c.Procs)
+	case c.RestAfter < 0 || c.RestAfter > 0 && c.RestAfter < time.Second:
+		return fmt.Errorf("--rest-after %s: want 0 (never) or at least 1s", c.RestAfter)
 	case c.IOLoops < -1 || c.IOLoops > 1<<12:
 		return fmt.Errorf("--io-loops %d: want -1 (none), 0 (one fewer than the cores) to 4096", c.IOLoops)
 	case c.Consistency != "fast" && c.Consistency != "strong":

@@ -27,7 +27,8 @@ func TestConfigDefaults(t *testing.T) {
 		Consistency:     "fast", FlushInterval: 10 * time.Millisecond, SnapshotEntries: 4096, SnapshotBytes: 64 << 20,
 		SnapshotInterval: 10 * time.Second, TrailingLogs: 64, MinFreeDisk: 256 << 20, DiskBallast: 64 << 20,
 		RaftAddr: "127.0.0.1:7379", Groups: 16, HeartbeatTimeout: 300 * time.Millisecond,
-		ElectionTimeout: 300 * time.Millisecond, LeaderLeaseTimeout: 250 * time.Millisecond, MaxConfigBytes: 4 << 20}
+		ElectionTimeout: 300 * time.Millisecond, LeaderLeaseTimeout: 250 * time.Millisecond, MaxConfigBytes: 4 << 20,
+		RestAfter: 10 * time.Second}
 	if len(cfg.given) != 0 {
 		t.Fatalf("given = %v with no flags, no environment and no file", cfg.given)
 	}
@@ -139,6 +140,8 @@ func TestConfigErrors(t *testing.T) {
 		{[]string{"--max-key-bytes", "abc"}, nil, `invalid value "abc" for flag -max-key-bytes`},
 		{[]string{"--max-key-bytes", "0"}, nil, "--max-key-bytes 0: want 1 to 1048576"},
 		{[]string{"--io-loops", "-2"}, nil, "--io-loops -2: want -1 (none), 0 (one fewer than the cores) to 4096"},
+		{[]string{"--rest-after", "500ms"}, nil, "--rest-after 500ms: want 0 (never) or at least 1s"},
+		{[]string{"--rest-after", "-1s"}, nil, "--rest-after -1s: want 0 (never) or at least 1s"},
 		{[]string{"--maxclients", "0"}, nil, "--maxclients 0: want 1 to 1048576"},
 		{[]string{"--grpc-maxclients", "0"}, nil, "--grpc-maxclients 0: want 1 to 1048576"},
 		{[]string{"--maxmemory", "256xb"}, nil, `invalid value "256xb" for flag -maxmemory: want a size such as 256mb, 2gb or 1000000`},

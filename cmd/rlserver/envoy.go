@@ -43,7 +43,7 @@ type rlsFront struct {
 // the service requires --requirepass or --admin-token as a bearer token
 // when either is set. The watcher reloads the configuration when its
 // files change; SIGHUP reloads it through the reloader (reload.go).
-func startRLS(ctx context.Context, cfg Config, st *state, reg prometheus.Registerer, tc *tls.Config, maxConns int, log *slog.Logger) (*rlsFront, error) {
+func startRLS(ctx context.Context, cfg Config, st *state, reg prometheus.Registerer, tc *tls.Config, maxConns int, onCall func(), log *slog.Logger) (*rlsFront, error) {
 	f := &rlsFront{}
 	if cfg.GRPC == "" && cfg.EnvoyConfig == "" {
 		return f, nil
@@ -89,7 +89,7 @@ func startRLS(ctx context.Context, cfg Config, st *state, reg prometheus.Registe
 		cancel()
 		return nil, fmt.Errorf("listen on %s (--grpc): %w", cfg.GRPC, err)
 	}
-	f.gs = envoyrls.NewGRPCServer(f.svc, envoyrls.ServerOptions{TLS: tc, Tokens: f.tokens, Registerer: reg})
+	f.gs = envoyrls.NewGRPCServer(f.svc, envoyrls.ServerOptions{TLS: tc, Tokens: f.tokens, Registerer: reg, OnCall: onCall})
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "rlserver_grpc_connections",
 		Help: "Connections to --grpc open, at most --grpc-maxclients (one more is closed at once)."},
 		func() float64 { return float64(f.open.Load()) }))

@@ -57,6 +57,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "rlserver:", err)
 		os.Exit(2)
 	}
+	cfg.process = true
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	started := make(chan struct{})

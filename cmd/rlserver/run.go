@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/httpapi"
+	"github.com/rlserver/rlserver/internal/rest"
 	"github.com/rlserver/rlserver/server"
 	"github.com/rlserver/rlserver/shards"
 )
@@ -107,6 +108,11 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 	}
 	clients, grpcClients := clientBudgets(cfg.MaxClients, grpcWant, log)
 	var open atomic.Int64 // client connections, RESP and HTTP: --maxclients bounds them together
+	gov := restGovernor(cfg, log)
+	var touch func()
+	if gov != nil {
+		touch = gov.Touch
+	}
 	srv := server.New(server.Config{
 		Limiter: st.lim, RequirePass: cfg.RequirePass, AdminToken: cfg.AdminToken,
 		MaxKeyBytes: cfg.MaxKeyBytes, MaxLogLimit: cfg.MaxLogLimit,
@@ -114,7 +120,7 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 		MaxClients: clients, IdleTimeout: time.Duration(cfg.Timeout) * time.Second,
 		ConnMemory: &connMem, MaxBuffered: maxBuffered(cfg.MaxMemory), OpenClients: &open,
 		LuaTimeLimit: cfg.LuaTimeLimit, LuaMemoryLimit: cfg.LuaMemoryLimit, InterpretAllScripts: cfg.LuaInterpretAll,
-		Clock: st.now, ClockOffset: clk.Offset, HeapMemory: heap.Memory,
+		Clock: st.now, ClockOffset: clk.Offset, HeapMemory: heap.Memory, OnBatch: touch,
 	})
 	if st.cl != nil {
 		st.cl.SetExecutor(srv) // runs the commands of values and scripts other nodes forward
@@ -127,13 +133,14 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 	if err != nil {
 		return fmt.Errorf("listen on %s (--listen): %w", cfg.Listen, err)
 	}
-	rls, err := startRLS(ctx, cfg, st, reg, tc, grpcClients, log)
+	rls, err := startRLS(ctx, cfg, st, reg, tc, grpcClients, touch, log)
 	if err != nil {
 		ln.Close()
 		return err
 	}
 	defer rls.stop()
 	hc := httpConfig(cfg, st, reg, srv, log)
+	hc.OnCheck = touch
 	hc.Status = startStatus(ctx, cfg, st, srv, statusHooks{HotKeys: statusHotKeys(st.lim, st.now), Blocks: statusBlocks(st.lim, st.now)})
 	hs, hln, err := startHTTP(cfg.HTTP, rls.withJSON(httpapi.New(hc)), clients, &open, tc, log)
 	if err != nil {
@@ -154,6 +161,9 @@ func run(ctx context.Context, cfg Config, logw io.Writer, ready listening) error
 	go func() { serveErr <- srv.Serve(ln) }()
 	go sweep(ctx, st.stores, st.now)
 	go clk.keep(ctx)
+	if gov != nil {
+		go gov.Run(ctx)
+	}
 	if st.cl != nil {
 		st.cl.Listening() // other nodes may hand this one leads now
 	}
@@ -339,3 +349,19 @@ func sweepOnce(stores []*shards.Store, cut int64) int {
 
 // sweepPace is the background sweep's shortest pause.
 const sweepPace = 100 * time.Millisecond
+
+// restGovernor returns the governor that runs an idle process's Go code on
+// one core (package rest), or nil: only for the process main runs (a
+// test's process keeps its parallelism), with --rest-after, --procs 0 and
+// no GOMAXPROCS in the environment (the operator chose the cores then),
+// and more than one core to give up.
+func restGovernor(cfg Config, log *slog.Logger) *rest.Governor {
+	if !cfg.process || cfg.RestAfter <= 0 || cfg.Procs != 0 || os.Getenv("GOMAXPROCS") != "" || runtime.GOMAXPROCS(0) < 2 {
+		return nil
+	}
+	g := rest.New(cfg.RestAfter)
+	g.OnChange = func(resting bool) {
+		log.Debug("idle: Go code runs on "+map[bool]string{true: "one core", false: "every core"}[resting], "gomaxprocs", runtime.GOMAXPROCS(0))
+	}
+	return g
+}
