@@ -61,7 +61,7 @@ func idleBench(o options, dir string, logw io.Writer) ([]Idle, error) {
 	for _, fl := range []struct {
 		name  string
 		flags []string
-	}{{"default", nil}, {"--procs 1", []string{"--procs", "1"}}} {
+	}{{"default", nil}, {"--procs 1", []string{"--procs", "1"}}, {"--rest-after 0", []string{"--rest-after", "0"}}} {
 		for _, s := range setups {
 			p, err := startIdle(o, s, fl.name, fl.flags, filepath.Join(dir, fmt.Sprintf("idle-%d", len(ps))), logw)
 			if err != nil {
@@ -182,10 +182,12 @@ func (r *report) idleTable(b *strings.Builder) {
 	}
 	fmt.Fprintf(b, "\n## Idle CPU\n\n")
 	b.WriteString("Every setup started at once, each process with its own data directory, and left alone: no client " +
-		"connection. After they settled (the cluster balanced), each process's user+system time " +
+		"connection. After they settled (the cluster balanced, then the section's -idle-settle, 30 s by default, " +
+		"in which a node's start ends and it rests: `--rest-after`), each process's user+system time " +
 		"(`/proc/<pid>/stat`) over the same window, as a percentage of one core, and its threads' context switches " +
 		"a second (`/proc/<pid>/task/*/status`: its wake-ups, steadier than the CPU on a busy machine). *default* is rlserver's default " +
-		"flags (every core, event loops, fast consistency); the in-memory node has `--data-dir \"\"`; Redis runs " +
+		"flags (every core, event loops, fast consistency, an idle process on one core after 10 s: `--rest-after`); " +
+		"*--rest-after 0* keeps every core; the in-memory node has `--data-dir \"\"`; Redis runs " +
 		"without persistence.\n\n")
 	b.WriteString("| setup | rlserver flags | % of a core, per process | context switches a second, per process | window |\n|---|---|---|---|---:|\n")
 	for _, x := range r.Idle {

@@ -73,7 +73,8 @@ func main() {
 	flag.IntVar(&o.procs, "procs", 1, "rlserver's --procs for the comparison (1: one core, as Redis runs commands); "+
 		"a second rlserver with every core (the default flags) runs the RL.CHECK token rows too, in memory and durable")
 	flag.DurationVar(&o.idle, "idle", 20*time.Second, "window over which the idle section reads the idle servers' CPU")
-	flag.DurationVar(&o.idleSettle, "idle-settle", 3*time.Second, "time the idle servers are left alone before that window")
+	flag.DurationVar(&o.idleSettle, "idle-settle", 30*time.Second, "time the idle servers are left alone before that window: "+
+		"a node rests (--rest-after, 10 s) once the work of its start is done, a cluster's first half minute")
 	flag.StringVar(&o.only, "only", "", "run only these sections, comma-separated, of "+strings.Join(allSections, ",")+
 		` ("": all). throughput: in memory vs Redis INCR and EVALSHA; durable: durable rlservers vs Redis with AOF; `+
 		"scripts: the limiter libraries' scripts by EVALSHA, durable rlserver vs Redis AOF everysec; memory: bytes per key; restart: a durable rlserver's restart with -mem-keys keys; idle: idle CPU; allocs: go test's allocations per check")
