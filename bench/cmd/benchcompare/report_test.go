@@ -125,33 +125,20 @@ func durableReport() *report {
 func TestDurableAndIdleTargets(t *testing.T) {
 	rep := durableReport()
 	rep.evaluate()
-	targets := map[string]Target{}
-	for _, tg := range rep.Targets {
-		targets[tg.Name] = tg
-	}
-	for _, w := range []struct {
-		name  string
-		value float64
-		met   bool
-	}{
-		{"durable fast RL.CHECK token vs Redis INCR with AOF everysec, -P 16, --procs 1, rlbench", 1.1, true},
-		{"durable fast RL.CHECK token vs Redis INCR with AOF everysec, -P 1, --procs 1, rlbench", 0.95, false},
-		{"durable fast RL.CHECK token vs Redis INCR with AOF everysec, -P 16, default flags, rlbench", 0.8, false},
-		{"durable fast RL.CHECK token vs Redis INCR with AOF everysec, -P 16, --procs 1, redis-benchmark", 0.8, false},
-		{"durable strong RL.CHECK token vs Redis INCR with AOF always, -P 16, default flags, rlbench", 1, true},
-		{"durable strong RL.CHECK token vs Redis INCR with AOF always, -P 1, default flags, rlbench", 40.0 / 60, false},
-		{"p99.9 latency, durable fast vs in memory, RL.CHECK token, -P 16, --procs 1, rlbench", 1.5, true},
-		{"p99.9 latency, durable fast vs in memory, RL.CHECK token, -P 1, --procs 1, rlbench", 2.5, false},
-		{"p99.9 latency, durable fast vs in memory, RL.CHECK token, -P 1, default flags, rlbench", 1, true},
-		{"idle CPU, three-node cluster, default flags", 2.5, false},
-		{"idle CPU, single durable node, default flags", 0.4, true},
-		{"idle CPU, in-memory node, --procs 1", 0.6, false},
-	} {
-		tg, ok := targets[w.name]
-		if !ok || tg.Met != w.met || tg.Informative || tg.Value < w.value-1e-9 || tg.Value > w.value+1e-9 {
-			t.Errorf("%s: %+v (present %v), want %v met %v", w.name, tg, ok, w.value, w.met)
-		}
-	}
+	targets := checkTargets(t, rep, []wantTarget{
+		{"durable fast RL.CHECK token vs Redis INCR with AOF everysec, -P 16, --procs 1, rlbench", 1.1, true, false},
+		{"durable fast RL.CHECK token vs Redis INCR with AOF everysec, -P 1, --procs 1, rlbench", 0.95, false, false},
+		{"durable fast RL.CHECK token vs Redis INCR with AOF everysec, -P 16, default flags, rlbench", 0.8, false, false},
+		{"durable fast RL.CHECK token vs Redis INCR with AOF everysec, -P 16, --procs 1, redis-benchmark", 0.8, false, false},
+		{"durable strong RL.CHECK token vs Redis INCR with AOF always, -P 16, default flags, rlbench", 1, true, false},
+		{"durable strong RL.CHECK token vs Redis INCR with AOF always, -P 1, default flags, rlbench", 40.0 / 60, false, false},
+		{"p99.9 latency, durable fast vs in memory, RL.CHECK token, -P 16, --procs 1, rlbench", 1.5, true, false},
+		{"p99.9 latency, durable fast vs in memory, RL.CHECK token, -P 1, --procs 1, rlbench", 2.5, false, false},
+		{"p99.9 latency, durable fast vs in memory, RL.CHECK token, -P 1, default flags, rlbench", 1, true, false},
+		{"idle CPU, three-node cluster, default flags", 2.5, false, false},
+		{"idle CPU, single durable node, default flags", 0.4, true, false},
+		{"idle CPU, in-memory node, --procs 1", 0.6, false, false},
+	})
 	lua := targets["durable fast RL.CHECK token vs Redis EVALSHA token.lua with AOF everysec, -P 16, --procs 1, rlbench"]
 	if !lua.Informative || lua.Met || lua.Value != 5.5 {
 		t.Errorf("informative Lua row: %+v", lua)
@@ -224,26 +211,13 @@ func TestScriptTargets(t *testing.T) {
 	add(ceilings[0].label, 1, 80000)
 	add(ceilings[1].label, 1, 75000)
 	rep.evaluateScripts()
-	targets := map[string]Target{}
-	for _, tg := range rep.Targets {
-		targets[tg.Name] = tg
-	}
-	for _, w := range []struct {
-		name        string
-		value       float64
-		met, inform bool
-	}{
+	targets := checkTargets(t, rep, []wantTarget{
 		{"EVALSHA redis_rate allowN, durable rlserver (default flags) vs Redis AOF everysec, -P 16, redis-benchmark", 3, false, false},
 		{"EVALSHA log.lua, durable rlserver (default flags) vs Redis AOF everysec, -P 16, redis-benchmark", 3, true, false},
 		{"EVALSHA ulule/limiter incr, durable rlserver (default flags) vs Redis AOF everysec, -P 1, redis-benchmark", 1.2, true, false},
 		{"the scripts' rlserver's PING and RL.CHECK against the goal's rate for redis_rate allowN (4× Redis's), -P 16, redis-benchmark", 1.5, false, true},
 		{"the scripts' rlserver's PING and RL.CHECK against the goal's rate for ulule/limiter incr (1.2× Redis's), -P 1, redis-benchmark", 1.25, false, true},
-	} {
-		tg, ok := targets[w.name]
-		if !ok || tg.Met != w.met || tg.Informative != w.inform || tg.Value < w.value-1e-9 || tg.Value > w.value+1e-9 {
-			t.Errorf("%s: %+v (present %v), want %v met %v informative %v", w.name, tg, ok, w.value, w.met, w.inform)
-		}
-	}
+	})
 	if tg := targets["the scripts' rlserver's PING and RL.CHECK against the goal's rate for redis_rate allowN (4× Redis's), -P 16, redis-benchmark"]; !strings.Contains(tg.Measured, "PING 2.50×") {
 		t.Errorf("ceiling row: %q, want PING at 2.50× of the goal's rate", tg.Measured)
 	}
@@ -255,4 +229,29 @@ func TestScriptTargets(t *testing.T) {
 	if len(rep.Targets) != 6+2*2 {
 		t.Errorf("%d targets, want 6 goals and 4 ceiling rows", len(rep.Targets))
 	}
+}
+
+// wantTarget is a target a test expects: its name, value, whether it is
+// met and whether it is informative.
+type wantTarget struct {
+	name        string
+	value       float64
+	met, inform bool
+}
+
+// checkTargets fails t for each of wants that rep's targets do not have as
+// wanted, and returns rep's targets by name.
+func checkTargets(t *testing.T, rep *report, wants []wantTarget) map[string]Target {
+	t.Helper()
+	targets := map[string]Target{}
+	for _, tg := range rep.Targets {
+		targets[tg.Name] = tg
+	}
+	for _, w := range wants {
+		tg, ok := targets[w.name]
+		if !ok || tg.Met != w.met || tg.Informative != w.inform || tg.Value < w.value-1e-9 || tg.Value > w.value+1e-9 {
+			t.Errorf("%s: %+v (present %v), want %v met %v informative %v", w.name, tg, ok, w.value, w.met, w.inform)
+		}
+	}
+	return targets
 }
