@@ -130,24 +130,18 @@ func measureIdle(ps []idleProcs, d time.Duration) []Idle {
 }
 
 // perSecond formats per-process rates: "780 812 655".
-func perSecond(v []float64) string {
-	s := make([]string, len(v))
-	for i, x := range v {
-		s[i] = fmt.Sprintf("%.0f", x)
-	}
-	return strings.Join(s, " ")
-}
+func perSecond(v []float64) string { return joinf("%.0f", v) }
 
 // percents formats per-process percentages: "0.12% 0.10% 0.35%".
-func percents(v []float64) string {
-	s := ""
+func percents(v []float64) string { return joinf("%.2f%%", v) }
+
+// joinf formats each of v with format, separated by spaces.
+func joinf(format string, v []float64) string {
+	s := make([]string, len(v))
 	for i, x := range v {
-		if i > 0 {
-			s += " "
-		}
-		s += fmt.Sprintf("%.2f%%", x)
+		s[i] = fmt.Sprintf(format, x)
 	}
-	return s
+	return strings.Join(s, " ")
 }
 
 // idleTargets: an idle cluster node ≤ 2% of a core, an idle single node
