@@ -21,7 +21,10 @@ func gomaxprocsOf(t *testing.T, p *proc) int {
 	return n
 }
 
-// waitGomaxprocs waits up to 30 s for p's GOMAXPROCS to satisfy ok.
+// waitGomaxprocs waits up to 30 s for p's GOMAXPROCS to satisfy ok. It
+// reads /metrics every 100 ms, not at testutil.WaitFor's pace (up to 20 a
+// second): each read costs the node CPU, and a node kept above 5% of a core
+// by its reader would not rest.
 func waitGomaxprocs(t *testing.T, p *proc, what string, ok func(int) bool) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
@@ -70,6 +73,6 @@ func TestIdleNodeRestsOnOneCore(t *testing.T) {
 		t.Fatalf("the node's log has a panic:\n%s", p.logs.String())
 	}
 	if n := gomaxprocsOf(t, fixed); n != 2 {
-		t.Fatalf("the node started with --procs 2 runs on %d cores after %v", n, 2*time.Second)
+		t.Fatalf("the node started with --procs 2 runs on %d cores at the end of the test", n)
 	}
 }
