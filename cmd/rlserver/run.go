@@ -361,7 +361,11 @@ func restGovernor(cfg Config, log *slog.Logger) *rest.Governor {
 	}
 	g := rest.New(cfg.RestAfter)
 	g.OnChange = func(resting bool) {
-		log.Debug("idle: Go code runs on "+map[bool]string{true: "one core", false: "every core"}[resting], "gomaxprocs", runtime.GOMAXPROCS(0))
+		msg := "idle: Go code runs on every core"
+		if resting {
+			msg = "idle: Go code runs on one core"
+		}
+		log.Debug(msg, "gomaxprocs", runtime.GOMAXPROCS(0))
 	}
 	return g
 }
