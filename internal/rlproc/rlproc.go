@@ -153,6 +153,10 @@ func (p *Proc) Kill() {
 // CPUOf).
 func (p *Proc) CPU() time.Duration { return CPUOf(p.Pid()) }
 
+// CPUSplit returns the CPU time the process has used in user mode and in
+// the kernel (see CPUSplitOf).
+func (p *Proc) CPUSplit() (user, system time.Duration) { return CPUSplitOf(p.Pid()) }
+
 // Stopped reports whether every thread of the process is stopped (state T
 // in /proc/<pid>/task/*/stat), as a SIGSTOP leaves it once the kernel has
 // stopped them all: until then a thread may still answer a request.
@@ -326,13 +330,21 @@ func Ping(addr string) error {
 // CPUOf returns the CPU time (user + system) of process pid, from
 // /proc/<pid>/stat (0 if it cannot be read).
 func CPUOf(pid int) time.Duration {
+	user, system := CPUSplitOf(pid)
+	return user + system
+}
+
+// CPUSplitOf returns the CPU time of process pid in user mode and in the
+// kernel (its system calls, and the network stack's work they do), from
+// /proc/<pid>/stat (0 if it cannot be read).
+func CPUSplitOf(pid int) (user, system time.Duration) {
 	f := statFields(fmt.Sprintf("/proc/%d/stat", pid))
 	if len(f) < 13 {
-		return 0
+		return 0, 0
 	}
 	ut, _ := strconv.ParseInt(f[11], 10, 64)
 	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * time.Second / 100 // USER_HZ is 100 on Linux
+	return time.Duration(ut) * time.Second / 100, time.Duration(st) * time.Second / 100 // USER_HZ is 100 on Linux
 }
 
 // SwitchesOf returns how many times the threads of process pid have been

@@ -13,15 +13,19 @@ import (
 
 // RBRun is the median of redis-benchmark runs of one command on one server.
 type RBRun struct {
-	Label     string    `json:"label"`
-	Server    string    `json:"server"`
-	Args      string    `json:"args"` // the redis-benchmark arguments, without -h/-p
-	Pipeline  int       `json:"pipeline"`
-	RPS       float64   `json:"rps"`
-	P50ms     float64   `json:"p50_ms"`
-	P99ms     float64   `json:"p99_ms"`
-	CPUPerReq float64   `json:"server_cpu_us_per_request"`
-	RoundsRPS []float64 `json:"rounds_rps"`
+	Label     string  `json:"label"`
+	Server    string  `json:"server"`
+	Args      string  `json:"args"` // the redis-benchmark arguments, without -h/-p
+	Pipeline  int     `json:"pipeline"`
+	RPS       float64 `json:"rps"`
+	P50ms     float64 `json:"p50_ms"`
+	P99ms     float64 `json:"p99_ms"`
+	CPUPerReq float64 `json:"server_cpu_us_per_request"`
+	// KernelPerReq is the part of CPUPerReq the server spent in the
+	// kernel: its reads, writes and waits, and the loopback network's
+	// work they do.
+	KernelPerReq float64   `json:"server_kernel_cpu_us_per_request"`
+	RoundsRPS    []float64 `json:"rounds_rps"`
 }
 
 type rbSpec struct {
@@ -57,11 +61,13 @@ func redisBenchmarks(o options, f *fleet, secs sections) ([]RBRun, error) {
 	out := make([]RBRun, len(specs))
 	for i, ss := range samples {
 		r := ss[0]
-		var rps, p50, p99, cpu []float64
+		var rps, p50, p99, cpu, kernel []float64
 		for _, s := range ss {
 			rps, p50, p99, cpu = append(rps, s.RPS), append(p50, s.P50ms), append(p99, s.P99ms), append(cpu, s.CPUPerReq)
+			kernel = append(kernel, s.KernelPerReq)
 		}
 		r.RPS, r.P50ms, r.P99ms, r.CPUPerReq, r.RoundsRPS = nodes.Median(rps), nodes.Median(p50), nodes.Median(p99), nodes.Median(cpu), rps
+		r.KernelPerReq = nodes.Median(kernel)
 		out[i] = r
 	}
 	return out, nil
@@ -104,6 +110,19 @@ func rbSpecs(f *fleet, secs sections, now int64) []rbSpec {
 			}
 		}
 		add("RL.CHECK log", f.rl, "RL.CHECK key:__rand_int__ log 100 60", 1000000, 0)
+		// The cheapest reply of each server at -P 1 (floorTargets).
+		rl, sfx := f.rlAll, allCores
+		if rl == nil {
+			rl, sfx = f.rl, ""
+		}
+		for _, p := range []struct {
+			label string
+			s     *server
+		}{{labelPingRL + sfx, rl}, {labelPingRedis, f.redis}} {
+			if p.s != nil {
+				specs = append(specs, rbSpec{p.label, p.s, 1, 200000, "PING", 0})
+			}
+		}
 	}
 	if secs[secDurable] {
 		add(labelFast, f.fast, check, 1000000, 200000)
@@ -134,12 +153,13 @@ func redisBenchmark(o options, sp rbSpec) (RBRun, error) {
 	args := []string{"-c", strconv.Itoa(o.conns), "-P", strconv.Itoa(sp.pipeline),
 		"-r", strconv.FormatUint(keys, 10), "-n", strconv.Itoa(sp.n)}
 	args = append(args, strings.Fields(sp.cmd)...)
-	cpu0 := sp.srv.cpuTime()
+	user0, kernel0 := sp.srv.cpuSplit()
 	b, err := exec.Command(o.redisBenchmark, append([]string{"-h", host, "-p", port, "--csv"}, args...)...).Output()
 	if err != nil {
 		return RBRun{}, fmt.Errorf("redis-benchmark %s: %w", strings.Join(args, " "), err)
 	}
-	used := sp.srv.cpuTime() - cpu0
+	user1, kernel1 := sp.srv.cpuSplit()
+	used, kernel := user1+kernel1-user0-kernel0, kernel1-kernel0
 	recs, err := csv.NewReader(strings.NewReader(string(b))).ReadAll()
 	if err != nil || len(recs) < 2 || len(recs[len(recs)-1]) < 7 {
 		return RBRun{}, fmt.Errorf("redis-benchmark output %q: %v", b, err)
@@ -148,5 +168,5 @@ func redisBenchmark(o options, sp rbSpec) (RBRun, error) {
 	f := func(s string) float64 { v, _ := strconv.ParseFloat(s, 64); return v }
 	return RBRun{Label: sp.label, Server: sp.srv.name, Args: "-q " + strings.Join(args, " "), Pipeline: sp.pipeline,
 		RPS: f(last[1]), P50ms: f(last[4]), P99ms: f(last[6]),
-		CPUPerReq: float64(used.Microseconds()) / float64(sp.n)}, nil
+		CPUPerReq: float64(used.Microseconds()) / float64(sp.n), KernelPerReq: float64(kernel.Microseconds()) / float64(sp.n)}, nil
 }

@@ -255,3 +255,42 @@ func checkTargets(t *testing.T, rep *report, wants []wantTarget) map[string]Targ
 	}
 	return targets
 }
+
+// TestFloorTargets evaluates made-up -P 1 figures: beside each ratio with
+// default flags, the informative row that splits each server's CPU a
+// request into user mode and the kernel, and in memory the PING rates.
+func TestFloorTargets(t *testing.T) {
+	for _, procs := range []string{"1", "0"} {
+		sfx := allCores
+		if procs == "0" {
+			sfx = ""
+		}
+		rep := &report{Options: map[string]string{"procs": procs}}
+		add := func(label string, rps, cpu, kernel float64) {
+			rep.RedisBenchmark = append(rep.RedisBenchmark, RBRun{Label: label, Pipeline: 1, RPS: rps, CPUPerReq: cpu, KernelPerReq: kernel})
+		}
+		add(labelToken+sfx, 120000, 6, 4.75)
+		add("INCR", 125000, 6.4, 4.5)
+		add(labelPingRL+sfx, 130000, 5, 4)
+		add(labelPingRedis, 128000, 5.2, 4.1)
+		add(labelStrong+sfx, 50000, 16, 11)
+		add(labelAlways, 64000, 9.6, 7.4)
+		add(labelStrong+" (another setup)", 1, 1, 1)
+		rep.floorTargets()
+		targets := checkTargets(t, rep, []wantTarget{
+			{"server CPU a request, user + kernel, in memory RL.CHECK token vs Redis INCR, -P 1, default flags, redis-benchmark", 6 / 6.4, false, true},
+			{"server CPU a request, user + kernel, durable strong RL.CHECK token vs Redis INCR with AOF always, -P 1, default flags, redis-benchmark", 16 / 9.6, false, true},
+		})
+		mem := targets["server CPU a request, user + kernel, in memory RL.CHECK token vs Redis INCR, -P 1, default flags, redis-benchmark"]
+		if want := "rlserver 1.25 + 4.75 µs, Redis 1.90 + 4.50 µs; PING 130000 vs 128000 rps (1.02×)"; mem.Measured != want {
+			t.Errorf("procs %s: in memory row %q, want %q", procs, mem.Measured, want)
+		}
+		strong := targets["server CPU a request, user + kernel, durable strong RL.CHECK token vs Redis INCR with AOF always, -P 1, default flags, redis-benchmark"]
+		if want := "rlserver 5.00 + 11.00 µs, Redis 2.20 + 7.40 µs"; strong.Measured != want {
+			t.Errorf("procs %s: strong row %q, want %q", procs, strong.Measured, want)
+		}
+		if len(rep.Targets) != 2 {
+			t.Errorf("procs %s: %d rows, want 2 (no durable fast figures)", procs, len(rep.Targets))
+		}
+	}
+}

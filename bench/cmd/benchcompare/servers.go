@@ -102,6 +102,10 @@ func (s *server) kill() {
 // cpuTime returns the CPU time (user + system) the server process has used.
 func (s *server) cpuTime() time.Duration { return s.p.CPU() }
 
+// cpuSplit returns the CPU time the server process has used in user mode
+// and in the kernel (system time).
+func (s *server) cpuSplit() (user, kernel time.Duration) { return s.p.CPUSplit() }
+
 // heapAfterGC returns rlserver's live heap after a forced collection.
 func (s *server) heapAfterGC() (int64, error) {
 	resp, err := http.Get("http://" + s.pprof + "/debug/gc")

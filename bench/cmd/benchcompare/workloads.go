@@ -78,6 +78,9 @@ const (
 	labelEverysec = "INCR, AOF everysec"
 	labelAlways   = "INCR, AOF always"
 	labelLuaAOF   = "EVALSHA token.lua, AOF everysec"
+	// The -P 1 PING rows of the throughput section (floorTargets).
+	labelPingRL    = "PING, in memory"
+	labelPingRedis = "PING, Redis"
 )
 
 // pairedWorkloads lists the workloads of the chosen sections in the order
