@@ -163,7 +163,7 @@ func (r *report) evaluate() {
 // and the kernel (a read and a write a request on a loopback socket, the
 // waits, and for the durable rows the log's writes and fsyncs), as
 // "user + kernel". In memory it adds each server's PING rate, the
-// cheapest reply: at -P 1 both servers do the same system calls a
+// cheapest reply: at -P 1 both servers make one read and one write a
 // request, and their kernel time and PING rates set a floor that a
 // command's rate sits just under. Informative rows.
 func (r *report) floorTargets() {
