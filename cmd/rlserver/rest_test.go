@@ -23,8 +23,8 @@ func gomaxprocsOf(t *testing.T, p *proc) int {
 
 // waitGomaxprocs waits up to 30 s for p's GOMAXPROCS to satisfy ok. It
 // reads /metrics every 100 ms, not at testutil.WaitFor's pace (up to 20 a
-// second): each read costs the node CPU, and a node kept above 5% of a core
-// by its reader would not rest.
+// second): each read costs the node CPU, and a node kept above a quarter of
+// a core (rest.Busy) by its reader would not rest.
 func waitGomaxprocs(t *testing.T, p *proc, what string, ok func(int) bool) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)

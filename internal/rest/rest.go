@@ -18,10 +18,12 @@ import (
 	"time"
 )
 
-// Busy is the CPU share, of one core, above which a tick counts as busy:
-// an idle cluster node uses about 2%, one serving a few requests a second
-// more.
-const Busy = 0.05
+// Busy is the CPU share, of one core, above which a tick counts as busy.
+// An idle cluster node uses 1.3-2% of a core on a quiet host and 4-8% on a
+// busy one (its timers' wake-ups cost more there), and must rest on both;
+// a process at rest can use a whole core, so a quarter of one is work it
+// has room for, and more is work that other cores may help with.
+const Busy = 0.25
 
 // Tick is how often a Governor reads the process's CPU time by default.
 const Tick = time.Second
