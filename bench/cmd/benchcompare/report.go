@@ -171,6 +171,7 @@ func (r *report) floorTargets() {
 	if r.Options["procs"] == "0" {
 		sfx = ""
 	}
+	pa, pb := r.rb(labelPingRL+sfx, 1), r.rb(labelPingRedis, 1)
 	for _, x := range []struct{ name, rl, redis string }{
 		{"in memory RL.CHECK token vs Redis INCR", labelToken + sfx, "INCR"},
 		{"durable fast RL.CHECK token vs Redis INCR with AOF everysec", labelFast + sfx, labelEverysec},
@@ -182,7 +183,7 @@ func (r *report) floorTargets() {
 		}
 		ua, ub := a.CPUPerReq-a.KernelPerReq, b.CPUPerReq-b.KernelPerReq
 		m := fmt.Sprintf("rlserver %.2f + %.2f µs, Redis %.2f + %.2f µs", ua, a.KernelPerReq, ub, b.KernelPerReq)
-		if pa, pb := r.rb(labelPingRL+sfx, 1), r.rb(labelPingRedis, 1); x.redis == "INCR" && pa != nil && pb != nil && pb.RPS > 0 {
+		if x.redis == "INCR" && pa != nil && pb != nil && pb.RPS > 0 {
 			m += fmt.Sprintf("; PING %.0f vs %.0f rps (%s)", pa.RPS, pb.RPS, ratioText(pa.RPS/pb.RPS, 1))
 		}
 		r.Targets = append(r.Targets, Target{
